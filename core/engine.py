@@ -1,0 +1,634 @@
+"""The use-cases: the one API the CLI, the dashboard, harness hooks and Python callers share.
+
+An `Engine` owns one SQLite connection and must stay on the thread that opened it; a worker
+thread opens its own with `Engine.for_thread()`. Every state change runs inside `write_txn()`
+together with its audit event, so the CLI, the TUI and hooks leave the same trail.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import secrets
+import socket
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from core import clock, manifest, snapshot, store
+from core.config import Config, load_config
+from core.db import open_database, write_txn
+from core.errors import ConflictError, DamagedCheckpointError, NotFoundError, UsageError
+from core.fingerprint import fingerprint_environment, load_or_create_key
+from core.migrations import migrate
+from core.models import (
+    AuditEvent,
+    Budget,
+    Checkpoint,
+    CheckpointReason,
+    CheckpointState,
+    Interface,
+    NamedVersion,
+    Task,
+    TaskStatus,
+    validate_task_id,
+)
+from core.paths import StorePaths, ensure_private_dir, resolve_store_root
+
+CHECKPOINT_REF = re.compile(r"^(?P<task>[^@\s]+)(?:@(?P<seq>\d+|latest))?$")
+
+# What a checkpoint's reason does to its task's status.
+_STATUS_AFTER = {
+    CheckpointReason.BEFORE_WAIT: TaskStatus.WAITING,
+    CheckpointReason.INTERRUPT: TaskStatus.PAUSED,
+}
+
+
+@dataclass(frozen=True)
+class CheckpointResult:
+    """What `Engine.checkpoint` did: a new checkpoint, or why it skipped one."""
+
+    checkpoint: Checkpoint | None
+    skipped: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckpointRequest:
+    """Everything an agent or operator says when asking for a checkpoint."""
+
+    reason: CheckpointReason = CheckpointReason.MANUAL
+    note: str | None = None
+    done: tuple[str, ...] = ()
+    todo: tuple[str, ...] = ()
+    tokens_used: int | None = None
+    usd_used: float | None = None
+    force: bool = False
+    max_file_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class TaskSummary:
+    """A task plus what the dashboard lists beside it."""
+
+    task: Task
+    checkpoint_count: int
+    last_checkpoint_at: str | None
+
+
+@dataclass
+class _Progress:
+    """Carry-over of steps and consumption from one checkpoint to the next."""
+
+    done: list[str] = field(default_factory=list)
+    todo: list[str] = field(default_factory=list)
+
+
+def parse_checkpoint_ref(text: str) -> tuple[str, int | None]:
+    """Split `TASK@SEQ` (or `TASK`, `TASK@latest`) into the task id and the sequence."""
+    match = CHECKPOINT_REF.match(text.strip())
+    if not match:
+        raise UsageError(f"invalid checkpoint {text!r}: expected TASK@SEQ, e.g. fix-login-3f2a@2")
+    seq = match.group("seq")
+    return match.group("task"), int(seq) if seq and seq != "latest" else None
+
+
+def generate_task_id(objective: str, taken: set[str]) -> str:
+    """A short, human id from the objective's first words plus four hex digits."""
+    words = re.findall(r"[a-z0-9]+", objective.lower())
+    stem = "-".join(words[:3])[:24].strip("-") or "task"
+    while True:
+        candidate = f"{stem}-{secrets.token_hex(2)}"
+        if candidate not in taken:
+            return candidate
+
+
+class Engine:
+    """One store, opened for one thread."""
+
+    def __init__(
+        self,
+        store_root: str | os.PathLike[str] | None = None,
+        *,
+        interface: Interface = Interface.API,
+        actor: str | None = None,
+        config: Config | None = None,
+    ) -> None:
+        self.paths = StorePaths(resolve_store_root(store_root))
+        self.interface = interface
+        self.config = config or load_config()
+        self.actor = actor or self.config.operator
+        ensure_private_dir(self.paths.root)
+        self.db: sqlite_utils.Database = open_database(self.paths.database)
+        migrate(self.db)
+
+    def for_thread(self) -> Engine:
+        """A new engine on the same store for use on another thread."""
+        return Engine(self.paths.root, interface=self.interface, actor=self.actor, config=self.config)
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self.db.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- paths -----------------------------------------------------------------------------
+
+    def locate(self) -> dict[str, str]:
+        """Where this store keeps everything."""
+        from core.paths import config_dir
+
+        return {
+            "store": str(self.paths.root),
+            "database": str(self.paths.database),
+            "repos": str(self.paths.repos),
+            "config": str(config_dir()),
+        }
+
+    # --- tasks -----------------------------------------------------------------------------
+
+    def start_task(
+        self,
+        *,
+        repo: str | os.PathLike[str],
+        objective: str,
+        task_id: str | None = None,
+        harness: NamedVersion | None = None,
+        model: NamedVersion | None = None,
+        budget: Budget = Budget(),
+        credentials: Sequence[str] = (),
+    ) -> Task:
+        """Register a new task on the git work tree that contains `repo`."""
+        if not objective.strip():
+            raise UsageError("the objective is empty; say what the task should achieve")
+        for name in credentials:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise UsageError(f"invalid --credential {name!r}: give an environment variable name")
+        for label, value in (("tokens", budget.tokens), ("usd", budget.usd), ("minutes", budget.minutes)):
+            if value is not None and value < 0:
+                raise UsageError(f"--budget-{label} must not be negative")
+        source = snapshot.resolve_source_repo(repo)
+        now = clock.now_iso()
+        with write_txn(self.db):
+            new_id = validate_task_id(task_id) if task_id else generate_task_id(
+                objective, store.task_ids(self.db)
+            )
+            task = Task(
+                id=new_id,
+                repo_root=str(source.toplevel),
+                store_repo=source.store_repo_name,
+                objective=objective.strip(),
+                status=TaskStatus.RUNNING,
+                created_at=now,
+                updated_at=now,
+                harness=harness,
+                model=model,
+                budget=budget,
+                credentials=tuple(dict.fromkeys(credentials)),
+            )
+            store.insert_task(self.db, task)
+            self._event(task.id, "task", task.id, "start", None, TaskStatus.RUNNING.value, None, now)
+        return task
+
+    def get_task(self, task_id: str) -> Task:
+        """One task by id."""
+        return store.get_task(self.db, task_id)
+
+    def list_tasks(self, statuses: Sequence[TaskStatus] = ()) -> list[Task]:
+        """Tasks, most recently updated first."""
+        return store.list_tasks(self.db, tuple(statuses))
+
+    def task_summaries(self) -> list[TaskSummary]:
+        """Tasks with their checkpoint counts, for lists and the dashboard."""
+        counts = store.checkpoint_counts(self.db)
+        return [
+            TaskSummary(task, *counts.get(task.id, (0, None))) for task in self.list_tasks()
+        ]
+
+    def finish_task(self, task_id: str, status: TaskStatus, reason: str | None = None) -> Task:
+        """Mark a task `done` or `cancelled`; a finished task stays finished."""
+        if status not in (TaskStatus.DONE, TaskStatus.CANCELLED):
+            raise UsageError(f"a task can be finished as done or cancelled, not {status.value}")
+        now = clock.now_iso()
+        with write_txn(self.db):
+            task = store.get_task(self.db, task_id)
+            if task.status.is_final:
+                raise ConflictError(
+                    f"task {task_id} is already {task.status.value}; nothing to change"
+                )
+            store.update_task(self.db, task_id, status=status, updated_at=now)
+            self._event(task_id, "task", task_id, status.value, task.status.value, status.value, reason, now)
+        return replace(task, status=status, updated_at=now)
+
+    # --- checkpoints -----------------------------------------------------------------------
+
+    def checkpoint(self, task_id: str, request: CheckpointRequest = CheckpointRequest()) -> CheckpointResult:
+        """Snapshot the task's work tree and record a complete, verified checkpoint.
+
+        The snapshot is taken first (objects only, nothing recorded); a snapshot identical to
+        the previous checkpoint with nothing new is skipped unless forced. Then the checkpoint is
+        recorded as `writing`, its commit written and re-read, and only then flipped to
+        `complete` in one transaction (invariant 1).
+        """
+        started = time.monotonic()
+        task = store.get_task(self.db, task_id)
+        if task.status.is_final:
+            raise ConflictError(
+                f"task {task_id} is {task.status.value}; a finished task takes no checkpoints"
+            )
+        self._validate_consumption(request)
+        with self._task_lock(task_id):
+            self._expire_stale_writers(task_id)
+            source = snapshot.resolve_source_repo(task.repo_root)
+            store_repo = snapshot.ensure_store_repo(self.paths.repos, source)
+            previous = store.latest_complete(self.db, task_id)
+            previous_trees = None
+            if previous and previous.worktree_tree and previous.index_tree:
+                if snapshot.verify_checkpoint(
+                    store_repo,
+                    commit=previous.commit or "",
+                    worktree_tree=previous.worktree_tree,
+                    index_tree=previous.index_tree,
+                    manifest_sha256=None,
+                ):
+                    previous = None  # damaged: start the chain afresh from the base commit
+                else:
+                    previous_trees = (previous.worktree_tree, previous.index_tree)
+            limits = snapshot.SnapshotLimits(request.max_file_bytes or self.config.max_file_bytes)
+            snap = snapshot.take_snapshot(
+                source, store_repo, self.paths.tmp, limits, previous_trees
+            )
+            progress = self._progress(previous, request)
+            if previous and not request.force and self._is_noop(previous, snap, request, task):
+                return CheckpointResult(
+                    None,
+                    skipped=f"nothing changed since {previous.ref}; checkpoint skipped "
+                    "(use --force to record one anyway)",
+                )
+            return self._record_checkpoint(
+                task, source, store_repo, snap, previous, request, progress, started
+            )
+
+    def _validate_consumption(self, request: CheckpointRequest) -> None:
+        if request.tokens_used is not None and request.tokens_used < 0:
+            raise UsageError("--tokens-used must not be negative")
+        if request.usd_used is not None and request.usd_used < 0:
+            raise UsageError("--usd-used must not be negative")
+        if request.max_file_bytes is not None and request.max_file_bytes <= 0:
+            raise UsageError("the file size limit must be positive")
+
+    @staticmethod
+    def _progress(previous: Checkpoint | None, request: CheckpointRequest) -> _Progress:
+        """Steps carried forward: done accumulates; a new todo list replaces the old one."""
+        steps = (previous.manifest or {}).get("steps", {}) if previous else {}
+        done = list(steps.get("done", []))
+        for step in request.done:
+            if step not in done:
+                done.append(step)
+        todo = list(request.todo) if request.todo else list(steps.get("todo", []))
+        todo = [step for step in todo if step not in request.done]
+        return _Progress(done=done, todo=todo)
+
+    @staticmethod
+    def _is_noop(
+        previous: Checkpoint, snap: snapshot.Snapshot, request: CheckpointRequest, task: Task
+    ) -> bool:
+        same_state = (
+            previous.worktree_tree == snap.worktree_tree
+            and previous.index_tree == snap.index_tree
+            and previous.base_commit == snap.base_commit
+            and previous.branch == snap.branch
+        )
+        nothing_said = (
+            not request.note
+            and not request.done
+            and not request.todo
+            and request.tokens_used in (None, task.tokens_used)
+            and request.usd_used in (None, task.usd_used)
+        )
+        return same_state and nothing_said
+
+    def _record_checkpoint(
+        self,
+        task: Task,
+        source: snapshot.SourceRepo,
+        store_repo: Path,
+        snap: snapshot.Snapshot,
+        previous: Checkpoint | None,
+        request: CheckpointRequest,
+        progress: _Progress,
+        started: float,
+    ) -> CheckpointResult:
+        created_at = clock.now_iso()
+        with write_txn(self.db):
+            seq = store.next_checkpoint_seq(self.db, task.id)
+            store.insert_writing_checkpoint(
+                self.db,
+                task_id=task.id,
+                seq=seq,
+                reason=request.reason,
+                note=request.note,
+                created_at=created_at,
+                writer_pid=os.getpid(),
+                writer_host=socket.gethostname(),
+            )
+            self._event(task.id, "checkpoint", f"{task.id}@{seq}", "write", None,
+                        CheckpointState.WRITING.value, None, created_at)
+        try:
+            return self._finish_checkpoint(
+                task, source, store_repo, snap, previous, request, progress, started, seq, created_at
+            )
+        except BaseException as exc:
+            failure = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            with write_txn(self.db):
+                if store.mark_incomplete(self.db, task.id, seq, failure):
+                    self._event(task.id, "checkpoint", f"{task.id}@{seq}", "fail",
+                                CheckpointState.WRITING.value, CheckpointState.INCOMPLETE.value,
+                                failure, clock.now_iso())
+            raise
+
+    def _finish_checkpoint(
+        self,
+        task: Task,
+        source: snapshot.SourceRepo,
+        store_repo: Path,
+        snap: snapshot.Snapshot,
+        previous: Checkpoint | None,
+        request: CheckpointRequest,
+        progress: _Progress,
+        started: float,
+        seq: int,
+        created_at: str,
+    ) -> CheckpointResult:
+        base_tree = (
+            snapshot.tree_of_commit(store_repo, snap.base_commit)
+            if snap.base_commit
+            else snapshot.EMPTY_TREE
+        )
+        changed = snapshot.changed_files(store_repo, base_tree, snap.worktree_tree)
+        tokens_used = task.tokens_used if request.tokens_used is None else request.tokens_used
+        usd_used = task.usd_used if request.usd_used is None else request.usd_used
+        minutes_used = (clock.parse(created_at) - clock.parse(task.created_at)).total_seconds() / 60
+        key = load_or_create_key(self.paths.fingerprint_key)
+        document = manifest.build_manifest(
+            task=task,
+            seq=seq,
+            reason=request.reason,
+            note=request.note,
+            created_at=created_at,
+            parent_commit=previous.commit if previous else None,
+            snapshot=snap,
+            facts=snapshot.repo_facts(source),
+            changed=changed,
+            lockfiles=snapshot.lockfiles_in(store_repo, snap.worktree_tree),
+            credentials=fingerprint_environment(key, task.credentials),
+            done=progress.done,
+            todo=progress.todo,
+            tokens_used=tokens_used,
+            usd_used=usd_used,
+            minutes_used=minutes_used,
+            environment=manifest.environment_identity(snapshot.git_version()),
+            max_file_bytes=request.max_file_bytes or self.config.max_file_bytes,
+            creation_ms=int((time.monotonic() - started) * 1000),
+        )
+        manifest_bytes = manifest.encode(document)
+        manifest_sha256 = hashlib.sha256(manifest_bytes).hexdigest()
+        header = manifest.build_header(
+            task_id=task.id, seq=seq, created_at=created_at, manifest_sha256=manifest_sha256
+        )
+        commit, commit_bytes = snapshot.write_checkpoint_commit(
+            store_repo,
+            header=manifest.encode(header),
+            manifest=manifest_bytes,
+            snapshot=snap,
+            parent=previous.commit if previous else None,
+            message=f"pitstop checkpoint {task.id}@{seq} ({request.reason.value})",
+            timestamp=clock.git_timestamp(created_at),
+        )
+        problems = snapshot.verify_checkpoint(
+            store_repo,
+            commit=commit,
+            worktree_tree=snap.worktree_tree,
+            index_tree=snap.index_tree,
+            manifest_sha256=manifest_sha256,
+        )
+        if problems:
+            raise DamagedCheckpointError(
+                f"checkpoint {task.id}@{seq} did not verify after writing: {problems[0]}"
+            )
+        snapshot.update_checkpoint_ref(store_repo, task.id, commit)
+        completed_at = clock.now_iso()
+        creation_ms = int((time.monotonic() - started) * 1000)
+        bytes_added = snap.bytes_added + commit_bytes
+        new_status = _STATUS_AFTER.get(request.reason, task.status)
+        if task.status in (TaskStatus.PAUSED, TaskStatus.WAITING) and request.reason in (
+            CheckpointReason.MILESTONE,
+        ):
+            new_status = TaskStatus.RUNNING
+        with write_txn(self.db):
+            store.complete_checkpoint(
+                self.db,
+                task.id,
+                seq,
+                commit=commit,
+                worktree_tree=snap.worktree_tree,
+                index_tree=snap.index_tree,
+                base_commit=snap.base_commit,
+                branch=snap.branch,
+                manifest=document,
+                manifest_sha256=manifest_sha256,
+                completed_at=completed_at,
+                creation_ms=creation_ms,
+                bytes_added=bytes_added,
+                changed_count=len(changed),
+                left_out_count=len(snap.left_out),
+            )
+            store.update_task(
+                self.db,
+                task.id,
+                status=new_status,
+                tokens_used=tokens_used,
+                usd_used=usd_used,
+                updated_at=completed_at,
+            )
+            self._event(task.id, "checkpoint", f"{task.id}@{seq}", "complete",
+                        CheckpointState.WRITING.value, CheckpointState.COMPLETE.value,
+                        request.note, completed_at)
+            if new_status != task.status:
+                self._event(task.id, "task", task.id, "status", task.status.value,
+                            new_status.value, f"checkpoint {seq} ({request.reason.value})",
+                            completed_at)
+        return CheckpointResult(store.get_checkpoint(self.db, task.id, seq))
+
+    @contextmanager
+    def _task_lock(self, task_id: str) -> Iterator[None]:
+        """Serialise checkpoint writers of one task; the OS drops the lock if a writer dies."""
+        lock_dir = self.paths.tmp / "locks"
+        lock_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(lock_dir / f"{task_id}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _writer_alive(self, task_id: str) -> bool:
+        """True while some process holds the task's checkpoint lock."""
+        path = self.paths.tmp / "locks" / f"{task_id}.lock"
+        if not path.exists():
+            return False
+        fd = os.open(path, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    def _expire_stale_writers(self, task_id: str) -> None:
+        """Durably mark `writing` checkpoints whose writer died as `incomplete` (lock held)."""
+        stale = store.writing_seqs(self.db, task_id)
+        if not stale:
+            return
+        now = clock.now_iso()
+        failure = "the process writing this checkpoint stopped before it completed"
+        with write_txn(self.db):
+            for seq in stale:
+                if store.mark_incomplete(self.db, task_id, seq, failure):
+                    self._event(task_id, "checkpoint", f"{task_id}@{seq}", "fail",
+                                CheckpointState.WRITING.value, CheckpointState.INCOMPLETE.value,
+                                failure, now)
+
+    def _displayed(self, checkpoint: Checkpoint) -> Checkpoint:
+        """A `writing` checkpoint whose writer is gone is shown as `incomplete`."""
+        if checkpoint.state is CheckpointState.WRITING and not self._writer_alive(checkpoint.task_id):
+            return replace(
+                checkpoint,
+                state=CheckpointState.INCOMPLETE,
+                failure="the process writing this checkpoint stopped before it completed",
+            )
+        return checkpoint
+
+    def list_checkpoints(self, task_id: str) -> list[Checkpoint]:
+        """A task's checkpoints, oldest first; half-written ones show as incomplete."""
+        store.get_task(self.db, task_id)
+        return [self._displayed(c) for c in store.list_checkpoints(self.db, task_id)]
+
+    def get_checkpoint(self, ref: str) -> Checkpoint:
+        """A checkpoint by `TASK@SEQ`; `TASK` alone means its newest one."""
+        task_id, seq = parse_checkpoint_ref(ref)
+        store.get_task(self.db, task_id)
+        if seq is None:
+            seq = store.latest_seq(self.db, task_id)
+            if seq is None:
+                raise NotFoundError(f"task {task_id} has no checkpoints yet; run `pitstop checkpoint {task_id}`")
+        return self._displayed(store.get_checkpoint(self.db, task_id, seq))
+
+    def _store_repo_for(self, task_id: str) -> Path:
+        return self.paths.repos / store.get_task(self.db, task_id).store_repo
+
+    def verify(self, checkpoint: Checkpoint) -> list[str]:
+        """Problems found re-reading a checkpoint from the store (empty when it is sound)."""
+        if checkpoint.state is not CheckpointState.COMPLETE:
+            return [f"checkpoint {checkpoint.ref} is {checkpoint.state.value}: {checkpoint.failure or 'not complete'}"]
+        assert checkpoint.commit and checkpoint.worktree_tree and checkpoint.index_tree
+        return snapshot.verify_checkpoint(
+            self._store_repo_for(checkpoint.task_id),
+            commit=checkpoint.commit,
+            worktree_tree=checkpoint.worktree_tree,
+            index_tree=checkpoint.index_tree,
+            manifest_sha256=checkpoint.manifest_sha256,
+        )
+
+    def _require_sound(self, checkpoint: Checkpoint) -> Path:
+        problems = self.verify(checkpoint)
+        if problems:
+            raise DamagedCheckpointError(
+                f"checkpoint {checkpoint.ref} is damaged: {problems[0]}"
+                if checkpoint.state is CheckpointState.COMPLETE
+                else problems[0]
+            )
+        return self._store_repo_for(checkpoint.task_id)
+
+    def diff(self, ref: str, against: str = "base", paths: Sequence[str] = ()) -> str:
+        """A unified diff of a checkpoint's snapshot against its base commit or the previous one."""
+        checkpoint = self.get_checkpoint(ref)
+        store_repo = self._require_sound(checkpoint)
+        old_tree = self._comparison_tree(checkpoint, against, store_repo)
+        assert checkpoint.worktree_tree
+        return snapshot.unified_diff(store_repo, old_tree, checkpoint.worktree_tree, paths)
+
+    def _comparison_tree(self, checkpoint: Checkpoint, against: str, store_repo: Path) -> str:
+        if against == "base":
+            if not checkpoint.base_commit:
+                return snapshot.EMPTY_TREE
+            return snapshot.tree_of_commit(store_repo, checkpoint.base_commit)
+        if against == "previous":
+            earlier = [
+                c for c in store.list_checkpoints(self.db, checkpoint.task_id)
+                if c.seq < checkpoint.seq and c.state is CheckpointState.COMPLETE
+            ]
+            if not earlier or not earlier[-1].worktree_tree:
+                return self._comparison_tree(checkpoint, "base", store_repo)
+            return earlier[-1].worktree_tree
+        raise UsageError(f"invalid --against {against!r}: use base or previous")
+
+    def changed_files(self, ref: str, against: str = "base") -> list[Any]:
+        """Per-file status and line counts of a checkpoint against base or previous."""
+        checkpoint = self.get_checkpoint(ref)
+        store_repo = self._require_sound(checkpoint)
+        assert checkpoint.worktree_tree
+        old_tree = self._comparison_tree(checkpoint, against, store_repo)
+        return snapshot.changed_files(store_repo, old_tree, checkpoint.worktree_tree)
+
+    def checkout(self, ref: str, into: str | os.PathLike[str]) -> int:
+        """Materialise a complete checkpoint's working tree, byte-exact, into a new directory."""
+        checkpoint = self.get_checkpoint(ref)
+        store_repo = self._require_sound(checkpoint)
+        assert checkpoint.worktree_tree
+        target = Path(into).expanduser().absolute()
+        return snapshot.materialise(store_repo, checkpoint.worktree_tree, target, self.paths.tmp)
+
+    # --- audit -----------------------------------------------------------------------------
+
+    def events(self, task_id: str | None = None) -> list[AuditEvent]:
+        """The audit log, oldest first."""
+        if task_id is not None:
+            store.get_task(self.db, task_id)
+        return store.list_events(self.db, task_id)
+
+    def _event(
+        self,
+        task_id: str | None,
+        entity: str,
+        entity_id: str,
+        action: str,
+        from_state: str | None,
+        to_state: str | None,
+        reason: str | None,
+        at: str,
+    ) -> None:
+        store.add_event(
+            self.db,
+            at=at,
+            actor=self.actor,
+            interface=self.interface,
+            task_id=task_id,
+            entity=entity,
+            entity_id=entity_id,
+            action=action,
+            from_state=from_state,
+            to_state=to_state,
+            reason=reason,
+        )

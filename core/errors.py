@@ -1,0 +1,58 @@
+"""Errors people read: each carries one line saying what happened and what to do, and an exit code.
+
+The CLI prints `message` on one line of stderr and exits with `exit_code`; nothing else is shown,
+so a message must stand on its own.
+"""
+
+from __future__ import annotations
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+class PitstopError(Exception):
+    """A failure a user can act on; never a programming error."""
+
+    exit_code = EXIT_FAILURE
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class UsageError(PitstopError):
+    """The request itself is malformed: a bad option value, an impossible combination."""
+
+    exit_code = EXIT_USAGE
+
+
+class NotFoundError(PitstopError):
+    """An id, task or checkpoint that the store does not know."""
+
+    exit_code = EXIT_USAGE
+
+
+class NotAGitRepoError(PitstopError):
+    """The path given as a task's repository is not inside a git work tree."""
+
+    exit_code = EXIT_USAGE
+
+
+class StoreError(PitstopError):
+    """The store cannot be opened or used (permissions, corruption, a newer schema)."""
+
+
+class SchemaTooNewError(StoreError):
+    """The database or a record was written by a newer Pitstop than this one."""
+
+
+class DamagedCheckpointError(PitstopError):
+    """A checkpoint's stored parts are missing or do not match their recorded hashes."""
+
+
+class GitError(PitstopError):
+    """A git command failed in a way Pitstop could not recover from."""
+
+
+class ConflictError(PitstopError):
+    """The request conflicts with the current state (a finished task, a duplicate id)."""

@@ -1,0 +1,61 @@
+"""Credential fingerprints: a keyed HMAC of a variable's value, never the value itself.
+
+A fingerprint lets restore validation say "GITHUB_TOKEN changed since the checkpoint" without
+Pitstop ever storing the token (invariant 2). The key is a per-store random secret kept in a
+`0600` file inside the `0700` store, so fingerprints cannot be brute-forced from a copied manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+KEY_BYTES = 32
+
+
+def load_or_create_key(path: Path) -> bytes:
+    """Read the store's fingerprint key, creating it on first use."""
+    try:
+        key = path.read_bytes()
+        if len(key) == KEY_BYTES:
+            return key
+    except FileNotFoundError:
+        pass
+    key = secrets.token_bytes(KEY_BYTES)
+    temp = path.with_suffix(".tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(key)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, path)
+    return key
+
+
+def fingerprint(key: bytes, value: str) -> str:
+    """A short keyed fingerprint of a secret value."""
+    digest = hmac.new(key, value.encode("utf-8", errors="surrogateescape"), hashlib.sha256)
+    return "hmac-sha256:" + digest.hexdigest()[:32]
+
+
+def fingerprint_environment(
+    key: bytes, names: Iterable[str], environ: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Fingerprints of the named variables: present or not, never their values."""
+    env = os.environ if environ is None else environ
+    result: list[dict[str, Any]] = []
+    for name in names:
+        value = env.get(name)
+        result.append(
+            {
+                "name": name,
+                "present": value is not None,
+                "fingerprint": fingerprint(key, value) if value is not None else None,
+            }
+        )
+    return result

@@ -1,0 +1,123 @@
+"""The checkpoint manifest (`pitstop.manifest/1`) and its plain header, built from facts.
+
+The manifest is portable JSON: exact execution state, not chat memory. Sections that later
+capabilities fill (evidence, side effects, approvals, upstream resources) are present and empty
+so that readers never have to guess whether a key is missing or simply has nothing in it.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import socket
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from core.models import ChangedFile, CheckpointReason, NamedVersion, Task
+from core.snapshot import RepoFacts, Snapshot
+from core.store import MANIFEST_SCHEMA
+
+HEADER_SCHEMA = "pitstop.checkpoint/1"
+
+
+def environment_identity(git_version: str) -> dict[str, str]:
+    """The machine a checkpoint was made on: OS, arch, Python and git versions."""
+    return {
+        "os": platform.system(),
+        "os_release": platform.release(),
+        "arch": platform.machine(),
+        "python": platform.python_version(),
+        "git": git_version,
+        "hostname": socket.gethostname(),
+    }
+
+
+def _named(value: NamedVersion | None) -> dict[str, str | None] | None:
+    return {"name": value.name, "version": value.version} if value else None
+
+
+def build_manifest(
+    *,
+    task: Task,
+    seq: int,
+    reason: CheckpointReason,
+    note: str | None,
+    created_at: str,
+    parent_commit: str | None,
+    snapshot: Snapshot,
+    facts: RepoFacts,
+    changed: Sequence[ChangedFile],
+    lockfiles: dict[str, str],
+    credentials: list[dict[str, Any]],
+    done: Sequence[str],
+    todo: Sequence[str],
+    tokens_used: int,
+    usd_used: float,
+    minutes_used: float,
+    environment: dict[str, str],
+    max_file_bytes: int,
+    creation_ms: int,
+) -> dict[str, Any]:
+    """Assemble the manifest document for one checkpoint."""
+    return {
+        "schema": MANIFEST_SCHEMA,
+        "task": {"id": task.id, "objective": task.objective},
+        "checkpoint": {
+            "seq": seq,
+            "reason": reason.value,
+            "note": note,
+            "created_at": created_at,
+            "parent_commit": parent_commit,
+        },
+        "repository": {
+            "toplevel": task.repo_root,
+            "remotes": dict(facts.remotes),
+            "base_commit": snapshot.base_commit,
+            "branch": snapshot.branch,
+            "upstream": {"name": facts.upstream, "head": facts.upstream_head},
+        },
+        "snapshot": {
+            "worktree_tree": snapshot.worktree_tree,
+            "index_tree": snapshot.index_tree,
+            "submodules": [{"path": p, "commit": c} for p, c in snapshot.submodules],
+            "changed_files": [asdict(change) for change in changed],
+            "max_file_bytes": max_file_bytes,
+        },
+        "steps": {"done": list(done), "todo": list(todo)},
+        "harness": _named(task.harness),
+        "model": _named(task.model),
+        "budget": {
+            "tokens": {"limit": task.budget.tokens, "used": tokens_used},
+            "usd": {"limit": task.budget.usd, "used": usd_used},
+            "minutes": {"limit": task.budget.minutes, "used": round(minutes_used, 2)},
+        },
+        "environment": environment,
+        "credentials": credentials,
+        "lockfiles": lockfiles,
+        "upstream_resources": [],
+        "pending_approvals": [],
+        "side_effects": [],
+        "evidence": [],
+        "left_out": [asdict(item) for item in snapshot.left_out],
+        "stats": {"creation_ms": creation_ms, "snapshot_bytes_added": snapshot.bytes_added},
+    }
+
+
+def encode(document: dict[str, Any]) -> bytes:
+    """Canonical bytes of a JSON document (sorted keys) so hashes are reproducible."""
+    return json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False).encode() + b"\n"
+
+
+def build_header(
+    *, task_id: str, seq: int, created_at: str, manifest_sha256: str
+) -> dict[str, Any]:
+    """The plain `pitstop.json` header: what a listing needs, and no content."""
+    return {
+        "schema": HEADER_SCHEMA,
+        "task": task_id,
+        "seq": seq,
+        "created_at": created_at,
+        "manifest_sha256": manifest_sha256,
+        "key_ids": [],
+    }

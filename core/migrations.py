@@ -1,0 +1,135 @@
+"""Numbered, additive schema migrations, and the refusal of databases from a newer Pitstop.
+
+Migrations are named `NNNN_what` and applied in order inside one `BEGIN IMMEDIATE` transaction so
+that two processes opening a fresh store at once never half-migrate it. A database that records a
+migration this build does not know was written by a newer Pitstop: it is refused before anything
+is read or written (invariant 5).
+"""
+
+from __future__ import annotations
+
+import sqlite_utils
+from sqlite_utils.migrations import Migrations
+
+from core.db import write_txn
+from core.errors import SchemaTooNewError
+
+MIGRATION_SET = "pitstop"
+migrations = Migrations(MIGRATION_SET)
+
+
+@migrations(name="0001_initial")
+def _initial(db: sqlite_utils.Database) -> None:
+    db.execute(
+        """
+        CREATE TABLE tasks (
+            id TEXT PRIMARY KEY,
+            repo_root TEXT NOT NULL,
+            store_repo TEXT NOT NULL,
+            objective TEXT NOT NULL,
+            status TEXT NOT NULL,
+            harness TEXT,
+            harness_version TEXT,
+            model TEXT,
+            model_version TEXT,
+            budget_tokens INTEGER,
+            budget_usd REAL,
+            budget_minutes REAL,
+            tokens_used INTEGER NOT NULL DEFAULT 0,
+            usd_used REAL NOT NULL DEFAULT 0,
+            credentials TEXT NOT NULL DEFAULT '[]',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE checkpoints (
+            id INTEGER PRIMARY KEY,
+            task_id TEXT NOT NULL REFERENCES tasks(id),
+            seq INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            note TEXT,
+            commit_sha TEXT,
+            worktree_tree TEXT,
+            index_tree TEXT,
+            base_commit TEXT,
+            branch TEXT,
+            manifest TEXT,
+            manifest_sha256 TEXT,
+            created_at TEXT NOT NULL,
+            completed_at TEXT,
+            creation_ms INTEGER,
+            bytes_added INTEGER,
+            changed_count INTEGER NOT NULL DEFAULT 0,
+            left_out_count INTEGER NOT NULL DEFAULT 0,
+            writer_pid INTEGER,
+            writer_host TEXT,
+            failure TEXT,
+            UNIQUE (task_id, seq)
+        )
+        """
+    )
+    db.execute("CREATE INDEX checkpoints_by_state ON checkpoints (state, task_id)")
+    db.execute(
+        """
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY,
+            at TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            interface TEXT NOT NULL,
+            task_id TEXT,
+            entity TEXT NOT NULL,
+            entity_id TEXT NOT NULL,
+            action TEXT NOT NULL,
+            from_state TEXT,
+            to_state TEXT,
+            reason TEXT,
+            detail TEXT
+        )
+        """
+    )
+    db.execute("CREATE INDEX events_by_task ON events (task_id, id)")
+    # The audit log is append-only: normal operation never rewrites history.
+    db.execute(
+        "CREATE TRIGGER events_no_update BEFORE UPDATE ON events "
+        "BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END"
+    )
+
+
+def known_migration_names() -> list[str]:
+    """Names of every migration this build knows, in order."""
+    return [migration.name for migration in migrations._migrations]
+
+
+def _unknown_applied(db: sqlite_utils.Database) -> list[str]:
+    known = set(known_migration_names())
+    return [m.name for m in migrations.applied(db) if m.name not in known]
+
+
+def migrate(db: sqlite_utils.Database) -> None:
+    """Bring the database to this build's schema, or refuse one from a newer Pitstop."""
+    unknown = _unknown_applied(db)
+    if unknown:
+        raise SchemaTooNewError(
+            f"this store was written by a newer Pitstop (schema {unknown[-1]} is unknown here); "
+            "upgrade pitstop, or use another store with --store or PITSTOP_HOME"
+        )
+    if not migrations.pending(db):
+        return
+    with write_txn(db):
+        unknown = _unknown_applied(db)
+        if unknown:
+            raise SchemaTooNewError(
+                f"this store was written by a newer Pitstop (schema {unknown[-1]} is unknown "
+                "here); upgrade pitstop, or use another store with --store or PITSTOP_HOME"
+            )
+        migrations.apply(db)
+
+
+def schema_version(db: sqlite_utils.Database) -> str | None:
+    """The name of the newest migration applied, or None for an empty database."""
+    applied = migrations.applied(db)
+    return applied[-1].name if applied else None

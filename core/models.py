@@ -1,0 +1,186 @@
+"""The shared vocabulary: frozen dataclasses and enums every other module speaks.
+
+Nothing here touches SQLite or git; `core.store` and `core.snapshot` translate to and from these.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from core.errors import UsageError
+
+
+class TaskStatus(StrEnum):
+    """Where a task stands; `done`, `cancelled` and `expired` are final."""
+
+    RUNNING = "running"
+    PAUSED = "paused"
+    WAITING = "waiting"
+    RESUMING = "resuming"
+    DONE = "done"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (TaskStatus.DONE, TaskStatus.CANCELLED, TaskStatus.EXPIRED)
+
+
+class CheckpointState(StrEnum):
+    """`writing` while parts are stored; `complete` only after they verified; else `incomplete`."""
+
+    WRITING = "writing"
+    COMPLETE = "complete"
+    INCOMPLETE = "incomplete"
+
+
+class CheckpointReason(StrEnum):
+    """Why a checkpoint was taken; it decides what the task's status becomes."""
+
+    MILESTONE = "milestone"
+    BEFORE_WAIT = "before-wait"
+    MANUAL = "manual"
+    INTERRUPT = "interrupt"
+
+
+class Interface(StrEnum):
+    """Which door a state change came through, for the audit log."""
+
+    CLI = "cli"
+    TUI = "tui"
+    HOOK = "hook"
+    API = "api"
+
+
+TASK_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")
+
+
+def validate_task_id(task_id: str) -> str:
+    """Return `task_id` if it is short, lowercase and safe inside a git ref name, else refuse it."""
+    if not TASK_ID_PATTERN.match(task_id) or ".." in task_id or task_id.endswith((".", ".lock")):
+        raise UsageError(
+            f"invalid task id {task_id!r}: use 1-40 lowercase letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return task_id
+
+
+@dataclass(frozen=True)
+class NamedVersion:
+    """A harness or model as `NAME@VERSION` (the version may be unknown)."""
+
+    name: str
+    version: str | None = None
+
+    @classmethod
+    def parse(cls, text: str, what: str) -> NamedVersion:
+        """Parse `NAME@VERSION` or `NAME`; `what` names the option in the error."""
+        name, _, version = text.strip().partition("@")
+        if not name or (_ and not version):
+            raise UsageError(f"invalid {what} {text!r}: expected NAME or NAME@VERSION")
+        return cls(name=name, version=version or None)
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.version}" if self.version else self.name
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits a task may spend; `None` means no limit was set."""
+
+    tokens: int | None = None
+    usd: float | None = None
+    minutes: float | None = None
+
+
+@dataclass(frozen=True)
+class Task:
+    """One long piece of agent work in one git repository."""
+
+    id: str
+    repo_root: str
+    store_repo: str
+    objective: str
+    status: TaskStatus
+    created_at: str
+    updated_at: str
+    harness: NamedVersion | None = None
+    model: NamedVersion | None = None
+    budget: Budget = field(default_factory=Budget)
+    tokens_used: int = 0
+    usd_used: float = 0.0
+    credentials: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A file the snapshot deliberately did not store, and why."""
+
+    path: str
+    reason: str
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class ChangedFile:
+    """One path that differs between the base commit and the snapshot."""
+
+    path: str
+    status: str
+    added: int | None
+    deleted: int | None
+    old_path: str | None = None
+
+    @property
+    def is_binary(self) -> bool:
+        return self.added is None
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """An immutable record of a task at one moment; resumable only when `complete`."""
+
+    task_id: str
+    seq: int
+    state: CheckpointState
+    reason: CheckpointReason
+    created_at: str
+    note: str | None = None
+    commit: str | None = None
+    worktree_tree: str | None = None
+    index_tree: str | None = None
+    base_commit: str | None = None
+    branch: str | None = None
+    completed_at: str | None = None
+    creation_ms: int | None = None
+    bytes_added: int | None = None
+    changed_count: int = 0
+    left_out_count: int = 0
+    failure: str | None = None
+    manifest_sha256: str | None = None
+    manifest: dict[str, Any] | None = None
+
+    @property
+    def ref(self) -> str:
+        """The checkpoint's human handle, `TASK@SEQ`."""
+        return f"{self.task_id}@{self.seq}"
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    """One state change: who, when, through which interface, from what to what, and why."""
+
+    id: int
+    at: str
+    actor: str
+    interface: Interface
+    task_id: str | None
+    entity: str
+    entity_id: str
+    action: str
+    from_state: str | None
+    to_state: str | None
+    reason: str | None

@@ -1,0 +1,91 @@
+"""Where Pitstop keeps things: the one module that decides paths.
+
+Order of precedence for the store: an explicit directory (`--store`), then `PITSTOP_HOME`, then
+the platform's user data directory. The store directory is created `0700` and its files `0600`
+(invariant 9).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from core.errors import StoreError
+
+APP_NAME = "pitstop"
+STORE_ENV = "PITSTOP_HOME"
+CONFIG_ENV = "PITSTOP_CONFIG_DIR"
+
+
+@dataclass(frozen=True)
+class StorePaths:
+    """Every path inside one store directory."""
+
+    root: Path
+
+    @property
+    def database(self) -> Path:
+        return self.root / "pitstop.db"
+
+    @property
+    def repos(self) -> Path:
+        return self.root / "repos"
+
+    @property
+    def fingerprint_key(self) -> Path:
+        return self.root / "fingerprint.key"
+
+    @property
+    def tmp(self) -> Path:
+        return self.root / "tmp"
+
+
+def default_store_root() -> Path:
+    """The store directory when neither `--store` nor `PITSTOP_HOME` says otherwise."""
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def config_dir() -> Path:
+    """The user's configuration directory (themes, keymaps, harness templates)."""
+    override = os.environ.get(CONFIG_ENV)
+    if override:
+        return Path(override).expanduser()
+    return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
+
+
+def resolve_store_root(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """Pick the store directory: explicit argument, then `PITSTOP_HOME`, then the default."""
+    if explicit:
+        return Path(explicit).expanduser().absolute()
+    from_env = os.environ.get(STORE_ENV)
+    if from_env:
+        return Path(from_env).expanduser().absolute()
+    return default_store_root()
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Create `path` (and parents) and make it readable by its owner only."""
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o077:
+            path.chmod(0o700)
+    except PermissionError as exc:
+        raise StoreError(
+            f"cannot create or secure the store directory {path}: {exc.strerror}; "
+            "choose another with --store or PITSTOP_HOME"
+        ) from exc
+    except NotADirectoryError as exc:
+        raise StoreError(
+            f"the store path {path} is not a directory; choose another with --store or PITSTOP_HOME"
+        ) from exc
+
+
+def ensure_private_file(path: Path) -> None:
+    """Make an existing file readable and writable by its owner only."""
+    if path.exists() and stat.S_IMODE(path.stat().st_mode) & 0o077:
+        path.chmod(0o600)

@@ -1,0 +1,761 @@
+"""The git side of checkpoints: write, verify and materialise exact worktree snapshots.
+
+A snapshot is written into the store's *own* bare repository for the source repository, never
+into the user's `.git` (invariant 8). git runs in the user's work tree with a temporary index
+copied from the user's (so stat data lets it rehash only changed files), `GIT_OBJECT_DIRECTORY`
+pointing at the store's objects and the user's objects as an alternate. Afterwards every object
+the snapshot needs that still lives only in the user's repository is copied into the store, so a
+`git gc` in the user's repository can never break a checkpoint (DESIGN §6).
+
+GitPython finds and creates repositories; the plumbing that needs a custom environment or stdin
+runs through `_git()`. No GitPython object leaves this module.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import git as gitpython
+
+from core.errors import DamagedCheckpointError, GitError, NotAGitRepoError, UsageError
+from core.models import ChangedFile, LeftOut
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+NULL_OID = "0" * 40
+GITLINK_MODE = "160000"
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_IGNORED_LISTED = 500
+PITSTOP_IDENT = {
+    "GIT_AUTHOR_NAME": "Pitstop",
+    "GIT_AUTHOR_EMAIL": "pitstop@localhost",
+    "GIT_COMMITTER_NAME": "Pitstop",
+    "GIT_COMMITTER_EMAIL": "pitstop@localhost",
+}
+
+# Variables that would point git at another repository, index or object store than the one
+# a call names explicitly; a hook runner or a wrapper script may have set any of them.
+_REPO_LOCATION_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_QUARANTINE_PATH",
+)
+
+# Untracked files that look like credentials are never stored (invariant 2).
+SECRET_NAME_PATTERNS = (
+    ".env",
+    ".env.*",
+    "*.env",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "*.kdbx",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "credentials*.json",
+    "*-credentials.json",
+    "service-account*.json",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    ".htpasswd",
+    "secrets.yml",
+    "secrets.yaml",
+)
+# Templates and public halves that share those names are safe and useful to keep.
+SAFE_NAME_SUFFIXES = (".example", ".sample", ".template", ".dist", ".pub")
+PRIVATE_KEY_MARKERS = (b"-----BEGIN", b"PRIVATE KEY-----")
+
+LOCKFILE_NAMES = (
+    "uv.lock",
+    "poetry.lock",
+    "Pipfile.lock",
+    "pdm.lock",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "pnpm-lock.yaml",
+    "yarn.lock",
+    "bun.lockb",
+    "Cargo.lock",
+    "go.sum",
+    "Gemfile.lock",
+    "composer.lock",
+    "mix.lock",
+    "flake.lock",
+    "Package.resolved",
+)
+LOCKFILE_PATTERNS = ("requirements*.txt", "constraints*.txt")
+
+
+@dataclass(frozen=True)
+class SourceRepo:
+    """A user's git work tree, located once; everything Pitstop must never write to."""
+
+    toplevel: Path
+    git_dir: Path
+    common_dir: Path
+    index_file: Path
+    objects_dir: Path
+
+    @property
+    def store_repo_name(self) -> str:
+        """A stable, readable name for this repository's bare repo inside the store."""
+        digest = hashlib.sha256(str(self.common_dir).encode()).hexdigest()[:12]
+        slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in self.toplevel.name)
+        return f"{slug[:40] or 'repo'}-{digest}.git"
+
+
+@dataclass(frozen=True)
+class SnapshotLimits:
+    """What a snapshot is allowed to store."""
+
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The trees of one snapshot, now held entirely by the store's repository."""
+
+    worktree_tree: str
+    index_tree: str
+    base_commit: str | None
+    branch: str | None
+    left_out: tuple[LeftOut, ...]
+    submodules: tuple[tuple[str, str], ...]
+    bytes_added: int
+
+
+@dataclass(frozen=True)
+class RepoFacts:
+    """What the manifest records about the source repository besides the snapshot."""
+
+    remotes: tuple[tuple[str, str], ...]
+    upstream: str | None
+    upstream_head: str | None
+
+
+def _clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _REPO_LOCATION_VARS}
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["LC_ALL"] = "C"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _git(
+    args: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    git_dir: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
+    ok_codes: Iterable[int] = (0,),
+) -> bytes:
+    """Run one git command and return its stdout; any unexpected exit raises GitError."""
+    full_env = _clean_env(env)
+    if git_dir is not None:
+        full_env["GIT_DIR"] = str(git_dir)
+    try:
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            env=full_env,
+            input=input,
+            capture_output=True,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed or not on PATH; install git 2.31 or newer") from exc
+    if proc.returncode not in tuple(ok_codes):
+        message = proc.stderr.decode(errors="replace").strip().splitlines()
+        detail = message[-1] if message else f"exit code {proc.returncode}"
+        raise GitError(f"git {args[0]} failed: {detail}")
+    return proc.stdout
+
+
+def git_version() -> str:
+    """The installed git's version string, for the manifest's environment identity."""
+    return _git(["--version"]).decode().strip().removeprefix("git version ")
+
+
+def resolve_source_repo(path: str | os.PathLike[str]) -> SourceRepo:
+    """Locate the work tree containing `path`, refusing paths that are not inside one."""
+    candidate = Path(path).expanduser()
+    if not candidate.exists():
+        raise NotAGitRepoError(f"{candidate} does not exist; pass --repo a path inside a git work tree")
+    if not candidate.is_dir():
+        candidate = candidate.parent
+    try:
+        repo = gitpython.Repo(candidate, search_parent_directories=True)
+    except (gitpython.InvalidGitRepositoryError, gitpython.NoSuchPathError) as exc:
+        raise NotAGitRepoError(
+            f"{candidate.absolute()} is not inside a git work tree; run `git init` there or pass "
+            "--repo the path of your repository"
+        ) from exc
+    try:
+        if repo.bare or repo.working_tree_dir is None:
+            raise NotAGitRepoError(
+                f"{candidate.absolute()} is a bare git repository; a task needs a work tree"
+            )
+        lines = (
+            _git(
+                [
+                    "rev-parse",
+                    "--path-format=absolute",
+                    "--show-toplevel",
+                    "--git-dir",
+                    "--git-common-dir",
+                    "--git-path",
+                    "index",
+                    "--git-path",
+                    "objects",
+                ],
+                cwd=Path(repo.working_tree_dir),
+            )
+            .decode()
+            .splitlines()
+        )
+    finally:
+        repo.close()
+    toplevel, git_dir, common_dir, index_file, objects_dir = (Path(line) for line in lines[:5])
+    return SourceRepo(
+        toplevel=toplevel.resolve(),
+        git_dir=git_dir.resolve(),
+        common_dir=common_dir.resolve(),
+        index_file=index_file,
+        objects_dir=objects_dir.resolve(),
+    )
+
+
+def ensure_store_repo(repos_dir: Path, source: SourceRepo) -> Path:
+    """Create (once) and return the store's own bare repository for `source`."""
+    path = repos_dir / source.store_repo_name
+    if not (path / "objects").is_dir():
+        repos_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        repo = gitpython.Repo.init(path, bare=True)
+        with repo.config_writer() as config:
+            config.set_value("core", "logAllRefUpdates", "false")
+            # Only Pitstop's own gc may prune; checkpoints must not vanish behind its back.
+            config.set_value("gc", "auto", "0")
+            config.set_value("gc", "pruneExpire", "never")
+        repo.close()
+        (path / "pitstop-source").write_text(str(source.toplevel) + "\n")
+    return path
+
+
+def _has_objects(store_repo: Path, oids: Iterable[str]) -> dict[str, bool]:
+    """Which of `oids` the store's repository holds by itself (no alternates)."""
+    unique = list(dict.fromkeys(oids))
+    if not unique:
+        return {}
+    out = _git(
+        ["cat-file", "--batch-check=%(objectname)"],
+        git_dir=store_repo,
+        input=("\n".join(unique) + "\n").encode(),
+    )
+    lines = out.decode().splitlines()
+    return {oid: not line.endswith(" missing") for oid, line in zip(unique, lines, strict=True)}
+
+
+def _disk_sizes(store_repo: Path, oids: Iterable[str]) -> int:
+    """Bytes the given objects take in the store (compressed, as stored)."""
+    unique = list(dict.fromkeys(oids))
+    if not unique:
+        return 0
+    out = _git(
+        ["cat-file", "--batch-check=%(objectsize:disk)"],
+        git_dir=store_repo,
+        input=("\n".join(unique) + "\n").encode(),
+    )
+    return sum(int(line) for line in out.decode().split() if line.isdigit())
+
+
+def _ensure_base_history(store_repo: Path, source: SourceRepo, base_commit: str) -> int:
+    """Fetch the base commit and its history into the store once; return bytes added."""
+    if _has_objects(store_repo, [base_commit])[base_commit]:
+        return 0
+    before = _store_pack_bytes(store_repo)
+    _git(
+        ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", str(source.toplevel), base_commit],
+        git_dir=store_repo,
+    )
+    return max(_store_pack_bytes(store_repo) - before, 0)
+
+
+def _store_pack_bytes(store_repo: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(store_repo / "objects"):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except FileNotFoundError:
+                continue
+    return total
+
+
+def _is_secret_name(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    if name.endswith(SAFE_NAME_SUFFIXES):
+        return False
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in SECRET_NAME_PATTERNS)
+
+
+def _contains_private_key(full_path: Path) -> bool:
+    try:
+        with full_path.open("rb") as handle:
+            data = handle.read()
+    except OSError:
+        return False
+    return all(marker in data for marker in PRIVATE_KEY_MARKERS)
+
+
+@dataclass
+class _StatusScan:
+    worktree_changed: list[str]
+    untracked: list[str]
+    ignored: list[str]
+    unmerged: list[str]
+    submodules: list[str]
+
+
+def _scan_status(source: SourceRepo, env: Mapping[str, str]) -> _StatusScan:
+    """One directory walk: tracked changes, untracked and ignored paths (`git status` v2)."""
+    raw = _git(
+        [
+            "status",
+            "--porcelain=v2",
+            "-z",
+            "--untracked-files=all",
+            "--ignored=matching",
+            "--no-renames",
+            "--ignore-submodules=none",
+        ],
+        cwd=source.toplevel,
+        env=env,
+    )
+    scan = _StatusScan([], [], [], [], [])
+    for record in raw.split(b"\0"):
+        if not record:
+            continue
+        kind = record[:1]
+        text = record.decode("utf-8", errors="surrogateescape")
+        if kind == b"1":
+            fields = text.split(" ", 8)
+            xy, sub, path = fields[1], fields[2], fields[8]
+            if xy[1] != ".":
+                scan.worktree_changed.append(path)
+            if sub.startswith("S"):
+                scan.submodules.append(path)
+        elif kind == b"u":
+            scan.unmerged.append(text.split(" ", 10)[10])
+        elif kind == b"?":
+            scan.untracked.append(text[2:])
+        elif kind == b"!":
+            scan.ignored.append(text[2:])
+    return scan
+
+
+def _select_paths(
+    source: SourceRepo, scan: _StatusScan, limits: SnapshotLimits
+) -> tuple[list[str], list[LeftOut]]:
+    """Decide which changed and untracked paths enter the snapshot; list the rest with why."""
+    include: list[str] = []
+    left_out: list[LeftOut] = []
+    for path in scan.worktree_changed:
+        full = source.toplevel / path
+        try:
+            size = full.lstat().st_size if not full.is_dir() else None
+        except FileNotFoundError:
+            size = None  # deleted: update-index --remove records the deletion
+        if size is not None and size > limits.max_file_bytes and not full.is_symlink():
+            left_out.append(
+                LeftOut(path, f"larger than {limits.max_file_bytes} bytes; kept at its staged version", size)
+            )
+            continue
+        include.append(path)
+    for path in scan.untracked:
+        full = source.toplevel / path
+        if path.endswith("/"):
+            left_out.append(LeftOut(path, "a nested git repository that is not a submodule"))
+            continue
+        try:
+            info = full.lstat()
+        except FileNotFoundError:
+            continue  # vanished between the scan and now
+        if _is_secret_name(path):
+            left_out.append(LeftOut(path, "looks like a credential file", info.st_size))
+        elif full.is_symlink():
+            include.append(path)
+        elif not full.is_file():
+            left_out.append(LeftOut(path, "not a regular file", None))
+        elif info.st_size > limits.max_file_bytes:
+            left_out.append(
+                LeftOut(path, f"larger than {limits.max_file_bytes} bytes", info.st_size)
+            )
+        elif _contains_private_key(full):
+            left_out.append(LeftOut(path, "contains a private key block", info.st_size))
+        else:
+            include.append(path)
+    for path in scan.ignored[:MAX_IGNORED_LISTED]:
+        left_out.append(LeftOut(path, "ignored by git"))
+    if len(scan.ignored) > MAX_IGNORED_LISTED:
+        hidden = len(scan.ignored) - MAX_IGNORED_LISTED
+        left_out.append(LeftOut("…", f"{hidden} more ignored paths not listed"))
+    return include, left_out
+
+
+def _new_objects(store_repo: Path, old_tree: str, new_tree: str) -> list[str]:
+    """Objects in `new_tree` that `old_tree` does not share (blobs and subtrees, no gitlinks)."""
+    if old_tree == new_tree:
+        return []
+    raw = _git(
+        ["diff-tree", "-r", "-t", "-z", "--raw", "--no-renames", old_tree, new_tree],
+        git_dir=store_repo,
+    )
+    oids = [new_tree]
+    fields = raw.split(b"\0")
+    for index in range(0, len(fields) - 1, 2):
+        meta = fields[index].decode()
+        if not meta.startswith(":"):
+            continue
+        _old_mode, new_mode, _old_oid, new_oid, _status = meta[1:].split(" ")
+        if new_oid != NULL_OID and new_mode != GITLINK_MODE:
+            oids.append(new_oid)
+    return oids
+
+
+def _copy_missing_objects(store_repo: Path, source: SourceRepo, oids: list[str]) -> None:
+    """Copy objects that only the user's repository holds into the store's repository."""
+    presence = _has_objects(store_repo, oids)
+    missing = [oid for oid, present in presence.items() if not present]
+    if not missing:
+        return
+    pack = _git(
+        ["pack-objects", "--stdout", "-q"],
+        cwd=source.toplevel,
+        input=("\n".join(missing) + "\n").encode(),
+    )
+    _git(["index-pack", "--stdin", "-q"] if len(missing) > 100 else ["unpack-objects", "-q"],
+         git_dir=store_repo, input=pack)
+
+
+def take_snapshot(
+    source: SourceRepo,
+    store_repo: Path,
+    scratch_dir: Path,
+    limits: SnapshotLimits = SnapshotLimits(),
+    previous_trees: tuple[str, str] | None = None,
+) -> Snapshot:
+    """Write the exact working tree and staged state of `source` into `store_repo`.
+
+    `previous_trees` (worktree, index) of the task's last complete checkpoint let the store
+    skip objects it already holds and count only what this snapshot adds.
+    """
+    base_commit = _rev_parse_optional(source, "HEAD^{commit}")
+    branch = _git(["symbolic-ref", "-q", "--short", "HEAD"], cwd=source.toplevel, ok_codes=(0, 1))
+    branch_name = branch.decode().strip() or None
+    bytes_added = _ensure_base_history(store_repo, source, base_commit) if base_commit else 0
+
+    scratch_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with tempfile.TemporaryDirectory(dir=scratch_dir, prefix="snapshot-") as temp:
+        temp_index = Path(temp) / "index"
+        if source.index_file.exists():
+            shutil.copy2(source.index_file, temp_index)
+        env = {
+            "GIT_INDEX_FILE": str(temp_index),
+            "GIT_OBJECT_DIRECTORY": str(store_repo / "objects"),
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(source.objects_dir),
+        }
+        scan = _scan_status(source, env)
+        if scan.unmerged:
+            raise UsageError(
+                f"{source.toplevel} has unresolved merge conflicts ({scan.unmerged[0]}"
+                f"{' and others' if len(scan.unmerged) > 1 else ''}); resolve them, then checkpoint"
+            )
+        index_tree = _git(["write-tree"], cwd=source.toplevel, env=env).decode().strip()
+        include, left_out = _select_paths(source, scan, limits)
+        if include:
+            _git(
+                ["update-index", "--add", "--remove", "-z", "--stdin"],
+                cwd=source.toplevel,
+                env=env,
+                input=b"".join(p.encode("utf-8", errors="surrogateescape") + b"\0" for p in include),
+            )
+        worktree_tree = _git(["write-tree"], cwd=source.toplevel, env=env).decode().strip()
+        submodules = _submodule_commits(source, env, worktree_tree)
+
+    base_tree = _tree_of(store_repo, base_commit) if base_commit else EMPTY_TREE
+    old_worktree, old_index = previous_trees or (base_tree, base_tree)
+    new_worktree_objects = _new_objects(store_repo, old_worktree, worktree_tree)
+    new_index_objects = _new_objects(store_repo, old_index, index_tree)
+    needed = [*new_worktree_objects, *new_index_objects]
+    _copy_missing_objects(store_repo, source, needed)
+    bytes_added += _disk_sizes(store_repo, needed)
+    return Snapshot(
+        worktree_tree=worktree_tree,
+        index_tree=index_tree,
+        base_commit=base_commit,
+        branch=branch_name,
+        left_out=tuple(left_out),
+        submodules=tuple(submodules),
+        bytes_added=bytes_added,
+    )
+
+
+def _rev_parse_optional(source: SourceRepo, rev: str) -> str | None:
+    out = _git(["rev-parse", "-q", "--verify", rev], cwd=source.toplevel, ok_codes=(0, 1))
+    return out.decode().strip() or None
+
+
+def _tree_of(store_repo: Path, commit: str) -> str:
+    return _git(["rev-parse", f"{commit}^{{tree}}"], git_dir=store_repo).decode().strip()
+
+
+def _submodule_commits(
+    source: SourceRepo, env: Mapping[str, str], tree: str
+) -> list[tuple[str, str]]:
+    raw = _git(["ls-tree", "-r", "-z", tree], cwd=source.toplevel, env=env)
+    result = []
+    for entry in raw.split(b"\0"):
+        if entry.startswith(GITLINK_MODE.encode()):
+            meta, _, path = entry.decode("utf-8", errors="surrogateescape").partition("\t")
+            result.append((path, meta.split()[2]))
+    return result
+
+
+def repo_facts(source: SourceRepo) -> RepoFacts:
+    """Remotes (credentials stripped) and the upstream branch with its head, where known."""
+    raw = _git(["config", "-z", "--get-regexp", r"^remote\..*\.url$"], cwd=source.toplevel, ok_codes=(0, 1))
+    remotes = []
+    for item in raw.split(b"\0"):
+        if not item:
+            continue
+        key, _, url = item.decode(errors="replace").partition("\n")
+        name = key.removeprefix("remote.").removesuffix(".url")
+        remotes.append((name, strip_url_credentials(url)))
+    upstream = _git(
+        ["rev-parse", "-q", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"],
+        cwd=source.toplevel,
+        ok_codes=(0, 1, 128),
+    ).decode().strip() or None
+    upstream_head = _rev_parse_optional(source, "@{upstream}") if upstream else None
+    return RepoFacts(remotes=tuple(remotes), upstream=upstream, upstream_head=upstream_head)
+
+
+def strip_url_credentials(url: str) -> str:
+    """Drop `user:password@` from URLs that carry a scheme; ssh `git@host:` users stay."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = authority.rsplit("@", 1)[1]
+    return f"{scheme}://{authority}{slash}{path}"
+
+
+def write_checkpoint_commit(
+    store_repo: Path,
+    *,
+    header: bytes,
+    manifest: bytes,
+    snapshot: Snapshot,
+    parent: str | None,
+    message: str,
+    timestamp: str,
+) -> tuple[str, int]:
+    """Store header, manifest and trees as one commit; return its id and the bytes it added."""
+    header_oid = _hash_blob(store_repo, header)
+    manifest_oid = _hash_blob(store_repo, manifest)
+    listing = (
+        f"100644 blob {header_oid}\tpitstop.json\n"
+        f"100644 blob {manifest_oid}\tmanifest.json\n"
+        f"040000 tree {snapshot.worktree_tree}\tworktree\n"
+        f"040000 tree {snapshot.index_tree}\tindex\n"
+    )
+    root = _git(["mktree"], git_dir=store_repo, input=listing.encode()).decode().strip()
+    args = ["commit-tree", root, "-m", message]
+    if parent:
+        args += ["-p", parent]
+    if snapshot.base_commit:
+        args += ["-p", snapshot.base_commit]
+    env = {**PITSTOP_IDENT, "GIT_AUTHOR_DATE": timestamp, "GIT_COMMITTER_DATE": timestamp}
+    commit = _git(args, git_dir=store_repo, env=env).decode().strip()
+    return commit, _disk_sizes(store_repo, [header_oid, manifest_oid, root, commit])
+
+
+def _hash_blob(store_repo: Path, data: bytes) -> str:
+    return _git(["hash-object", "-w", "--stdin"], git_dir=store_repo, input=data).decode().strip()
+
+
+def update_checkpoint_ref(store_repo: Path, task_id: str, commit: str) -> None:
+    """Point `refs/pitstop/checkpoints/<task>` at the task's newest checkpoint commit."""
+    _git(["update-ref", f"refs/pitstop/checkpoints/{task_id}", commit], git_dir=store_repo)
+
+
+def read_blob(store_repo: Path, commit: str, path: str) -> bytes:
+    """Read one file of a checkpoint commit's top-level tree (e.g. `manifest.json`)."""
+    return _git(["cat-file", "blob", f"{commit}:{path}"], git_dir=store_repo)
+
+
+def verify_checkpoint(
+    store_repo: Path,
+    *,
+    commit: str,
+    worktree_tree: str,
+    index_tree: str,
+    manifest_sha256: str | None,
+) -> list[str]:
+    """Re-read a checkpoint from the store and list every problem found (empty when sound)."""
+    if not (store_repo / "objects").is_dir():
+        return [f"the store repository {store_repo} is missing"]
+    if not _has_objects(store_repo, [commit])[commit]:
+        return [f"checkpoint commit {commit[:12]} is missing from the store repository"]
+    problems: list[str] = []
+    raw = _git(["ls-tree", "-z", commit], git_dir=store_repo, ok_codes=(0, 128))
+    entries = {}
+    for entry in raw.split(b"\0"):
+        if entry:
+            meta, _, name = entry.decode().partition("\t")
+            entries[name] = meta.split()[2]
+    if entries.get("worktree") != worktree_tree:
+        problems.append("the commit's worktree/ tree differs from the recorded snapshot tree")
+    if entries.get("index") != index_tree:
+        problems.append("the commit's index/ tree differs from the recorded staged tree")
+    if manifest_sha256 is not None:
+        try:
+            manifest = read_blob(store_repo, commit, "manifest.json")
+        except GitError:
+            problems.append("manifest.json cannot be read from the checkpoint commit")
+        else:
+            if hashlib.sha256(manifest).hexdigest() != manifest_sha256:
+                problems.append("manifest.json does not match its recorded sha256")
+    missing = _missing_tree_objects(store_repo, [worktree_tree, index_tree])
+    if missing:
+        problems.append(f"{missing} snapshot object(s) are missing from the store repository")
+    return problems
+
+
+def _missing_tree_objects(store_repo: Path, trees: list[str]) -> int:
+    """Count objects reachable from `trees` that the store cannot produce."""
+    presence = _has_objects(store_repo, trees)
+    missing = sum(1 for present in presence.values() if not present)
+    present_trees = [tree for tree, present in presence.items() if present]
+    if not present_trees:
+        return missing
+    listing = _git(
+        ["rev-list", "--objects", "--no-object-names", "--missing=print", *present_trees],
+        git_dir=store_repo,
+        ok_codes=(0, 128),
+    )
+    oids = []
+    for line in listing.decode().split():
+        if line.startswith("?"):
+            missing += 1
+        else:
+            oids.append(line)
+    missing += sum(1 for present in _has_objects(store_repo, oids).values() if not present)
+    return missing
+
+
+def materialise(store_repo: Path, tree: str, into: Path, scratch_dir: Path) -> int:
+    """Write `tree` into the new directory `into` byte for byte; return the number of files."""
+    if into.exists() and (not into.is_dir() or any(into.iterdir())):
+        raise UsageError(f"{into} already exists and is not empty; choose a new directory for --into")
+    if not _has_objects(store_repo, [tree])[tree]:
+        raise DamagedCheckpointError(
+            f"snapshot tree {tree[:12]} is missing from the store; this checkpoint cannot be restored"
+        )
+    into.mkdir(parents=True, exist_ok=True)
+    scratch_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with tempfile.TemporaryDirectory(dir=scratch_dir, prefix="checkout-") as temp:
+        env = {"GIT_INDEX_FILE": str(Path(temp) / "index"), "GIT_WORK_TREE": str(into)}
+        config = ["-c", "core.symlinks=true", "-c", "core.filemode=true", "-c", "core.autocrlf=false"]
+        _git([*config, "read-tree", tree], git_dir=store_repo, env=env)
+        _git([*config, "checkout-index", "-a", "-f"], git_dir=store_repo, env=env, cwd=into)
+        listed = _git(["ls-files", "-z"], git_dir=store_repo, env=env, cwd=into)
+    return sum(1 for name in listed.split(b"\0") if name)
+
+
+def changed_files(store_repo: Path, old_tree: str, new_tree: str) -> list[ChangedFile]:
+    """Per-path status and line counts between two trees (renames detected)."""
+    status_raw = _git(
+        ["diff-tree", "-r", "-z", "-M", "--name-status", old_tree, new_tree], git_dir=store_repo
+    )
+    numstat_raw = _git(["diff-tree", "-r", "-z", "-M", "--numstat", old_tree, new_tree], git_dir=store_repo)
+    counts: dict[str, tuple[int | None, int | None]] = {}
+    fields = numstat_raw.decode("utf-8", errors="surrogateescape").split("\0")
+    position = 0
+    while position < len(fields) and fields[position]:
+        added, deleted, path = fields[position].split("\t", 2)
+        if not path:  # a rename: old and new names follow as their own fields
+            path = fields[position + 2]
+            position += 3
+        else:
+            position += 1
+        counts[path] = (
+            None if added == "-" else int(added),
+            None if deleted == "-" else int(deleted),
+        )
+    result = []
+    fields = status_raw.decode("utf-8", errors="surrogateescape").split("\0")
+    position = 0
+    while position < len(fields) and fields[position]:
+        status = fields[position]
+        if status[0] in "RC":
+            old_path, path = fields[position + 1], fields[position + 2]
+            position += 3
+        else:
+            old_path, path = None, fields[position + 1]
+            position += 2
+        added, deleted = counts.get(path, (None, None))
+        result.append(ChangedFile(path=path, status=status[0], added=added, deleted=deleted, old_path=old_path))
+    return result
+
+
+def unified_diff(store_repo: Path, old_tree: str, new_tree: str, paths: Sequence[str] = ()) -> str:
+    """A unified diff between two trees; binary files are named, not dumped."""
+    out = _git(
+        ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", old_tree, new_tree, "--", *paths],
+        git_dir=store_repo,
+    )
+    return out.decode("utf-8", errors="replace")
+
+
+def tree_of_commit(store_repo: Path, commit: str) -> str:
+    """The tree id of a commit held in the store's repository."""
+    return _tree_of(store_repo, commit)
+
+
+def lockfiles_in(store_repo: Path, tree: str) -> dict[str, str]:
+    """Lockfiles anywhere in `tree` mapped to their blob ids (a change of id is drift)."""
+    raw = _git(["ls-tree", "-r", "-z", tree], git_dir=store_repo)
+    found = {}
+    for entry in raw.split(b"\0"):
+        if not entry:
+            continue
+        meta, _, path = entry.decode("utf-8", errors="surrogateescape").partition("\t")
+        name = path.rsplit("/", 1)[-1]
+        if name in LOCKFILE_NAMES or any(fnmatch.fnmatchcase(name, p) for p in LOCKFILE_PATTERNS):
+            found[path] = meta.split()[2]
+    return found

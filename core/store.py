@@ -1,0 +1,330 @@
+"""Rows to models and back: the only module that knows table and column names.
+
+Every function takes an open `sqlite_utils.Database`; functions that change state expect to run
+inside `core.db.write_txn()` so that a state change and its audit event commit together.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import sqlite_utils
+
+from core.errors import ConflictError, NotFoundError, SchemaTooNewError
+from core.models import (
+    AuditEvent,
+    Budget,
+    Checkpoint,
+    CheckpointReason,
+    CheckpointState,
+    Interface,
+    NamedVersion,
+    Task,
+    TaskStatus,
+)
+
+MANIFEST_SCHEMA = "pitstop.manifest/1"
+
+_CHECKPOINT_COLUMNS = (
+    "task_id, seq, state, reason, note, commit_sha, worktree_tree, index_tree, base_commit, "
+    "branch, created_at, completed_at, creation_ms, bytes_added, changed_count, left_out_count, "
+    "failure, manifest_sha256"
+)
+
+
+def _named(name: str | None, version: str | None) -> NamedVersion | None:
+    return NamedVersion(name, version) if name else None
+
+
+def _task_from_row(row: Mapping[str, Any]) -> Task:
+    return Task(
+        id=row["id"],
+        repo_root=row["repo_root"],
+        store_repo=row["store_repo"],
+        objective=row["objective"],
+        status=TaskStatus(row["status"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        harness=_named(row["harness"], row["harness_version"]),
+        model=_named(row["model"], row["model_version"]),
+        budget=Budget(
+            tokens=row["budget_tokens"], usd=row["budget_usd"], minutes=row["budget_minutes"]
+        ),
+        tokens_used=row["tokens_used"],
+        usd_used=row["usd_used"],
+        credentials=tuple(json.loads(row["credentials"])),
+    )
+
+
+def insert_task(db: sqlite_utils.Database, task: Task) -> None:
+    """Add a new task; an existing id is refused."""
+    if db.execute("SELECT 1 FROM tasks WHERE id = ?", [task.id]).fetchone():
+        raise ConflictError(
+            f"a task with id {task.id!r} already exists; pick another --id or omit it"
+        )
+    db["tasks"].insert(
+        {
+            "id": task.id,
+            "repo_root": task.repo_root,
+            "store_repo": task.store_repo,
+            "objective": task.objective,
+            "status": task.status.value,
+            "harness": task.harness.name if task.harness else None,
+            "harness_version": task.harness.version if task.harness else None,
+            "model": task.model.name if task.model else None,
+            "model_version": task.model.version if task.model else None,
+            "budget_tokens": task.budget.tokens,
+            "budget_usd": task.budget.usd,
+            "budget_minutes": task.budget.minutes,
+            "tokens_used": task.tokens_used,
+            "usd_used": task.usd_used,
+            "credentials": json.dumps(list(task.credentials)),
+            "created_at": task.created_at,
+            "updated_at": task.updated_at,
+        }
+    )
+
+
+def get_task(db: sqlite_utils.Database, task_id: str) -> Task:
+    """The task with this id, or a NotFoundError naming it."""
+    rows = list(db.query("SELECT * FROM tasks WHERE id = ?", [task_id]))
+    if not rows:
+        raise NotFoundError(f"no task {task_id!r} in this store; `pitstop task list` shows them")
+    return _task_from_row(rows[0])
+
+
+def list_tasks(db: sqlite_utils.Database, statuses: tuple[TaskStatus, ...] = ()) -> list[Task]:
+    """Tasks, most recently updated first, optionally only those with the given statuses."""
+    if statuses:
+        marks = ", ".join("?" for _ in statuses)
+        rows = db.query(
+            f"SELECT * FROM tasks WHERE status IN ({marks}) ORDER BY updated_at DESC",
+            [s.value for s in statuses],
+        )
+    else:
+        rows = db.query("SELECT * FROM tasks ORDER BY updated_at DESC")
+    return [_task_from_row(row) for row in rows]
+
+
+def task_ids(db: sqlite_utils.Database) -> set[str]:
+    """Every task id in the store (to pick a fresh generated id)."""
+    return {row[0] for row in db.execute("SELECT id FROM tasks").fetchall()}
+
+
+def update_task(db: sqlite_utils.Database, task_id: str, **changes: Any) -> None:
+    """Change task columns by model field name (status, tokens_used, usd_used, updated_at)."""
+    columns = {
+        key: (value.value if isinstance(value, TaskStatus) else value)
+        for key, value in changes.items()
+    }
+    db["tasks"].update(task_id, columns)
+
+
+def _checkpoint_from_row(row: Mapping[str, Any], *, with_manifest: bool) -> Checkpoint:
+    manifest = None
+    if with_manifest and row.get("manifest"):
+        manifest = json.loads(row["manifest"])
+        schema = manifest.get("schema")
+        if schema != MANIFEST_SCHEMA:
+            raise SchemaTooNewError(
+                f"checkpoint {row['task_id']}@{row['seq']} has manifest schema {schema!r}, which "
+                f"this Pitstop does not read ({MANIFEST_SCHEMA}); upgrade pitstop"
+            )
+    return Checkpoint(
+        task_id=row["task_id"],
+        seq=row["seq"],
+        state=CheckpointState(row["state"]),
+        reason=CheckpointReason(row["reason"]),
+        created_at=row["created_at"],
+        note=row["note"],
+        commit=row["commit_sha"],
+        worktree_tree=row["worktree_tree"],
+        index_tree=row["index_tree"],
+        base_commit=row["base_commit"],
+        branch=row["branch"],
+        completed_at=row["completed_at"],
+        creation_ms=row["creation_ms"],
+        bytes_added=row["bytes_added"],
+        changed_count=row["changed_count"],
+        left_out_count=row["left_out_count"],
+        failure=row["failure"],
+        manifest_sha256=row["manifest_sha256"],
+        manifest=manifest,
+    )
+
+
+def next_checkpoint_seq(db: sqlite_utils.Database, task_id: str) -> int:
+    """The sequence number the task's next checkpoint gets (gaps from failures stay visible)."""
+    row = db.execute("SELECT MAX(seq) FROM checkpoints WHERE task_id = ?", [task_id]).fetchone()
+    return int(row[0] or 0) + 1
+
+
+def insert_writing_checkpoint(
+    db: sqlite_utils.Database,
+    *,
+    task_id: str,
+    seq: int,
+    reason: CheckpointReason,
+    note: str | None,
+    created_at: str,
+    writer_pid: int,
+    writer_host: str,
+) -> None:
+    """Record a checkpoint as `writing` before any of its parts are stored."""
+    db["checkpoints"].insert(
+        {
+            "task_id": task_id,
+            "seq": seq,
+            "state": CheckpointState.WRITING.value,
+            "reason": reason.value,
+            "note": note,
+            "created_at": created_at,
+            "writer_pid": writer_pid,
+            "writer_host": writer_host,
+        }
+    )
+
+
+def complete_checkpoint(
+    db: sqlite_utils.Database, task_id: str, seq: int, **columns: Any
+) -> None:
+    """Flip a `writing` checkpoint to `complete` with its verified parts; anything else refuses."""
+    columns["state"] = CheckpointState.COMPLETE.value
+    if "manifest" in columns and not isinstance(columns["manifest"], str):
+        columns["manifest"] = json.dumps(columns["manifest"], sort_keys=True)
+    if "commit" in columns:
+        columns["commit_sha"] = columns.pop("commit")
+    assignments = ", ".join(f"{name} = ?" for name in columns)
+    cursor = db.execute(
+        f"UPDATE checkpoints SET {assignments} WHERE task_id = ? AND seq = ? AND state = ?",
+        [*columns.values(), task_id, seq, CheckpointState.WRITING.value],
+    )
+    if cursor.rowcount != 1:
+        raise ConflictError(f"checkpoint {task_id}@{seq} is no longer being written")
+
+
+def mark_incomplete(db: sqlite_utils.Database, task_id: str, seq: int, failure: str) -> bool:
+    """Mark a `writing` checkpoint `incomplete` with why; False when it was not writing."""
+    cursor = db.execute(
+        "UPDATE checkpoints SET state = ?, failure = ? WHERE task_id = ? AND seq = ? AND state = ?",
+        [CheckpointState.INCOMPLETE.value, failure, task_id, seq, CheckpointState.WRITING.value],
+    )
+    return cursor.rowcount == 1
+
+
+def writing_seqs(db: sqlite_utils.Database, task_id: str) -> list[int]:
+    """Sequence numbers of the task's checkpoints still recorded as `writing`."""
+    rows = db.execute(
+        "SELECT seq FROM checkpoints WHERE task_id = ? AND state = ? ORDER BY seq",
+        [task_id, CheckpointState.WRITING.value],
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def list_checkpoints(db: sqlite_utils.Database, task_id: str) -> list[Checkpoint]:
+    """The task's checkpoints, oldest first, without manifests."""
+    rows = db.query(
+        f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE task_id = ? ORDER BY seq", [task_id]
+    )
+    return [_checkpoint_from_row(row, with_manifest=False) for row in rows]
+
+
+def get_checkpoint(db: sqlite_utils.Database, task_id: str, seq: int) -> Checkpoint:
+    """One checkpoint with its manifest, or a NotFoundError naming it."""
+    rows = list(
+        db.query(
+            f"SELECT {_CHECKPOINT_COLUMNS}, manifest FROM checkpoints WHERE task_id = ? AND seq = ?",
+            [task_id, seq],
+        )
+    )
+    if not rows:
+        raise NotFoundError(
+            f"task {task_id!r} has no checkpoint {seq}; `pitstop checkpoints {task_id}` lists them"
+        )
+    return _checkpoint_from_row(rows[0], with_manifest=True)
+
+
+def latest_complete(db: sqlite_utils.Database, task_id: str) -> Checkpoint | None:
+    """The task's newest complete checkpoint, with its manifest."""
+    row = db.execute(
+        "SELECT seq FROM checkpoints WHERE task_id = ? AND state = ? ORDER BY seq DESC LIMIT 1",
+        [task_id, CheckpointState.COMPLETE.value],
+    ).fetchone()
+    return get_checkpoint(db, task_id, row[0]) if row else None
+
+
+def latest_seq(db: sqlite_utils.Database, task_id: str) -> int | None:
+    """The newest checkpoint sequence of a task, whatever its state."""
+    row = db.execute("SELECT MAX(seq) FROM checkpoints WHERE task_id = ?", [task_id]).fetchone()
+    return row[0]
+
+
+def checkpoint_counts(db: sqlite_utils.Database) -> dict[str, tuple[int, str | None]]:
+    """Per task: how many complete checkpoints it has and when the newest was made."""
+    rows = db.execute(
+        "SELECT task_id, COUNT(*), MAX(created_at) FROM checkpoints WHERE state = ? "
+        "GROUP BY task_id",
+        [CheckpointState.COMPLETE.value],
+    ).fetchall()
+    return {row[0]: (row[1], row[2]) for row in rows}
+
+
+def add_event(
+    db: sqlite_utils.Database,
+    *,
+    at: str,
+    actor: str,
+    interface: Interface,
+    task_id: str | None,
+    entity: str,
+    entity_id: str,
+    action: str,
+    from_state: str | None = None,
+    to_state: str | None = None,
+    reason: str | None = None,
+    detail: Mapping[str, Any] | None = None,
+) -> None:
+    """Append one audit event (invariant 6); events are never updated."""
+    db["events"].insert(
+        {
+            "at": at,
+            "actor": actor,
+            "interface": interface.value,
+            "task_id": task_id,
+            "entity": entity,
+            "entity_id": entity_id,
+            "action": action,
+            "from_state": from_state,
+            "to_state": to_state,
+            "reason": reason,
+            "detail": json.dumps(dict(detail), sort_keys=True) if detail else None,
+        }
+    )
+
+
+def list_events(db: sqlite_utils.Database, task_id: str | None = None) -> list[AuditEvent]:
+    """Audit events in the order they happened, for one task or the whole store."""
+    sql = "SELECT * FROM events"
+    params: list[Any] = []
+    if task_id is not None:
+        sql += " WHERE task_id = ?"
+        params.append(task_id)
+    rows = db.query(sql + " ORDER BY id", params)
+    return [
+        AuditEvent(
+            id=row["id"],
+            at=row["at"],
+            actor=row["actor"],
+            interface=Interface(row["interface"]),
+            task_id=row["task_id"],
+            entity=row["entity"],
+            entity_id=row["entity_id"],
+            action=row["action"],
+            from_state=row["from_state"],
+            to_state=row["to_state"],
+            reason=row["reason"],
+        )
+        for row in rows
+    ]
