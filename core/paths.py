@@ -89,3 +89,8 @@ def ensure_private_file(path: Path) -> None:
     """Make an existing file readable and writable by its owner only."""
     if path.exists() and stat.S_IMODE(path.stat().st_mode) & 0o077:
         path.chmod(0o600)
+
+
+def demo_store_root() -> Path:
+    """Where `pitstop demo` builds its store unless `--store` says otherwise (never the real one)."""
+    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False)) / "demo-store"

@@ -1,0 +1,169 @@
+"""Human and JSON renderings of engine results for the command line.
+
+JSON output is one document per command, built from the same dataclasses the engine returns;
+human output is plain aligned text that reads well in a pipe and in a terminal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Sequence
+from enum import Enum
+from typing import Any
+
+from core import clock
+from core.models import Checkpoint, Task
+
+
+def jsonable(value: Any) -> Any:
+    """Turn dataclasses, enums and tuples into plain JSON types."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        data = {field.name: jsonable(getattr(value, field.name)) for field in dataclasses.fields(value)}
+        if isinstance(value, Checkpoint):
+            data["ref"] = value.ref
+        return data
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def dumps(document: Any) -> str:
+    """The one JSON document a command prints with `--json`."""
+    return json.dumps(jsonable(document), indent=2, ensure_ascii=False, sort_keys=False)
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """Left-aligned columns separated by two spaces, headers first."""
+    text_rows = [[("" if cell is None else str(cell)) for cell in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in text_rows:
+        for index, cell in enumerate(row):
+            widths[index] = max(widths[index], len(cell))
+    lines = ["  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    for row in text_rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    return "\n".join(lines)
+
+
+def human_bytes(count: int | None) -> str:
+    """`1.2 MiB`-style sizes."""
+    if count is None:
+        return "-"
+    size = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{count} B"
+
+
+def budget_text(used: float, limit: float | None, unit: str) -> str:
+    """`1200/5000 tokens (24%)` or just the amount used when there is no limit."""
+    amount = f"{used:g}"
+    if limit is None:
+        return f"{amount} {unit}"
+    share = f" ({used / limit:.0%})" if limit else ""
+    return f"{amount}/{limit:g} {unit}{share}"
+
+
+def task_detail(task: Task) -> str:
+    """Every field of a task, one per line."""
+    lines = [
+        f"task        {task.id}",
+        f"status      {task.status.value}",
+        f"objective   {task.objective}",
+        f"repository  {task.repo_root}",
+        f"harness     {task.harness or '-'}",
+        f"model       {task.model or '-'}",
+        f"tokens      {budget_text(task.tokens_used, task.budget.tokens, 'tokens')}",
+        f"cost        {budget_text(task.usd_used, task.budget.usd, 'USD')}",
+    ]
+    if task.budget.minutes is not None:
+        lines.append(f"time budget {task.budget.minutes:g} minutes")
+    if task.credentials:
+        lines.append(f"credentials {', '.join(task.credentials)}")
+    lines.append(f"created     {task.created_at} ({clock.humanize_age(task.created_at)} ago)")
+    lines.append(f"updated     {task.updated_at}")
+    return "\n".join(lines)
+
+
+def checkpoint_rows(checkpoints: Sequence[Checkpoint]) -> str:
+    """The checkpoint timeline of one task."""
+    return table(
+        ["ref", "state", "reason", "age", "changed", "left out", "added", "note"],
+        [
+            (
+                c.ref,
+                c.state.value,
+                c.reason.value,
+                clock.humanize_age(c.created_at),
+                c.changed_count,
+                c.left_out_count,
+                human_bytes(c.bytes_added),
+                (c.note or c.failure or "")[:60],
+            )
+            for c in checkpoints
+        ],
+    )
+
+
+def manifest_text(checkpoint: Checkpoint, problems: Sequence[str]) -> str:
+    """A readable summary of a checkpoint's manifest."""
+    m = checkpoint.manifest or {}
+    repo = m.get("repository", {})
+    snap = m.get("snapshot", {})
+    steps = m.get("steps", {})
+    budget = m.get("budget", {})
+    lines = [
+        f"checkpoint  {checkpoint.ref}  ({checkpoint.state.value}, {checkpoint.reason.value})",
+        f"created     {checkpoint.created_at}",
+    ]
+    if checkpoint.failure:
+        lines.append(f"failure     {checkpoint.failure}")
+    if problems:
+        lines.append("DAMAGED     " + "; ".join(problems))
+    if not m:
+        return "\n".join(lines)
+    lines += [
+        f"objective   {m['task']['objective']}",
+        f"note        {m['checkpoint'].get('note') or '-'}",
+        f"repository  {repo.get('toplevel')}",
+        f"branch      {repo.get('branch') or '(detached)'} at {str(repo.get('base_commit'))[:12]}",
+        f"snapshot    worktree {str(snap.get('worktree_tree'))[:12]}, "
+        f"staged {str(snap.get('index_tree'))[:12]}",
+        f"harness     {_named(m.get('harness'))}   model {_named(m.get('model'))}",
+        f"tokens      {budget_text(budget['tokens']['used'], budget['tokens']['limit'], 'tokens')}",
+        f"cost        {budget_text(budget['usd']['used'], budget['usd']['limit'], 'USD')}",
+        f"stats       {m['stats']['creation_ms']} ms to create, "
+        f"{human_bytes(checkpoint.bytes_added)} added",
+        "",
+        "done:",
+        *_bullets("✓", steps.get("done", [])),
+        "to do:",
+        *_bullets("•", steps.get("todo", [])),
+        "",
+        "changed files:",
+    ]
+    for change in snap.get("changed_files", []):
+        stats = "binary" if change["added"] is None else f"+{change['added']} -{change['deleted']}"
+        moved = f" (from {change['old_path']})" if change.get("old_path") else ""
+        lines.append(f"  {change['status']} {change['path']}{moved}  {stats}")
+    if m.get("left_out"):
+        lines.append("left out:")
+        lines += [f"  {item['path']}  — {item['reason']}" for item in m["left_out"]]
+    return "\n".join(lines)
+
+
+def _bullets(mark: str, items: Sequence[str]) -> list[str]:
+    return [f"  {mark} {item}" for item in items] or ["  -"]
+
+
+def _named(value: dict[str, Any] | None) -> str:
+    if not value:
+        return "-"
+    return f"{value['name']}@{value['version']}" if value.get("version") else value["name"]
