@@ -130,7 +130,9 @@ class Engine:
 
     def for_thread(self) -> Engine:
         """A new engine on the same store for use on another thread."""
-        return Engine(self.paths.root, interface=self.interface, actor=self.actor, config=self.config)
+        return Engine(
+            self.paths.root, interface=self.interface, actor=self.actor, config=self.config
+        )
 
     def close(self) -> None:
         """Close the database connection."""
@@ -165,7 +167,7 @@ class Engine:
         task_id: str | None = None,
         harness: NamedVersion | None = None,
         model: NamedVersion | None = None,
-        budget: Budget = Budget(),
+        budget: Budget | None = None,
         credentials: Sequence[str] = (),
     ) -> Task:
         """Register a new task on the git work tree that contains `repo`."""
@@ -173,15 +175,24 @@ class Engine:
             raise UsageError("the objective is empty; say what the task should achieve")
         for name in credentials:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-                raise UsageError(f"invalid --credential {name!r}: give an environment variable name")
-        for label, value in (("tokens", budget.tokens), ("usd", budget.usd), ("minutes", budget.minutes)):
+                raise UsageError(
+                    f"invalid --credential {name!r}: give an environment variable name"
+                )
+        budget = budget or Budget()
+        for label, value in (
+            ("tokens", budget.tokens),
+            ("usd", budget.usd),
+            ("minutes", budget.minutes),
+        ):
             if value is not None and value < 0:
                 raise UsageError(f"--budget-{label} must not be negative")
         source = snapshot.resolve_source_repo(repo)
         now = clock.now_iso()
         with write_txn(self.db):
-            new_id = validate_task_id(task_id) if task_id else generate_task_id(
-                objective, store.task_ids(self.db)
+            new_id = (
+                validate_task_id(task_id)
+                if task_id
+                else generate_task_id(objective, store.task_ids(self.db))
             )
             task = Task(
                 id=new_id,
@@ -197,7 +208,9 @@ class Engine:
                 credentials=tuple(dict.fromkeys(credentials)),
             )
             store.insert_task(self.db, task)
-            self._event(task.id, "task", task.id, "start", None, TaskStatus.RUNNING.value, None, now)
+            self._event(
+                task.id, "task", task.id, "start", None, TaskStatus.RUNNING.value, None, now
+            )
         return task
 
     def get_task(self, task_id: str) -> Task:
@@ -211,9 +224,7 @@ class Engine:
     def task_summaries(self) -> list[TaskSummary]:
         """Tasks with their checkpoint counts, for lists and the dashboard."""
         counts = store.checkpoint_counts(self.db)
-        return [
-            TaskSummary(task, *counts.get(task.id, (0, None))) for task in self.list_tasks()
-        ]
+        return [TaskSummary(task, *counts.get(task.id, (0, None))) for task in self.list_tasks()]
 
     def finish_task(self, task_id: str, status: TaskStatus, reason: str | None = None) -> Task:
         """Mark a task `done` or `cancelled`; a finished task stays finished."""
@@ -227,12 +238,16 @@ class Engine:
                     f"task {task_id} is already {task.status.value}; nothing to change"
                 )
             store.update_task(self.db, task_id, status=status, updated_at=now)
-            self._event(task_id, "task", task_id, status.value, task.status.value, status.value, reason, now)
+            self._event(
+                task_id, "task", task_id, status.value, task.status.value, status.value, reason, now
+            )
         return replace(task, status=status, updated_at=now)
 
     # --- checkpoints -----------------------------------------------------------------------
 
-    def checkpoint(self, task_id: str, request: CheckpointRequest = CheckpointRequest()) -> CheckpointResult:
+    def checkpoint(
+        self, task_id: str, request: CheckpointRequest = CheckpointRequest()
+    ) -> CheckpointResult:
         """Snapshot the task's work tree and record a complete, verified checkpoint.
 
         The snapshot is taken first (objects only, nothing recorded); a snapshot identical to
@@ -252,18 +267,19 @@ class Engine:
             source = snapshot.resolve_source_repo(task.repo_root)
             store_repo = snapshot.ensure_store_repo(self.paths.repos, source)
             previous = store.latest_complete(self.db, task_id)
-            previous_trees = None
+            previous_trees: tuple[str, str] | None = None
             if previous and previous.worktree_tree and previous.index_tree:
+                trees = (previous.worktree_tree, previous.index_tree)
                 if snapshot.verify_checkpoint(
                     store_repo,
                     commit=previous.commit or "",
-                    worktree_tree=previous.worktree_tree,
-                    index_tree=previous.index_tree,
+                    worktree_tree=trees[0],
+                    index_tree=trees[1],
                     manifest_sha256=None,
                 ):
                     previous = None  # damaged: start the chain afresh from the base commit
                 else:
-                    previous_trees = (previous.worktree_tree, previous.index_tree)
+                    previous_trees = trees
             limits = snapshot.SnapshotLimits(request.max_file_bytes or self.config.max_file_bytes)
             snap = snapshot.take_snapshot(
                 source, store_repo, self.paths.tmp, limits, previous_trees
@@ -342,19 +358,43 @@ class Engine:
                 writer_pid=os.getpid(),
                 writer_host=socket.gethostname(),
             )
-            self._event(task.id, "checkpoint", f"{task.id}@{seq}", "write", None,
-                        CheckpointState.WRITING.value, None, created_at)
+            self._event(
+                task.id,
+                "checkpoint",
+                f"{task.id}@{seq}",
+                "write",
+                None,
+                CheckpointState.WRITING.value,
+                None,
+                created_at,
+            )
         try:
             return self._finish_checkpoint(
-                task, source, store_repo, snap, previous, request, progress, started, seq, created_at
+                task,
+                source,
+                store_repo,
+                snap,
+                previous,
+                request,
+                progress,
+                started,
+                seq,
+                created_at,
             )
         except BaseException as exc:
             failure = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
             with write_txn(self.db):
                 if store.mark_incomplete(self.db, task.id, seq, failure):
-                    self._event(task.id, "checkpoint", f"{task.id}@{seq}", "fail",
-                                CheckpointState.WRITING.value, CheckpointState.INCOMPLETE.value,
-                                failure, clock.now_iso())
+                    self._event(
+                        task.id,
+                        "checkpoint",
+                        f"{task.id}@{seq}",
+                        "fail",
+                        CheckpointState.WRITING.value,
+                        CheckpointState.INCOMPLETE.value,
+                        failure,
+                        clock.now_iso(),
+                    )
             raise
 
     def _finish_checkpoint(
@@ -461,13 +501,27 @@ class Engine:
                 usd_used=usd_used,
                 updated_at=completed_at,
             )
-            self._event(task.id, "checkpoint", f"{task.id}@{seq}", "complete",
-                        CheckpointState.WRITING.value, CheckpointState.COMPLETE.value,
-                        request.note, completed_at)
+            self._event(
+                task.id,
+                "checkpoint",
+                f"{task.id}@{seq}",
+                "complete",
+                CheckpointState.WRITING.value,
+                CheckpointState.COMPLETE.value,
+                request.note,
+                completed_at,
+            )
             if new_status != task.status:
-                self._event(task.id, "task", task.id, "status", task.status.value,
-                            new_status.value, f"checkpoint {seq} ({request.reason.value})",
-                            completed_at)
+                self._event(
+                    task.id,
+                    "task",
+                    task.id,
+                    "status",
+                    task.status.value,
+                    new_status.value,
+                    f"checkpoint {seq} ({request.reason.value})",
+                    completed_at,
+                )
         return CheckpointResult(store.get_checkpoint(self.db, task.id, seq))
 
     @contextmanager
@@ -506,13 +560,22 @@ class Engine:
         with write_txn(self.db):
             for seq in stale:
                 if store.mark_incomplete(self.db, task_id, seq, failure):
-                    self._event(task_id, "checkpoint", f"{task_id}@{seq}", "fail",
-                                CheckpointState.WRITING.value, CheckpointState.INCOMPLETE.value,
-                                failure, now)
+                    self._event(
+                        task_id,
+                        "checkpoint",
+                        f"{task_id}@{seq}",
+                        "fail",
+                        CheckpointState.WRITING.value,
+                        CheckpointState.INCOMPLETE.value,
+                        failure,
+                        now,
+                    )
 
     def _displayed(self, checkpoint: Checkpoint) -> Checkpoint:
         """A `writing` checkpoint whose writer is gone is shown as `incomplete`."""
-        if checkpoint.state is CheckpointState.WRITING and not self._writer_alive(checkpoint.task_id):
+        if checkpoint.state is CheckpointState.WRITING and not self._writer_alive(
+            checkpoint.task_id
+        ):
             return replace(
                 checkpoint,
                 state=CheckpointState.INCOMPLETE,
@@ -532,7 +595,9 @@ class Engine:
         if seq is None:
             seq = store.latest_seq(self.db, task_id)
             if seq is None:
-                raise NotFoundError(f"task {task_id} has no checkpoints yet; run `pitstop checkpoint {task_id}`")
+                raise NotFoundError(
+                    f"task {task_id} has no checkpoints yet; run `pitstop checkpoint {task_id}`"
+                )
         return self._displayed(store.get_checkpoint(self.db, task_id, seq))
 
     def _store_repo_for(self, task_id: str) -> Path:
@@ -541,7 +606,10 @@ class Engine:
     def verify(self, checkpoint: Checkpoint) -> list[str]:
         """Problems found re-reading a checkpoint from the store (empty when it is sound)."""
         if checkpoint.state is not CheckpointState.COMPLETE:
-            return [f"checkpoint {checkpoint.ref} is {checkpoint.state.value}: {checkpoint.failure or 'not complete'}"]
+            return [
+                f"checkpoint {checkpoint.ref} is {checkpoint.state.value}: "
+                f"{checkpoint.failure or 'not complete'}"
+            ]
         assert checkpoint.commit and checkpoint.worktree_tree and checkpoint.index_tree
         return snapshot.verify_checkpoint(
             self._store_repo_for(checkpoint.task_id),
@@ -576,7 +644,8 @@ class Engine:
             return snapshot.tree_of_commit(store_repo, checkpoint.base_commit)
         if against == "previous":
             earlier = [
-                c for c in store.list_checkpoints(self.db, checkpoint.task_id)
+                c
+                for c in store.list_checkpoints(self.db, checkpoint.task_id)
                 if c.seq < checkpoint.seq and c.state is CheckpointState.COMPLETE
             ]
             if not earlier or not earlier[-1].worktree_tree:

@@ -92,5 +92,5 @@ def ensure_private_file(path: Path) -> None:
 
 
 def demo_store_root() -> Path:
-    """Where `pitstop demo` builds its store unless `--store` says otherwise (never the real one)."""
+    """Where `pitstop demo` builds its store unless `--store` says otherwise (not the real one)."""
     return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False)) / "demo-store"

@@ -203,7 +203,9 @@ def resolve_source_repo(path: str | os.PathLike[str]) -> SourceRepo:
     """Locate the work tree containing `path`, refusing paths that are not inside one."""
     candidate = Path(path).expanduser()
     if not candidate.exists():
-        raise NotAGitRepoError(f"{candidate} does not exist; pass --repo a path inside a git work tree")
+        raise NotAGitRepoError(
+            f"{candidate} does not exist; pass --repo a path inside a git work tree"
+        )
     if not candidate.is_dir():
         candidate = candidate.parent
     try:
@@ -297,7 +299,14 @@ def _ensure_base_history(store_repo: Path, source: SourceRepo, base_commit: str)
         return 0
     before = _store_pack_bytes(store_repo)
     _git(
-        ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", str(source.toplevel), base_commit],
+        [
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            str(source.toplevel),
+            base_commit,
+        ],
         git_dir=store_repo,
     )
     return max(_store_pack_bytes(store_repo) - before, 0)
@@ -390,7 +399,11 @@ def _select_paths(
             size = None  # deleted: update-index --remove records the deletion
         if size is not None and size > limits.max_file_bytes and not full.is_symlink():
             left_out.append(
-                LeftOut(path, f"larger than {limits.max_file_bytes} bytes; kept at its staged version", size)
+                LeftOut(
+                    path,
+                    f"larger than {limits.max_file_bytes} bytes; kept at its staged version",
+                    size,
+                )
             )
             continue
         include.append(path)
@@ -456,8 +469,11 @@ def _copy_missing_objects(store_repo: Path, source: SourceRepo, oids: list[str])
         cwd=source.toplevel,
         input=("\n".join(missing) + "\n").encode(),
     )
-    _git(["index-pack", "--stdin", "-q"] if len(missing) > 100 else ["unpack-objects", "-q"],
-         git_dir=store_repo, input=pack)
+    _git(
+        ["index-pack", "--stdin", "-q"] if len(missing) > 100 else ["unpack-objects", "-q"],
+        git_dir=store_repo,
+        input=pack,
+    )
 
 
 def take_snapshot(
@@ -500,7 +516,9 @@ def take_snapshot(
                 ["update-index", "--add", "--remove", "-z", "--stdin"],
                 cwd=source.toplevel,
                 env=env,
-                input=b"".join(p.encode("utf-8", errors="surrogateescape") + b"\0" for p in include),
+                input=b"".join(
+                    p.encode("utf-8", errors="surrogateescape") + b"\0" for p in include
+                ),
             )
         worktree_tree = _git(["write-tree"], cwd=source.toplevel, env=env).decode().strip()
         submodules = _submodule_commits(source, env, worktree_tree)
@@ -546,7 +564,9 @@ def _submodule_commits(
 
 def repo_facts(source: SourceRepo) -> RepoFacts:
     """Remotes (credentials stripped) and the upstream branch with its head, where known."""
-    raw = _git(["config", "-z", "--get-regexp", r"^remote\..*\.url$"], cwd=source.toplevel, ok_codes=(0, 1))
+    raw = _git(
+        ["config", "-z", "--get-regexp", r"^remote\..*\.url$"], cwd=source.toplevel, ok_codes=(0, 1)
+    )
     remotes = []
     for item in raw.split(b"\0"):
         if not item:
@@ -554,11 +574,16 @@ def repo_facts(source: SourceRepo) -> RepoFacts:
         key, _, url = item.decode(errors="replace").partition("\n")
         name = key.removeprefix("remote.").removesuffix(".url")
         remotes.append((name, strip_url_credentials(url)))
-    upstream = _git(
-        ["rev-parse", "-q", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"],
-        cwd=source.toplevel,
-        ok_codes=(0, 1, 128),
-    ).decode().strip() or None
+    upstream = (
+        _git(
+            ["rev-parse", "-q", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"],
+            cwd=source.toplevel,
+            ok_codes=(0, 1, 128),
+        )
+        .decode()
+        .strip()
+        or None
+    )
     upstream_head = _rev_parse_optional(source, "@{upstream}") if upstream else None
     return RepoFacts(remotes=tuple(remotes), upstream=upstream, upstream_head=upstream_head)
 
@@ -681,16 +706,26 @@ def _missing_tree_objects(store_repo: Path, trees: list[str]) -> int:
 def materialise(store_repo: Path, tree: str, into: Path, scratch_dir: Path) -> int:
     """Write `tree` into the new directory `into` byte for byte; return the number of files."""
     if into.exists() and (not into.is_dir() or any(into.iterdir())):
-        raise UsageError(f"{into} already exists and is not empty; choose a new directory for --into")
+        raise UsageError(
+            f"{into} already exists and is not empty; choose a new directory for --into"
+        )
     if not _has_objects(store_repo, [tree])[tree]:
         raise DamagedCheckpointError(
-            f"snapshot tree {tree[:12]} is missing from the store; this checkpoint cannot be restored"
+            f"snapshot tree {tree[:12]} is missing from the store; "
+            "this checkpoint cannot be restored"
         )
     into.mkdir(parents=True, exist_ok=True)
     scratch_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     with tempfile.TemporaryDirectory(dir=scratch_dir, prefix="checkout-") as temp:
         env = {"GIT_INDEX_FILE": str(Path(temp) / "index"), "GIT_WORK_TREE": str(into)}
-        config = ["-c", "core.symlinks=true", "-c", "core.filemode=true", "-c", "core.autocrlf=false"]
+        config = [
+            "-c",
+            "core.symlinks=true",
+            "-c",
+            "core.filemode=true",
+            "-c",
+            "core.autocrlf=false",
+        ]
         _git([*config, "read-tree", tree], git_dir=store_repo, env=env)
         _git([*config, "checkout-index", "-a", "-f"], git_dir=store_repo, env=env, cwd=into)
         listed = _git(["ls-files", "-z"], git_dir=store_repo, env=env, cwd=into)
@@ -702,20 +737,22 @@ def changed_files(store_repo: Path, old_tree: str, new_tree: str) -> list[Change
     status_raw = _git(
         ["diff-tree", "-r", "-z", "-M", "--name-status", old_tree, new_tree], git_dir=store_repo
     )
-    numstat_raw = _git(["diff-tree", "-r", "-z", "-M", "--numstat", old_tree, new_tree], git_dir=store_repo)
+    numstat_raw = _git(
+        ["diff-tree", "-r", "-z", "-M", "--numstat", old_tree, new_tree], git_dir=store_repo
+    )
     counts: dict[str, tuple[int | None, int | None]] = {}
     fields = numstat_raw.decode("utf-8", errors="surrogateescape").split("\0")
     position = 0
     while position < len(fields) and fields[position]:
-        added, deleted, path = fields[position].split("\t", 2)
+        added_text, deleted_text, path = fields[position].split("\t", 2)
         if not path:  # a rename: old and new names follow as their own fields
             path = fields[position + 2]
             position += 3
         else:
             position += 1
         counts[path] = (
-            None if added == "-" else int(added),
-            None if deleted == "-" else int(deleted),
+            None if added_text == "-" else int(added_text),
+            None if deleted_text == "-" else int(deleted_text),
         )
     result = []
     fields = status_raw.decode("utf-8", errors="surrogateescape").split("\0")
@@ -729,14 +766,28 @@ def changed_files(store_repo: Path, old_tree: str, new_tree: str) -> list[Change
             old_path, path = None, fields[position + 1]
             position += 2
         added, deleted = counts.get(path, (None, None))
-        result.append(ChangedFile(path=path, status=status[0], added=added, deleted=deleted, old_path=old_path))
+        result.append(
+            ChangedFile(
+                path=path, status=status[0], added=added, deleted=deleted, old_path=old_path
+            )
+        )
     return result
 
 
 def unified_diff(store_repo: Path, old_tree: str, new_tree: str, paths: Sequence[str] = ()) -> str:
     """A unified diff between two trees; binary files are named, not dumped."""
     out = _git(
-        ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", old_tree, new_tree, "--", *paths],
+        [
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "-M",
+            old_tree,
+            new_tree,
+            "--",
+            *paths,
+        ],
         git_dir=store_repo,
     )
     return out.decode("utf-8", errors="replace")

@@ -64,7 +64,7 @@ def insert_task(db: sqlite_utils.Database, task: Task) -> None:
         raise ConflictError(
             f"a task with id {task.id!r} already exists; pick another --id or omit it"
         )
-    db["tasks"].insert(
+    db.table("tasks").insert(
         {
             "id": task.id,
             "repo_root": task.repo_root,
@@ -119,7 +119,7 @@ def update_task(db: sqlite_utils.Database, task_id: str, **changes: Any) -> None
         key: (value.value if isinstance(value, TaskStatus) else value)
         for key, value in changes.items()
     }
-    db["tasks"].update(task_id, columns)
+    db.table("tasks").update(task_id, columns)
 
 
 def _checkpoint_from_row(row: Mapping[str, Any], *, with_manifest: bool) -> Checkpoint:
@@ -173,7 +173,7 @@ def insert_writing_checkpoint(
     writer_host: str,
 ) -> None:
     """Record a checkpoint as `writing` before any of its parts are stored."""
-    db["checkpoints"].insert(
+    db.table("checkpoints").insert(
         {
             "task_id": task_id,
             "seq": seq,
@@ -187,9 +187,7 @@ def insert_writing_checkpoint(
     )
 
 
-def complete_checkpoint(
-    db: sqlite_utils.Database, task_id: str, seq: int, **columns: Any
-) -> None:
+def complete_checkpoint(db: sqlite_utils.Database, task_id: str, seq: int, **columns: Any) -> None:
     """Flip a `writing` checkpoint to `complete` with its verified parts; anything else refuses."""
     columns["state"] = CheckpointState.COMPLETE.value
     if "manifest" in columns and not isinstance(columns["manifest"], str):
@@ -235,7 +233,8 @@ def get_checkpoint(db: sqlite_utils.Database, task_id: str, seq: int) -> Checkpo
     """One checkpoint with its manifest, or a NotFoundError naming it."""
     rows = list(
         db.query(
-            f"SELECT {_CHECKPOINT_COLUMNS}, manifest FROM checkpoints WHERE task_id = ? AND seq = ?",
+            f"SELECT {_CHECKPOINT_COLUMNS}, manifest FROM checkpoints "
+            "WHERE task_id = ? AND seq = ?",
             [task_id, seq],
         )
     )
@@ -258,7 +257,7 @@ def latest_complete(db: sqlite_utils.Database, task_id: str) -> Checkpoint | Non
 def latest_seq(db: sqlite_utils.Database, task_id: str) -> int | None:
     """The newest checkpoint sequence of a task, whatever its state."""
     row = db.execute("SELECT MAX(seq) FROM checkpoints WHERE task_id = ?", [task_id]).fetchone()
-    return row[0]
+    return int(row[0]) if row[0] is not None else None
 
 
 def checkpoint_counts(db: sqlite_utils.Database) -> dict[str, tuple[int, str | None]]:
@@ -287,7 +286,7 @@ def add_event(
     detail: Mapping[str, Any] | None = None,
 ) -> None:
     """Append one audit event (invariant 6); events are never updated."""
-    db["events"].insert(
+    db.table("events").insert(
         {
             "at": at,
             "actor": actor,

@@ -107,7 +107,9 @@ def task() -> None:
 
 
 @task.command("start")
-@click.option("--repo", required=True, type=click.Path(), help="A path inside the task's git work tree.")
+@click.option(
+    "--repo", required=True, type=click.Path(), help="A path inside the task's git work tree."
+)
 @click.option("--objective", required=True, help="What the task should achieve.")
 @click.option("--id", "task_id", help="Task id (default: generated from the objective).")
 @click.option("--harness", help="Agent harness as NAME@VERSION, e.g. claude-code@2.0.14.")
@@ -157,9 +159,7 @@ def task_start(
     "--status",
     "statuses",
     multiple=True,
-    type=click.Choice(
-        ["running", "paused", "waiting", "resuming", "done", "cancelled", "expired"]
-    ),
+    type=click.Choice(["running", "paused", "waiting", "resuming", "done", "cancelled", "expired"]),
     help="Only tasks with this status. Repeatable.",
 )
 @json_option
@@ -173,8 +173,18 @@ def task_list(ctx: Context, statuses: tuple[str, ...], as_json: bool) -> None:
     wanted = {TaskStatus(s) for s in statuses}
     summaries = [s for s in ctx.engine().task_summaries() if not wanted or s.task.status in wanted]
     if as_json:
-        emit(True, [{**_task_json(s.task), "checkpoints": s.checkpoint_count,
-                     "last_checkpoint_at": s.last_checkpoint_at} for s in summaries], "")
+        emit(
+            True,
+            [
+                {
+                    **_task_json(s.task),
+                    "checkpoints": s.checkpoint_count,
+                    "last_checkpoint_at": s.last_checkpoint_at,
+                }
+                for s in summaries
+            ],
+            "",
+        )
         return
     if not summaries:
         click.echo("no tasks yet; start one with `pitstop task start --repo . --objective …`")
@@ -183,8 +193,13 @@ def task_list(ctx: Context, statuses: tuple[str, ...], as_json: bool) -> None:
         table(
             ["id", "status", "age", "checkpoints", "objective"],
             [
-                (s.task.id, s.task.status.value, clock.humanize_age(s.task.updated_at),
-                 s.checkpoint_count, s.task.objective[:60])
+                (
+                    s.task.id,
+                    s.task.status.value,
+                    clock.humanize_age(s.task.updated_at),
+                    s.checkpoint_count,
+                    s.task.objective[:60],
+                )
                 for s in summaries
             ],
         )
@@ -210,7 +225,9 @@ def task_show(ctx: Context, task_id: str, as_json: bool) -> None:
     emit(as_json, found, lambda: task_detail(found))
 
 
-def _finish(ctx: Context, task_id: str, status_name: str, reason: str | None, as_json: bool) -> None:
+def _finish(
+    ctx: Context, task_id: str, status_name: str, reason: str | None, as_json: bool
+) -> None:
     from core.models import TaskStatus
 
     finished = ctx.engine().finish_task(task_id, TaskStatus(status_name), reason)
@@ -251,11 +268,17 @@ def task_cancel(ctx: Context, task_id: str, reason: str | None, as_json: bool) -
 )
 @click.option("--note", help="A note for whoever resumes.")
 @click.option("--done", "done", multiple=True, help="A step now completed. Repeatable.")
-@click.option("--todo", "todo", multiple=True, help="A remaining step (replaces the list). Repeatable.")
+@click.option(
+    "--todo", "todo", multiple=True, help="A remaining step (replaces the list). Repeatable."
+)
 @click.option("--tokens-used", type=int, help="Tokens consumed so far (cumulative).")
 @click.option("--usd-used", type=float, help="Money spent so far in USD (cumulative).")
 @click.option("--force", is_flag=True, help="Record a checkpoint even if nothing changed.")
-@click.option("--max-file-size", type=click.IntRange(min=1), help="Leave out files larger than this many bytes.")
+@click.option(
+    "--max-file-size",
+    type=click.IntRange(min=1),
+    help="Leave out files larger than this many bytes.",
+)
 @json_option
 @pass_ctx
 def checkpoint(
@@ -377,7 +400,9 @@ def checkout(ctx: Context, ref: str, into: str, as_json: bool) -> None:
     """Write a checkpoint's exact working tree into a new directory."""
     count = ctx.engine().checkout(ref, into)
     target = str(Path(into).expanduser().absolute())
-    emit(as_json, {"ref": ref, "into": target, "files": count}, f"wrote {count} files into {target}")
+    emit(
+        as_json, {"ref": ref, "into": target, "files": count}, f"wrote {count} files into {target}"
+    )
 
 
 @cli.command()
@@ -395,8 +420,15 @@ def log(ctx: Context, task_id: str | None, as_json: bool) -> None:
         lambda: table(
             ["at", "actor", "via", "entity", "action", "change", "reason"],
             [
-                (e.at[:19].replace("T", " "), e.actor, e.interface.value, e.entity_id, e.action,
-                 f"{e.from_state or '-'} → {e.to_state or '-'}", e.reason or "")
+                (
+                    e.at[:19].replace("T", " "),
+                    e.actor,
+                    e.interface.value,
+                    e.entity_id,
+                    e.action,
+                    f"{e.from_state or '-'} → {e.to_state or '-'}",
+                    e.reason or "",
+                )
                 for e in events
             ],
         ),
@@ -417,9 +449,12 @@ def demo(click_ctx: click.Context, no_open: bool, theme: str | None, as_json: bo
     root = Path(explicit.store) if explicit and explicit.store else demo_store_root()
     task_ids = build_demo_store(root)
     if no_open or as_json:
-        emit(as_json, {"store": str(root), "tasks": task_ids},
-             f"demo store ready at {root} with {len(task_ids)} tasks; "
-             f"open it with: pitstop --store {root}")
+        emit(
+            as_json,
+            {"store": str(root), "tasks": task_ids},
+            f"demo store ready at {root} with {len(task_ids)} tasks; "
+            f"open it with: pitstop --store {root}",
+        )
         return
     open_dashboard(str(root), theme)
 

@@ -19,7 +19,9 @@ from core.models import Checkpoint, Task
 def jsonable(value: Any) -> Any:
     """Turn dataclasses, enums and tuples into plain JSON types."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        data = {field.name: jsonable(getattr(value, field.name)) for field in dataclasses.fields(value)}
+        data = {
+            field.name: jsonable(getattr(value, field.name)) for field in dataclasses.fields(value)
+        }
         if isinstance(value, Checkpoint):
             data["ref"] = value.ref
         return data
