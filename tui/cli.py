@@ -9,56 +9,17 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import click
 
-if TYPE_CHECKING:
-    from core.engine import Engine
-
-F = TypeVar("F", bound=Callable[..., Any])
+from tui.cli_base import Context, emit, json_option, pass_ctx
 
 EXIT_CODES_HELP = """\b
 Exit codes: 0 success; 1 failure (damaged checkpoint, git or store error);
 2 usage error or unknown task/checkpoint id.
 """
-
-
-class Context:
-    """What the group passes to every subcommand."""
-
-    def __init__(self, store: str | None) -> None:
-        self.store = store
-        self._engine: Engine | None = None
-
-    def engine(self) -> Engine:
-        """Open the store on first use (so `--help` and usage errors never touch it)."""
-        if self._engine is None:
-            from core.engine import Engine
-            from core.models import Interface
-
-            self._engine = Engine(self.store, interface=Interface.CLI)
-        return self._engine
-
-
-pass_ctx = click.make_pass_decorator(Context)
-
-
-def json_option(func: F) -> F:
-    """Add `--json`: print one JSON document to stdout instead of human text."""
-    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(func)
-
-
-def emit(as_json: bool, document: Any, human: str | Callable[[], str]) -> None:
-    """Print the JSON document or the human text."""
-    if as_json:
-        from tui.render import dumps
-
-        click.echo(dumps(document))
-    else:
-        click.echo(human() if callable(human) else human)
 
 
 @click.group(invoke_without_command=True, epilog=EXIT_CODES_HELP)
@@ -457,6 +418,17 @@ def demo(click_ctx: click.Context, no_open: bool, theme: str | None, as_json: bo
         )
         return
     open_dashboard(str(root), theme)
+
+
+def _register_command_modules() -> None:
+    """Attach the commands that live in their own modules (each imports only click at load)."""
+    from tui import cli_modules
+
+    for register in cli_modules.REGISTRARS:
+        register(cli)
+
+
+_register_command_modules()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,52 @@
+"""What every `pitstop` subcommand module shares: the store context, `--json`, and output.
+
+Command modules (`tui/cli_*.py`) import from here and attach their commands to the group that
+`tui/cli.py` defines, so each capability's commands live beside each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from core.engine import Engine
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Context:
+    """What the group passes to every subcommand."""
+
+    def __init__(self, store: str | None) -> None:
+        self.store = store
+        self._engine: Engine | None = None
+
+    def engine(self) -> Engine:
+        """Open the store on first use (so `--help` and usage errors never touch it)."""
+        if self._engine is None:
+            from core.engine import Engine
+            from core.models import Interface
+
+            self._engine = Engine(self.store, interface=Interface.CLI)
+        return self._engine
+
+
+pass_ctx = click.make_pass_decorator(Context)
+
+
+def json_option(func: F) -> F:
+    """Add `--json`: print one JSON document to stdout instead of human text."""
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(func)
+
+
+def emit(as_json: bool, document: Any, human: str | Callable[[], str]) -> None:
+    """Print the JSON document or the human text."""
+    if as_json:
+        from tui.render import dumps
+
+        click.echo(dumps(document))
+    else:
+        click.echo(human() if callable(human) else human)

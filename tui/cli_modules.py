@@ -1,0 +1,12 @@
+"""The list of command modules `pitstop` loads; each exposes `register(group)`.
+
+Adding a capability's commands means adding its module here, not editing `tui/cli.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import click
+
+REGISTRARS: list[Callable[[click.Group], None]] = []
