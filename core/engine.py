@@ -23,19 +23,32 @@ from typing import Any
 import sqlite_utils
 
 from core import clock, manifest, snapshot, store
+from core.approvals import Approvals, parse_duration, validate_operator_names
 from core.config import Config, load_config
 from core.db import open_database, write_txn
+from core.effects import (
+    CheckOutcome,
+    GuardOutcome,
+    GuardRequest,
+    Ledger,
+    Notice,
+    ProposeResult,
+)
 from core.errors import ConflictError, DamagedCheckpointError, NotFoundError, UsageError
 from core.fingerprint import fingerprint_environment, load_or_create_key
 from core.migrations import migrate
 from core.models import (
+    Approval,
     AuditEvent,
     Budget,
     Checkpoint,
     CheckpointReason,
     CheckpointState,
+    EffectState,
     Interface,
     NamedVersion,
+    Risk,
+    SideEffect,
     Task,
     TaskStatus,
     validate_task_id,
@@ -169,6 +182,7 @@ class Engine:
         model: NamedVersion | None = None,
         budget: Budget | None = None,
         credentials: Sequence[str] = (),
+        approvers: Sequence[str] = (),
     ) -> Task:
         """Register a new task on the git work tree that contains `repo`."""
         if not objective.strip():
@@ -206,6 +220,7 @@ class Engine:
                 model=model,
                 budget=budget,
                 credentials=tuple(dict.fromkeys(credentials)),
+                approvers=validate_operator_names(approvers),
             )
             store.insert_task(self.db, task)
             self._event(
@@ -668,6 +683,113 @@ class Engine:
         assert checkpoint.worktree_tree
         target = Path(into).expanduser().absolute()
         return snapshot.materialise(store_repo, checkpoint.worktree_tree, target, self.paths.tmp)
+
+    # --- side effects and approvals --------------------------------------------------------
+
+    def _ledger(self) -> Ledger:
+        return Ledger(self.db, self._event, self.actor, self.paths.tmp / "locks" / "effects")
+
+    def _approvals(self) -> Approvals:
+        return Approvals(self.db, self._event, self.actor)
+
+    def propose_effect(
+        self,
+        task_id: str,
+        key: str,
+        kind: str,
+        *,
+        target: str | None = None,
+        check: str | None = None,
+        needs_approval: bool = False,
+    ) -> ProposeResult:
+        """Record a side effect as `proposed`; an existing key returns the existing effect."""
+        return self._ledger().propose(
+            task_id, key, kind, target=target, check=check, needs_approval=needs_approval
+        )
+
+    def move_effect(
+        self,
+        task_id: str,
+        key: str,
+        to_state: EffectState,
+        *,
+        note: str | None = None,
+        reason: str | None = None,
+    ) -> SideEffect:
+        """Start, confirm, fail or mark uncertain a side effect; settling needs a reason."""
+        return self._ledger().move(task_id, key, to_state, note=note, reason=reason)
+
+    def get_effect(self, task_id: str, key: str) -> SideEffect:
+        """One side effect by task and idempotency key."""
+        return self._ledger().get(task_id, key)
+
+    def list_effects(
+        self, task_id: str | None = None, states: Sequence[EffectState] = ()
+    ) -> list[SideEffect]:
+        """Side effects in the order they were proposed, optionally filtered."""
+        return self._ledger().find(task_id, states)
+
+    def unsettled_effects(self, task_id: str) -> list[SideEffect]:
+        """The task's effects whose outcome nobody knows: they block a resume (invariant 3)."""
+        return [effect for effect in self.list_effects(task_id) if effect.needs_settling]
+
+    def check_effect(
+        self, task_id: str, key: str, command: str | None = None, timeout: float | None = None
+    ) -> CheckOutcome:
+        """Settle an unsettled side effect by running its precondition check."""
+        return self._ledger().check(task_id, key, command, timeout)
+
+    def guard_effect(self, request: GuardRequest, notice: Notice | None = None) -> GuardOutcome:
+        """Perform a side effect's action at most once; see `core.effects`."""
+        return self._ledger().guard(request, notice)
+
+    def request_approval(
+        self,
+        task_id: str,
+        action: str,
+        *,
+        effect_key: str | None = None,
+        risk: Risk = Risk.MEDIUM,
+        expires_in: str | None = None,
+        checkpoint: bool = False,
+    ) -> Approval:
+        """Ask for a human decision; the task waits, after a `before-wait` checkpoint if asked."""
+        approvals = self._approvals()
+        lifetime = parse_duration(expires_in) if expires_in is not None else None
+        approvals.validate_request(task_id, action, effect_key)
+        checkpoint_seq: int | None = None
+        if checkpoint:
+            taken = self.checkpoint(
+                task_id,
+                CheckpointRequest(
+                    reason=CheckpointReason.BEFORE_WAIT,
+                    note=f"waiting for approval: {action.strip()[:200]}",
+                    force=True,
+                ),
+            )
+            checkpoint_seq = taken.checkpoint.seq if taken.checkpoint else None
+        return approvals.request(
+            task_id,
+            action,
+            effect_key=effect_key,
+            risk=risk,
+            expires_in=lifetime,
+            checkpoint_seq=checkpoint_seq,
+        )
+
+    def decide_approval(self, approval_id: str, approve: bool, reason: str) -> Approval:
+        """Approve or reject a pending approval, once, as this engine's operator."""
+        return self._approvals().decide(approval_id, approve, reason)
+
+    def get_approval(self, approval_id: str) -> Approval:
+        """One approval by `TASK:N`, with expiry applied."""
+        return self._approvals().get(approval_id)
+
+    def list_approvals(
+        self, task_id: str | None = None, pending_only: bool = False
+    ) -> list[Approval]:
+        """Approvals across tasks (the inbox) or of one task, oldest first."""
+        return self._approvals().find(task_id, pending_only)
 
     # --- audit -----------------------------------------------------------------------------
 

@@ -56,3 +56,30 @@ class GitError(PitstopError):
 
 class ConflictError(PitstopError):
     """The request conflicts with the current state (a finished task, a duplicate id)."""
+
+
+EXIT_NEEDS_SETTLING = 3
+EXIT_NEEDS_APPROVAL = 4
+EXIT_BUSY = 5
+
+
+class NotAllowedError(PitstopError):
+    """The operator is not among those allowed to decide for this task."""
+
+
+class NeedsSettlingError(PitstopError):
+    """A side effect's outcome is unknown; an operator (or a precondition check) must settle it."""
+
+    exit_code = EXIT_NEEDS_SETTLING
+
+
+class ApprovalRequiredError(PitstopError):
+    """A side effect may run only after an approver said yes."""
+
+    exit_code = EXIT_NEEDS_APPROVAL
+
+
+class EffectBusyError(PitstopError):
+    """Another guard is running this side effect right now."""
+
+    exit_code = EXIT_BUSY

@@ -99,6 +99,67 @@ def _initial(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations(name="0002_effects_approvals")
+def _effects_approvals(db: sqlite_utils.Database) -> None:
+    # The side-effect ledger: one row per idempotency key of a task; its state only moves along
+    # the transitions `core.effects` allows, each together with its audit event.
+    db.execute(
+        """
+        CREATE TABLE effects (
+            id INTEGER PRIMARY KEY,
+            task_id TEXT NOT NULL REFERENCES tasks(id),
+            key TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            target TEXT,
+            check_command TEXT,
+            needs_approval INTEGER NOT NULL DEFAULT 0,
+            state TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            note TEXT,
+            exit_code INTEGER,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            started_at TEXT,
+            finished_at TEXT,
+            runner_pid INTEGER,
+            runner_host TEXT,
+            UNIQUE (task_id, key)
+        )
+        """
+    )
+    db.execute("CREATE INDEX effects_by_state ON effects (state, task_id)")
+    db.execute(
+        """
+        CREATE TABLE approvals (
+            id TEXT PRIMARY KEY,
+            task_id TEXT NOT NULL REFERENCES tasks(id),
+            seq INTEGER NOT NULL,
+            action TEXT NOT NULL,
+            effect_key TEXT,
+            risk TEXT NOT NULL,
+            state TEXT NOT NULL,
+            requested_by TEXT NOT NULL,
+            requested_at TEXT NOT NULL,
+            expires_at TEXT,
+            decided_by TEXT,
+            decided_at TEXT,
+            reason TEXT,
+            checkpoint_seq INTEGER,
+            UNIQUE (task_id, seq)
+        )
+        """
+    )
+    db.execute("CREATE INDEX approvals_by_state ON approvals (state, requested_at)")
+    # Who may decide for a task: a JSON list of operator names; empty means any operator.
+    db.execute("ALTER TABLE tasks ADD COLUMN approvers TEXT NOT NULL DEFAULT '[]'")
+    # The audit log is append-only in both directions: no update (0001) and no delete.
+    db.execute(
+        "CREATE TRIGGER events_no_delete BEFORE DELETE ON events "
+        "BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END"
+    )
+
+
+
 def known_migration_names() -> list[str]:
     """Names of every migration this build knows, in order."""
     return [migration.name for migration in migrations._migrations]

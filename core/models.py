@@ -113,6 +113,7 @@ class Task:
     tokens_used: int = 0
     usd_used: float = 0.0
     credentials: tuple[str, ...] = ()
+    approvers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -184,3 +185,80 @@ class AuditEvent:
     from_state: str | None
     to_state: str | None
     reason: str | None
+
+
+class EffectState(StrEnum):
+    """Where a side effect stands; `confirmed` is final, `failed` may be retried under its key."""
+
+    PROPOSED = "proposed"
+    IN_PROGRESS = "in_progress"
+    CONFIRMED = "confirmed"
+    FAILED = "failed"
+    UNCERTAIN = "uncertain"
+
+
+@dataclass(frozen=True)
+class SideEffect:
+    """An action outside the sandbox, recorded under an idempotency key unique in its task."""
+
+    task_id: str
+    key: str
+    kind: str
+    state: EffectState
+    created_at: str
+    updated_at: str
+    target: str | None = None
+    check: str | None = None
+    needs_approval: bool = False
+    attempts: int = 0
+    note: str | None = None
+    exit_code: int | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    runner_pid: int | None = None
+    runner_host: str | None = None
+    runner_alive: bool = False
+
+    @property
+    def needs_settling(self) -> bool:
+        """True when nobody knows whether the action happened: it blocks resume."""
+        return self.state is EffectState.UNCERTAIN or (
+            self.state is EffectState.IN_PROGRESS and not self.runner_alive
+        )
+
+
+class ApprovalState(StrEnum):
+    """An approval is `pending` until decided once, or until it expires."""
+
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+
+
+class Risk(StrEnum):
+    """How much an approver should worry about the requested action."""
+
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+@dataclass(frozen=True)
+class Approval:
+    """An agent's request for a human decision before an action."""
+
+    id: str
+    task_id: str
+    seq: int
+    action: str
+    risk: Risk
+    state: ApprovalState
+    requested_by: str
+    requested_at: str
+    effect_key: str | None = None
+    expires_at: str | None = None
+    decided_by: str | None = None
+    decided_at: str | None = None
+    reason: str | None = None
+    checkpoint_seq: int | None = None

@@ -14,13 +14,18 @@ import sqlite_utils
 
 from core.errors import ConflictError, NotFoundError, SchemaTooNewError
 from core.models import (
+    Approval,
+    ApprovalState,
     AuditEvent,
     Budget,
     Checkpoint,
     CheckpointReason,
     CheckpointState,
+    EffectState,
     Interface,
     NamedVersion,
+    Risk,
+    SideEffect,
     Task,
     TaskStatus,
 )
@@ -55,6 +60,7 @@ def _task_from_row(row: Mapping[str, Any]) -> Task:
         tokens_used=row["tokens_used"],
         usd_used=row["usd_used"],
         credentials=tuple(json.loads(row["credentials"])),
+        approvers=tuple(json.loads(row.get("approvers") or "[]")),
     )
 
 
@@ -81,6 +87,7 @@ def insert_task(db: sqlite_utils.Database, task: Task) -> None:
             "tokens_used": task.tokens_used,
             "usd_used": task.usd_used,
             "credentials": json.dumps(list(task.credentials)),
+            "approvers": json.dumps(list(task.approvers)),
             "created_at": task.created_at,
             "updated_at": task.updated_at,
         }
@@ -327,3 +334,217 @@ def list_events(db: sqlite_utils.Database, task_id: str | None = None) -> list[A
         )
         for row in rows
     ]
+
+
+# --- side effects and approvals -------------------------------------------------------------
+
+# Model field -> column, where they differ.
+_EFFECT_COLUMN = {"check": "check_command"}
+
+
+def _effect_from_row(row: Mapping[str, Any]) -> SideEffect:
+    return SideEffect(
+        task_id=row["task_id"],
+        key=row["key"],
+        kind=row["kind"],
+        state=EffectState(row["state"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        target=row["target"],
+        check=row["check_command"],
+        needs_approval=bool(row["needs_approval"]),
+        attempts=row["attempts"],
+        note=row["note"],
+        exit_code=row["exit_code"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        runner_pid=row["runner_pid"],
+        runner_host=row["runner_host"],
+    )
+
+
+def insert_effect(db: sqlite_utils.Database, effect: SideEffect) -> None:
+    """Record a newly proposed side effect; its key must be new in its task."""
+    if find_effect(db, effect.task_id, effect.key) is not None:
+        raise ConflictError(f"task {effect.task_id} already has a side effect {effect.key!r}")
+    db.execute(
+        "INSERT INTO effects (task_id, key, kind, target, check_command, needs_approval, state, "
+        "attempts, note, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            effect.task_id,
+            effect.key,
+            effect.kind,
+            effect.target,
+            effect.check,
+            int(effect.needs_approval),
+            effect.state.value,
+            effect.attempts,
+            effect.note,
+            effect.created_at,
+            effect.updated_at,
+        ],
+    )
+
+
+def find_effect(db: sqlite_utils.Database, task_id: str, key: str) -> SideEffect | None:
+    """The task's side effect with this key, if there is one."""
+    rows = list(db.query("SELECT * FROM effects WHERE task_id = ? AND key = ?", [task_id, key]))
+    return _effect_from_row(rows[0]) if rows else None
+
+
+def get_effect(db: sqlite_utils.Database, task_id: str, key: str) -> SideEffect:
+    """The task's side effect with this key, or a NotFoundError naming it."""
+    found = find_effect(db, task_id, key)
+    if found is None:
+        raise NotFoundError(
+            f"task {task_id} has no side effect {key!r}; "
+            f"`pitstop effect list --task {task_id}` lists them"
+        )
+    return found
+
+
+def list_effects(
+    db: sqlite_utils.Database,
+    task_id: str | None = None,
+    states: tuple[EffectState, ...] = (),
+) -> list[SideEffect]:
+    """Side effects in the order they were proposed, optionally of one task or some states."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if task_id is not None:
+        clauses.append("task_id = ?")
+        params.append(task_id)
+    if states:
+        clauses.append(f"state IN ({', '.join('?' for _ in states)})")
+        params.extend(state.value for state in states)
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    rows = db.query(f"SELECT * FROM effects{where} ORDER BY id", params)
+    return [_effect_from_row(row) for row in rows]
+
+
+def move_effect(
+    db: sqlite_utils.Database,
+    task_id: str,
+    key: str,
+    from_state: EffectState,
+    to_state: EffectState,
+    **changes: Any,
+) -> bool:
+    """Compare-and-set an effect's state (plus other fields by model name); False if it moved."""
+    columns: dict[str, Any] = {"state": to_state.value}
+    for name, value in changes.items():
+        columns[_EFFECT_COLUMN.get(name, name)] = value
+    assignments = ", ".join(f"{column} = ?" for column in columns)
+    cursor = db.execute(
+        f"UPDATE effects SET {assignments} WHERE task_id = ? AND key = ? AND state = ?",
+        [*columns.values(), task_id, key, from_state.value],
+    )
+    return cursor.rowcount == 1
+
+
+def _approval_from_row(row: Mapping[str, Any]) -> Approval:
+    return Approval(
+        id=row["id"],
+        task_id=row["task_id"],
+        seq=row["seq"],
+        action=row["action"],
+        risk=Risk(row["risk"]),
+        state=ApprovalState(row["state"]),
+        requested_by=row["requested_by"],
+        requested_at=row["requested_at"],
+        effect_key=row["effect_key"],
+        expires_at=row["expires_at"],
+        decided_by=row["decided_by"],
+        decided_at=row["decided_at"],
+        reason=row["reason"],
+        checkpoint_seq=row["checkpoint_seq"],
+    )
+
+
+def next_approval_seq(db: sqlite_utils.Database, task_id: str) -> int:
+    """The per-task number the task's next approval request gets."""
+    row = db.execute("SELECT MAX(seq) FROM approvals WHERE task_id = ?", [task_id]).fetchone()
+    return int(row[0] or 0) + 1
+
+
+def insert_approval(db: sqlite_utils.Database, approval: Approval) -> None:
+    """Record a new approval request."""
+    db.execute(
+        "INSERT INTO approvals (id, task_id, seq, action, effect_key, risk, state, requested_by, "
+        "requested_at, expires_at, checkpoint_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            approval.id,
+            approval.task_id,
+            approval.seq,
+            approval.action,
+            approval.effect_key,
+            approval.risk.value,
+            approval.state.value,
+            approval.requested_by,
+            approval.requested_at,
+            approval.expires_at,
+            approval.checkpoint_seq,
+        ],
+    )
+
+
+def find_approval(db: sqlite_utils.Database, approval_id: str) -> Approval | None:
+    """The approval with this id, if there is one."""
+    rows = list(db.query("SELECT * FROM approvals WHERE id = ?", [approval_id]))
+    return _approval_from_row(rows[0]) if rows else None
+
+
+def list_approvals(
+    db: sqlite_utils.Database,
+    task_id: str | None = None,
+    states: tuple[ApprovalState, ...] = (),
+    effect_key: str | None = None,
+) -> list[Approval]:
+    """Approval requests as stored, oldest first, optionally filtered."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if task_id is not None:
+        clauses.append("task_id = ?")
+        params.append(task_id)
+    if effect_key is not None:
+        clauses.append("effect_key = ?")
+        params.append(effect_key)
+    if states:
+        clauses.append(f"state IN ({', '.join('?' for _ in states)})")
+        params.extend(state.value for state in states)
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    rows = db.query(f"SELECT * FROM approvals{where} ORDER BY requested_at, task_id, seq", params)
+    return [_approval_from_row(row) for row in rows]
+
+
+def decide_approval(
+    db: sqlite_utils.Database,
+    approval_id: str,
+    to_state: ApprovalState,
+    *,
+    decided_by: str | None,
+    decided_at: str,
+    reason: str | None,
+) -> bool:
+    """Move a `pending` approval to its decision; False when it was no longer pending."""
+    cursor = db.execute(
+        "UPDATE approvals SET state = ?, decided_by = ?, decided_at = ?, reason = ? "
+        "WHERE id = ? AND state = ?",
+        [
+            to_state.value,
+            decided_by,
+            decided_at,
+            reason,
+            approval_id,
+            ApprovalState.PENDING.value,
+        ],
+    )
+    return cursor.rowcount == 1
+
+
+def tasks_keyed_by_other_master(db: sqlite_utils.Database, master_key_id: str) -> list[str]:
+    """Tasks whose data key another master key wrapped."""
+    rows = db.execute(
+        "SELECT task_id FROM task_keys WHERE master_key_id != ? ORDER BY task_id", [master_key_id]
+    ).fetchall()
+    return [row[0] for row in rows]

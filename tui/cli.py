@@ -84,6 +84,12 @@ def task() -> None:
     multiple=True,
     help="Environment variable the task needs (fingerprinted, never stored). Repeatable.",
 )
+@click.option(
+    "--approver",
+    "approvers",
+    multiple=True,
+    help="Operator allowed to decide this task's approvals (default: any). Repeatable.",
+)
 @json_option
 @pass_ctx
 def task_start(
@@ -97,6 +103,7 @@ def task_start(
     budget_usd: float | None,
     budget_minutes: float | None,
     credentials: tuple[str, ...],
+    approvers: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Register a new task on a git repository."""
@@ -111,6 +118,7 @@ def task_start(
         model=NamedVersion.parse(model, "--model") if model else None,
         budget=Budget(tokens=budget_tokens, usd=budget_usd, minutes=budget_minutes),
         credentials=credentials,
+        approvers=approvers,
     )
     emit(as_json, created, lambda: task_detail(created))
 
@@ -385,7 +393,7 @@ def log(ctx: Context, task_id: str | None, as_json: bool) -> None:
                     e.at[:19].replace("T", " "),
                     e.actor,
                     e.interface.value,
-                    e.entity_id,
+                    f"{e.entity} {e.entity_id}",
                     e.action,
                     f"{e.from_state or '-'} → {e.to_state or '-'}",
                     e.reason or "",

@@ -9,4 +9,8 @@ from collections.abc import Callable
 
 import click
 
-REGISTRARS: list[Callable[[click.Group], None]] = []
+from tui import cli_ledger
+
+REGISTRARS: list[Callable[[click.Group], None]] = [
+    cli_ledger.register,
+]
