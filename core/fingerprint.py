@@ -27,13 +27,18 @@ def load_or_create_key(path: Path) -> bytes:
     except FileNotFoundError:
         pass
     key = secrets.token_bytes(KEY_BYTES)
-    temp = path.with_suffix(".tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    temp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as handle:
         handle.write(key)
         handle.flush()
         os.fsync(handle.fileno())
-    os.replace(temp, path)
+    try:
+        os.link(temp, path)  # fails if another process got there first: then theirs wins
+    except FileExistsError:
+        key = path.read_bytes()
+    finally:
+        temp.unlink(missing_ok=True)
     return key
 
 

@@ -13,13 +13,16 @@ runs through `_git()`. No GitPython object leaves this module.
 
 from __future__ import annotations
 
+import fcntl
 import fnmatch
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -251,46 +254,65 @@ def resolve_source_repo(path: str | os.PathLike[str]) -> SourceRepo:
 
 
 def ensure_store_repo(repos_dir: Path, source: SourceRepo) -> Path:
-    """Create (once) and return the store's own bare repository for `source`."""
+    """Create (once) and return the store's own bare repository for `source`.
+
+    `pitstop-source` is written last: a repository without it was left half-initialised by a
+    killed process and is completed here (git init and config are idempotent).
+    """
     path = repos_dir / source.store_repo_name
-    if not (path / "objects").is_dir():
-        repos_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    marker = path / "pitstop-source"
+    if marker.exists():
+        return path
+    repos_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with _exclusive(repos_dir / f".{source.store_repo_name}.init-lock"):
+        if marker.exists():  # another process finished it while we waited
+            return path
         repo = gitpython.Repo.init(path, bare=True)
-        with repo.config_writer() as config:
-            config.set_value("core", "logAllRefUpdates", "false")
-            # Only Pitstop's own gc may prune; checkpoints must not vanish behind its back.
-            config.set_value("gc", "auto", "0")
-            config.set_value("gc", "pruneExpire", "never")
-        repo.close()
-        (path / "pitstop-source").write_text(str(source.toplevel) + "\n")
+        try:
+            with repo.config_writer() as config:
+                config.set_value("core", "logAllRefUpdates", "false")
+                # Only Pitstop's own gc may prune; checkpoints must not vanish behind its back.
+                config.set_value("gc", "auto", "0")
+                config.set_value("gc", "pruneExpire", "never")
+        finally:
+            repo.close()
+        temp = marker.with_name(f"pitstop-source.{os.getpid()}.tmp")
+        temp.write_text(str(source.toplevel) + "\n")
+        os.replace(temp, marker)
     return path
 
 
-def _has_objects(store_repo: Path, oids: Iterable[str]) -> dict[str, bool]:
-    """Which of `oids` the store's repository holds by itself (no alternates)."""
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock on `lock_path` (released by the OS if we die)."""
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _object_sizes(store_repo: Path, oids: Iterable[str]) -> dict[str, int | None]:
+    """Stored (compressed) size of each object the store holds by itself; None when missing."""
     unique = list(dict.fromkeys(oids))
     if not unique:
         return {}
     out = _git(
-        ["cat-file", "--batch-check=%(objectname)"],
+        ["cat-file", "--batch-check=%(objectname) %(objectsize:disk)"],
         git_dir=store_repo,
         input=("\n".join(unique) + "\n").encode(),
     )
-    lines = out.decode().splitlines()
-    return {oid: not line.endswith(" missing") for oid, line in zip(unique, lines, strict=True)}
+    sizes: dict[str, int | None] = {}
+    for oid, line in zip(unique, out.decode().splitlines(), strict=True):
+        value = line.rsplit(" ", 1)[-1]
+        sizes[oid] = int(value) if value.isdigit() else None
+    return sizes
 
 
-def _disk_sizes(store_repo: Path, oids: Iterable[str]) -> int:
-    """Bytes the given objects take in the store (compressed, as stored)."""
-    unique = list(dict.fromkeys(oids))
-    if not unique:
-        return 0
-    out = _git(
-        ["cat-file", "--batch-check=%(objectsize:disk)"],
-        git_dir=store_repo,
-        input=("\n".join(unique) + "\n").encode(),
-    )
-    return sum(int(line) for line in out.decode().split() if line.isdigit())
+def _has_objects(store_repo: Path, oids: Iterable[str]) -> dict[str, bool]:
+    """Which of `oids` the store's repository holds by itself (no alternates)."""
+    return {oid: size is not None for oid, size in _object_sizes(store_repo, oids).items()}
 
 
 def _ensure_base_history(store_repo: Path, source: SourceRepo, base_commit: str) -> int:
@@ -346,23 +368,46 @@ class _StatusScan:
     ignored: list[str]
     unmerged: list[str]
     submodules: list[str]
+    staged: int = 0
 
 
-def _scan_status(source: SourceRepo, env: Mapping[str, str]) -> _StatusScan:
-    """One directory walk: tracked changes, untracked and ignored paths (`git status` v2)."""
-    raw = _git(
-        [
-            "status",
-            "--porcelain=v2",
-            "-z",
-            "--untracked-files=all",
-            "--ignored=matching",
-            "--no-renames",
-            "--ignore-submodules=none",
-        ],
-        cwd=source.toplevel,
-        env=env,
-    )
+_STATUS_ARGS = (
+    "status",
+    "--porcelain=v2",
+    "-z",
+    "--untracked-files=all",
+    "--ignored=matching",
+    "--no-renames",
+    "--ignore-submodules=none",
+)
+
+
+def _start_git(
+    args: Sequence[str], *, cwd: Path, env: Mapping[str, str]
+) -> subprocess.Popen[bytes]:
+    """Start a git command in the background (its output is read by `_finish_git`)."""
+    try:
+        return subprocess.Popen(
+            ["git", *args],
+            cwd=cwd,
+            env=_clean_env(env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed or not on PATH; install git 2.31 or newer") from exc
+
+
+def _finish_git(process: subprocess.Popen[bytes], name: str) -> bytes:
+    out, err = process.communicate()
+    if process.returncode != 0:
+        lines = err.decode(errors="replace").strip().splitlines()
+        raise GitError(f"git {name} failed: {lines[-1] if lines else process.returncode}")
+    return out
+
+
+def _parse_status(raw: bytes) -> _StatusScan:
+    """Tracked changes, untracked and ignored paths from `git status --porcelain=v2 -z`."""
     scan = _StatusScan([], [], [], [], [])
     for record in raw.split(b"\0"):
         if not record:
@@ -374,6 +419,8 @@ def _scan_status(source: SourceRepo, env: Mapping[str, str]) -> _StatusScan:
             xy, sub, path = fields[1], fields[2], fields[8]
             if xy[1] != ".":
                 scan.worktree_changed.append(path)
+            if xy[0] != ".":
+                scan.staged += 1
             if sub.startswith("S"):
                 scan.submodules.append(path)
         elif kind == b"u":
@@ -394,10 +441,11 @@ def _select_paths(
     for path in scan.worktree_changed:
         full = source.toplevel / path
         try:
-            size = full.lstat().st_size if not full.is_dir() else None
-        except FileNotFoundError:
-            size = None  # deleted: update-index --remove records the deletion
-        if size is not None and size > limits.max_file_bytes and not full.is_symlink():
+            info = full.lstat()
+        except (FileNotFoundError, NotADirectoryError):
+            info = None  # deleted: update-index --remove records the deletion
+        if info is not None and stat.S_ISREG(info.st_mode) and info.st_size > limits.max_file_bytes:
+            size = info.st_size
             left_out.append(
                 LeftOut(
                     path,
@@ -414,7 +462,7 @@ def _select_paths(
             continue
         try:
             info = full.lstat()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             continue  # vanished between the scan and now
         if _is_secret_name(path):
             left_out.append(LeftOut(path, "looks like a credential file", info.st_size))
@@ -438,18 +486,27 @@ def _select_paths(
     return include, left_out
 
 
-def _new_objects(store_repo: Path, old_tree: str, new_tree: str) -> list[str]:
-    """Objects in `new_tree` that `old_tree` does not share (blobs and subtrees, no gitlinks)."""
-    if old_tree == new_tree:
-        return []
+def _new_objects(
+    store_repo: Path, pairs: Sequence[tuple[str, str]], source: SourceRepo
+) -> list[str]:
+    """Objects the new tree of each (old, new) pair does not share with the old one.
+
+    Blobs and subtrees (gitlinks excluded) plus each new root tree, from one `diff-tree --stdin`.
+    """
+    oids = [new for old, new in pairs if old != new]
+    changed = [f"{old} {new}" for old, new in pairs if old != new]
+    if not changed:
+        return oids
+    # The user's objects are an alternate here: the temporary index's cache may name subtrees
+    # only the user's repository holds; they are copied into the store right after.
     raw = _git(
-        ["diff-tree", "-r", "-t", "-z", "--raw", "--no-renames", old_tree, new_tree],
+        ["diff-tree", "--stdin", "-r", "-t", "-z", "--raw", "--no-renames"],
         git_dir=store_repo,
+        env={"GIT_ALTERNATE_OBJECT_DIRECTORIES": str(source.objects_dir)},
+        input=("\n".join(changed) + "\n").encode(),
     )
-    oids = [new_tree]
-    fields = raw.split(b"\0")
-    for index in range(0, len(fields) - 1, 2):
-        meta = fields[index].decode()
+    for field in raw.split(b"\0"):
+        meta = field.decode(errors="surrogateescape").rsplit("\n", 1)[-1]
         if not meta.startswith(":"):
             continue
         _old_mode, new_mode, _old_oid, new_oid, _status = meta[1:].split(" ")
@@ -458,12 +515,12 @@ def _new_objects(store_repo: Path, old_tree: str, new_tree: str) -> list[str]:
     return oids
 
 
-def _copy_missing_objects(store_repo: Path, source: SourceRepo, oids: list[str]) -> None:
-    """Copy objects that only the user's repository holds into the store's repository."""
-    presence = _has_objects(store_repo, oids)
-    missing = [oid for oid, present in presence.items() if not present]
+def _copy_missing_objects(store_repo: Path, source: SourceRepo, oids: list[str]) -> int:
+    """Copy objects only the user's repository holds into the store; return their stored bytes."""
+    sizes = _object_sizes(store_repo, oids)
+    missing = [oid for oid, size in sizes.items() if size is None]
     if not missing:
-        return
+        return sum(size or 0 for size in sizes.values())
     pack = _git(
         ["pack-objects", "--stdout", "-q"],
         cwd=source.toplevel,
@@ -474,6 +531,7 @@ def _copy_missing_objects(store_repo: Path, source: SourceRepo, oids: list[str])
         git_dir=store_repo,
         input=pack,
     )
+    return sum(size or 0 for size in _object_sizes(store_repo, oids).values())
 
 
 def take_snapshot(
@@ -488,11 +546,6 @@ def take_snapshot(
     `previous_trees` (worktree, index) of the task's last complete checkpoint let the store
     skip objects it already holds and count only what this snapshot adds.
     """
-    base_commit = _rev_parse_optional(source, "HEAD^{commit}")
-    branch = _git(["symbolic-ref", "-q", "--short", "HEAD"], cwd=source.toplevel, ok_codes=(0, 1))
-    branch_name = branch.decode().strip() or None
-    bytes_added = _ensure_base_history(store_repo, source, base_commit) if base_commit else 0
-
     scratch_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     with tempfile.TemporaryDirectory(dir=scratch_dir, prefix="snapshot-") as temp:
         temp_index = Path(temp) / "index"
@@ -503,13 +556,25 @@ def take_snapshot(
             "GIT_OBJECT_DIRECTORY": str(store_repo / "objects"),
             "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(source.objects_dir),
         }
-        scan = _scan_status(source, env)
+        # The directory walk is the slow part: run it while the cheap steps happen beside it.
+        status = _start_git(_STATUS_ARGS, cwd=source.toplevel, env=env)
+        try:
+            base_commit, base_tree, branch_name = _head_facts(source)
+            bytes_added = (
+                _ensure_base_history(store_repo, source, base_commit) if base_commit else 0
+            )
+            staged_tree = _git(["write-tree"], cwd=source.toplevel, env=env, ok_codes=(0, 128))
+        finally:
+            raw_status = _finish_git(status, "status")
+        scan = _parse_status(raw_status)
         if scan.unmerged:
             raise UsageError(
                 f"{source.toplevel} has unresolved merge conflicts ({scan.unmerged[0]}"
                 f"{' and others' if len(scan.unmerged) > 1 else ''}); resolve them, then checkpoint"
             )
-        index_tree = _git(["write-tree"], cwd=source.toplevel, env=env).decode().strip()
+        index_tree = staged_tree.decode().strip()
+        if not index_tree:
+            raise GitError(f"git write-tree failed in {source.toplevel}; is its index damaged?")
         include, left_out = _select_paths(source, scan, limits)
         if include:
             _git(
@@ -520,16 +585,20 @@ def take_snapshot(
                     p.encode("utf-8", errors="surrogateescape") + b"\0" for p in include
                 ),
             )
-        worktree_tree = _git(["write-tree"], cwd=source.toplevel, env=env).decode().strip()
-        submodules = _submodule_commits(source, env, worktree_tree)
+            worktree_tree = _git(["write-tree"], cwd=source.toplevel, env=env).decode().strip()
+        else:
+            worktree_tree = index_tree
+        submodules = (
+            _submodule_commits(source, env, worktree_tree)
+            if (source.toplevel / ".gitmodules").exists()
+            else []
+        )
 
-    base_tree = _tree_of(store_repo, base_commit) if base_commit else EMPTY_TREE
     old_worktree, old_index = previous_trees or (base_tree, base_tree)
-    new_worktree_objects = _new_objects(store_repo, old_worktree, worktree_tree)
-    new_index_objects = _new_objects(store_repo, old_index, index_tree)
-    needed = [*new_worktree_objects, *new_index_objects]
-    _copy_missing_objects(store_repo, source, needed)
-    bytes_added += _disk_sizes(store_repo, needed)
+    needed = _new_objects(
+        store_repo, [(old_worktree, worktree_tree), (old_index, index_tree)], source
+    )
+    bytes_added += _copy_missing_objects(store_repo, source, needed)
     return Snapshot(
         worktree_tree=worktree_tree,
         index_tree=index_tree,
@@ -539,6 +608,21 @@ def take_snapshot(
         submodules=tuple(submodules),
         bytes_added=bytes_added,
     )
+
+
+def _head_facts(source: SourceRepo) -> tuple[str | None, str, str | None]:
+    """Base commit, its tree and the branch name, in one git call (unborn HEAD handled)."""
+    out = _git(
+        ["rev-parse", "HEAD^{commit}", "HEAD^{tree}", "--symbolic-full-name", "HEAD"],
+        cwd=source.toplevel,
+        ok_codes=(0, 128),
+    )
+    lines = out.decode().split()
+    if len(lines) == 3:
+        commit, tree, ref = lines
+        return commit, tree, ref.removeprefix("refs/heads/") if ref != "HEAD" else None
+    ref_out = _git(["symbolic-ref", "-q", "--short", "HEAD"], cwd=source.toplevel, ok_codes=(0, 1))
+    return None, EMPTY_TREE, ref_out.decode().strip() or None
 
 
 def _rev_parse_optional(source: SourceRepo, rev: str) -> str | None:
@@ -626,7 +710,8 @@ def write_checkpoint_commit(
         args += ["-p", snapshot.base_commit]
     env = {**PITSTOP_IDENT, "GIT_AUTHOR_DATE": timestamp, "GIT_COMMITTER_DATE": timestamp}
     commit = _git(args, git_dir=store_repo, env=env).decode().strip()
-    return commit, _disk_sizes(store_repo, [header_oid, manifest_oid, root, commit])
+    sizes = _object_sizes(store_repo, [header_oid, manifest_oid, root, commit])
+    return commit, sum(size or 0 for size in sizes.values())
 
 
 def _hash_blob(store_repo: Path, data: bytes) -> str:
@@ -635,6 +720,10 @@ def _hash_blob(store_repo: Path, data: bytes) -> str:
 
 def update_checkpoint_ref(store_repo: Path, task_id: str, commit: str) -> None:
     """Point `refs/pitstop/checkpoints/<task>` at the task's newest checkpoint commit."""
+    # Callers hold the task's checkpoint lock, so a ref lock file left here can only belong to
+    # a writer that was killed mid-update; git would refuse forever until it is removed.
+    stale_lock = store_repo / "refs" / "pitstop" / "checkpoints" / f"{task_id}.lock"
+    stale_lock.unlink(missing_ok=True)
     _git(["update-ref", f"refs/pitstop/checkpoints/{task_id}", commit], git_dir=store_repo)
 
 
@@ -693,14 +782,7 @@ def _missing_tree_objects(store_repo: Path, trees: list[str]) -> int:
         git_dir=store_repo,
         ok_codes=(0, 128),
     )
-    oids = []
-    for line in listing.decode().split():
-        if line.startswith("?"):
-            missing += 1
-        else:
-            oids.append(line)
-    missing += sum(1 for present in _has_objects(store_repo, oids).values() if not present)
-    return missing
+    return missing + sum(1 for line in listing.decode().split() if line.startswith("?"))
 
 
 def materialise(store_repo: Path, tree: str, into: Path, scratch_dir: Path) -> int:
