@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
@@ -36,6 +36,7 @@ from core.effects import (
 )
 from core.errors import ConflictError, DamagedCheckpointError, NotFoundError, UsageError
 from core.fingerprint import fingerprint_environment, load_or_create_key
+from core.keys import TaskKeys
 from core.migrations import migrate
 from core.models import (
     Approval,
@@ -54,6 +55,10 @@ from core.models import (
     validate_task_id,
 )
 from core.paths import StorePaths, ensure_private_dir, resolve_store_root
+
+if TYPE_CHECKING:  # evidence pulls in redaction, zstd and crypto: loaded only when used
+    from core import evidence
+    from core.capture import RunOutcome
 
 CHECKPOINT_REF = re.compile(r"^(?P<task>[^@\s]+)(?:@(?P<seq>\d+|latest))?$")
 
@@ -140,6 +145,7 @@ class Engine:
         ensure_private_dir(self.paths.root)
         self.db: sqlite_utils.Database = open_database(self.paths.database)
         migrate(self.db)
+        self.keys = TaskKeys(self.db)
 
     def for_thread(self) -> Engine:
         """A new engine on the same store for use on another thread."""
@@ -300,14 +306,20 @@ class Engine:
                 source, store_repo, self.paths.tmp, limits, previous_trees
             )
             progress = self._progress(previous, request)
-            if previous and not request.force and self._is_noop(previous, snap, request, task):
+            pending = store.list_evidence(self.db, task_id, pending=True)
+            if (
+                previous
+                and not request.force
+                and not pending
+                and self._is_noop(previous, snap, request, task)
+            ):
                 return CheckpointResult(
                     None,
                     skipped=f"nothing changed since {previous.ref}; checkpoint skipped "
                     "(use --force to record one anyway)",
                 )
             return self._record_checkpoint(
-                task, source, store_repo, snap, previous, request, progress, started
+                task, source, store_repo, snap, previous, request, progress, started, pending
             )
 
     def _validate_consumption(self, request: CheckpointRequest) -> None:
@@ -359,6 +371,7 @@ class Engine:
         request: CheckpointRequest,
         progress: _Progress,
         started: float,
+        pending: list[dict[str, Any]],
     ) -> CheckpointResult:
         created_at = clock.now_iso()
         with write_txn(self.db):
@@ -395,6 +408,7 @@ class Engine:
                 started,
                 seq,
                 created_at,
+                pending,
             )
         except BaseException as exc:
             failure = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
@@ -424,6 +438,7 @@ class Engine:
         started: float,
         seq: int,
         created_at: str,
+        pending: list[dict[str, Any]],
     ) -> CheckpointResult:
         base_tree = (
             snapshot.tree_of_commit(store_repo, snap.base_commit)
@@ -455,6 +470,7 @@ class Engine:
             environment=manifest.environment_identity(snapshot.git_version()),
             max_file_bytes=request.max_file_bytes or self.config.max_file_bytes,
             creation_ms=int((time.monotonic() - started) * 1000),
+            evidence=[manifest.evidence_entry(item) for item in pending],
         )
         manifest_bytes = manifest.encode(document)
         manifest_sha256 = hashlib.sha256(manifest_bytes).hexdigest()
@@ -508,6 +524,7 @@ class Engine:
                 changed_count=len(changed),
                 left_out_count=len(snap.left_out),
             )
+            store.attach_evidence(self.db, task.id, [item["id"] for item in pending], seq)
             store.update_task(
                 self.db,
                 task.id,
@@ -683,6 +700,151 @@ class Engine:
         assert checkpoint.worktree_tree
         target = Path(into).expanduser().absolute()
         return snapshot.materialise(store_repo, checkpoint.worktree_tree, target, self.paths.tmp)
+
+    # --- evidence --------------------------------------------------------------------------
+
+    def run_command(
+        self,
+        task_id: str,
+        argv: Sequence[str],
+        *,
+        label: str | None = None,
+        timeout: float | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        out_fd: int = 1,
+        err_fd: int = 2,
+        use_pty: bool | None = None,
+        limits: evidence.EvidenceLimits | None = None,
+    ) -> tuple[RunOutcome, evidence.Evidence]:
+        """Run a command with live output and record what it showed as evidence on the task."""
+        from core import evidence
+        from core.capture import run_captured
+
+        self._require_open_task(task_id)
+        workdir = Path(cwd).expanduser().absolute() if cwd else Path.cwd()
+        recorder = evidence.EvidenceRecorder(
+            self.db,
+            self.keys,
+            task_id,
+            source="run",
+            label=label,
+            command=evidence.command_record(argv, str(workdir)),
+            limits=limits or evidence.EvidenceLimits(),
+        )
+        try:
+            outcome = run_captured(
+                argv,
+                sink=recorder.feed,
+                cwd=workdir,
+                timeout=timeout,
+                out_fd=out_fd,
+                err_fd=err_fd,
+                use_pty=use_pty,
+            )
+        except BaseException as exc:
+            recorder.abort(getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}")
+            raise
+        item = recorder.finish(
+            exit_code=None if outcome.signal else outcome.returncode,
+            signal=outcome.signal,
+            timed_out=outcome.timed_out,
+            duration_ms=outcome.duration_ms,
+        )
+        self._record_evidence_event(item)
+        return outcome, item
+
+    def add_evidence_file(
+        self,
+        task_id: str,
+        path: str | os.PathLike[str],
+        *,
+        command: str | None = None,
+        exit_code: int | None = None,
+        duration_s: float | None = None,
+        label: str | None = None,
+        limits: evidence.EvidenceLimits | None = None,
+    ) -> evidence.Evidence:
+        """Record output a harness captured itself (a log file) as evidence."""
+        from core import evidence
+
+        self._require_open_task(task_id)
+        if duration_s is not None and duration_s < 0:
+            raise UsageError("--duration must not be negative")
+        source = Path(path).expanduser()
+        try:
+            handle = source.open("rb")
+        except OSError as exc:
+            raise UsageError(f"cannot read {source}: {exc.strerror}") from exc
+        with handle:
+            recorder = evidence.EvidenceRecorder(
+                self.db,
+                self.keys,
+                task_id,
+                source="file",
+                label=label,
+                command=evidence.command_record(
+                    [command] if command else [], None, file=str(source.absolute())
+                ),
+                limits=limits or evidence.EvidenceLimits(),
+            )
+            while block := handle.read(evidence.DEFAULT_CHUNK_BYTES):
+                recorder.feed(block)
+        item = recorder.finish(
+            exit_code=exit_code,
+            duration_ms=int(duration_s * 1000) if duration_s is not None else None,
+        )
+        self._record_evidence_event(item)
+        return item
+
+    def _require_open_task(self, task_id: str) -> Task:
+        task = store.get_task(self.db, task_id)
+        if task.status.is_final:
+            raise ConflictError(f"task {task_id} is {task.status.value}; it takes no evidence")
+        return task
+
+    def _record_evidence_event(self, item: evidence.Evidence) -> None:
+        with write_txn(self.db):
+            self._event(
+                item.task_id,
+                "evidence",
+                str(item.id),
+                "record",
+                None,
+                item.outcome,
+                item.label,
+                clock.now_iso(),
+            )
+
+    def list_evidence(self, spec: str) -> list[evidence.Evidence]:
+        """Evidence of a task (`TASK`) or of one of its checkpoints (`TASK@SEQ`), oldest first."""
+        from core import evidence
+
+        task_id, seq = parse_checkpoint_ref(spec)
+        store.get_task(self.db, task_id)
+        if seq is not None:
+            store.get_checkpoint(self.db, task_id, seq)
+        rows = store.list_evidence(self.db, task_id, checkpoint_seq=seq)
+        return [evidence.evidence_from_row(row) for row in rows]
+
+    def get_evidence(self, evidence_id: int, *, decrypt: bool = True) -> evidence.Evidence:
+        """One evidence item, with its command and tail decrypted."""
+        from core import evidence
+
+        return evidence.load_evidence(self.db, self.keys, evidence_id, decrypt=decrypt)
+
+    def evidence_output(self, evidence_id: int) -> Iterator[bytes]:
+        """The full kept (redacted) output of an evidence item, streamed chunk by chunk."""
+        from core import evidence
+
+        item = self.get_evidence(evidence_id, decrypt=False)
+        return evidence.iter_output(self.db, self.keys, item)
+
+    def evidence_last_lines(self, evidence_id: int, count: int) -> list[bytes]:
+        """The last `count` lines of an evidence item's output, read from its end."""
+        from core import evidence
+
+        item = self.get_evidence(evidence_id, decrypt=False)
+        return evidence.last_lines(self.db, self.keys, item, count)
 
     # --- side effects and approvals --------------------------------------------------------
 

@@ -58,6 +58,7 @@ def build_manifest(
     environment: dict[str, str],
     max_file_bytes: int,
     creation_ms: int,
+    evidence: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """Assemble the manifest document for one checkpoint."""
     return {
@@ -98,7 +99,7 @@ def build_manifest(
         "upstream_resources": [],
         "pending_approvals": [],
         "side_effects": [],
-        "evidence": [],
+        "evidence": list(evidence),
         "left_out": [asdict(item) for item in snapshot.left_out],
         "stats": {"creation_ms": creation_ms, "snapshot_bytes_added": snapshot.bytes_added},
     }
@@ -120,4 +121,23 @@ def build_header(
         "created_at": created_at,
         "manifest_sha256": manifest_sha256,
         "key_ids": [],
+    }
+
+
+def evidence_entry(row: dict[str, Any]) -> dict[str, Any]:
+    """How the manifest indexes one evidence item: facts and a pointer, never the output."""
+    return {
+        "id": row["id"],
+        "label": row["label"],
+        "exit_code": row["exit_code"],
+        "signal": row["signal"],
+        "timed_out": row["timed_out"],
+        "started_at": row["started_at"],
+        "duration_ms": row["duration_ms"],
+        "bytes": row["bytes_total"],
+        "lines": row["lines_total"],
+        "sha256": row["sha256"],
+        "truncated": row["truncated"],
+        "summary": row["summary"],
+        "show": f"pitstop evidence show {row['id']}",
     }

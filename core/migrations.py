@@ -159,6 +159,74 @@ def _effects_approvals(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations(name="0003_evidence_and_keys")
+def _evidence_and_keys(db: sqlite_utils.Database) -> None:
+    # One row of facts about this store; `store_id` binds encrypted blobs to it.
+    db.execute("CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.execute(
+        "INSERT INTO store_meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))))"
+    )
+    db.execute(
+        """
+        CREATE TABLE task_keys (
+            task_id TEXT PRIMARY KEY REFERENCES tasks(id),
+            wrapped BLOB NOT NULL,
+            master_key_id TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE evidence (
+            id INTEGER PRIMARY KEY,
+            task_id TEXT NOT NULL REFERENCES tasks(id),
+            checkpoint_seq INTEGER,
+            state TEXT NOT NULL,
+            source TEXT NOT NULL,
+            label TEXT,
+            command BLOB,
+            started_at TEXT NOT NULL,
+            duration_ms INTEGER,
+            exit_code INTEGER,
+            signal INTEGER,
+            timed_out INTEGER NOT NULL DEFAULT 0,
+            bytes_total INTEGER NOT NULL DEFAULT 0,
+            lines_total INTEGER NOT NULL DEFAULT 0,
+            sha256 TEXT,
+            stored_bytes INTEGER NOT NULL DEFAULT 0,
+            kept_bytes INTEGER NOT NULL DEFAULT 0,
+            truncated INTEGER NOT NULL DEFAULT 0,
+            omitted_bytes INTEGER NOT NULL DEFAULT 0,
+            chunk_count INTEGER NOT NULL DEFAULT 0,
+            summary TEXT,
+            tail BLOB,
+            tail_lines INTEGER NOT NULL DEFAULT 0,
+            redactions INTEGER NOT NULL DEFAULT 0,
+            ruleset TEXT,
+            cap_bytes INTEGER NOT NULL,
+            failure TEXT
+        )
+        """
+    )
+    db.execute("CREATE INDEX evidence_by_task ON evidence (task_id, checkpoint_seq, id)")
+    db.execute(
+        """
+        CREATE TABLE evidence_chunks (
+            evidence_id INTEGER NOT NULL REFERENCES evidence(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            part TEXT NOT NULL,
+            offset INTEGER NOT NULL,
+            raw_len INTEGER NOT NULL,
+            first_line INTEGER NOT NULL,
+            line_count INTEGER NOT NULL,
+            stored_len INTEGER NOT NULL,
+            blob BLOB NOT NULL,
+            PRIMARY KEY (evidence_id, seq)
+        )
+        """
+    )
+
 
 def known_migration_names() -> list[str]:
     """Names of every migration this build knows, in order."""

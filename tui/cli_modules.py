@@ -9,8 +9,9 @@ from collections.abc import Callable
 
 import click
 
-from tui import cli_ledger
+from tui import cli_evidence, cli_ledger
 
 REGISTRARS: list[Callable[[click.Group], None]] = [
+    cli_evidence.register,
     cli_ledger.register,
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 from collections.abc import Iterable, Sequence
 from enum import Enum
 from typing import Any
@@ -169,3 +170,40 @@ def _named(value: dict[str, Any] | None) -> str:
     if not value:
         return "-"
     return f"{value['name']}@{value['version']}" if value.get("version") else value["name"]
+
+
+def evidence_text(item: Any) -> str:
+    """The facts of one evidence item, limits included, before its output."""
+    command = item.command or {}
+    argv = shlex.join(command.get("argv") or []) or "-"
+    kept = human_bytes(item.kept_bytes)
+    lines = [
+        f"evidence    {item.id}  ({item.source}, {item.state}) on task {item.task_id}"
+        + (f", checkpoint @{item.checkpoint_seq}" if item.checkpoint_seq else ", next checkpoint"),
+        f"command     {argv}",
+    ]
+    if command.get("cwd"):
+        lines.append(f"cwd         {command['cwd']}")
+    if command.get("file"):
+        lines.append(f"from file   {command['file']}")
+    duration = f"{item.duration_ms / 1000:.2f} s" if item.duration_ms is not None else "-"
+    lines += [
+        f"label       {item.label or '-'}",
+        f"started     {item.started_at}  ran {duration}",
+        f"outcome     {item.outcome}",
+        f"output      {human_bytes(item.bytes_total)} in {item.lines_total} lines, "
+        f"sha256 {item.sha256}",
+        f"summary     {item.summary_text or '-'}",
+        f"stored      {kept} kept as {human_bytes(item.stored_bytes)} compressed+encrypted "
+        f"in {item.chunk_count} chunk(s); cap {human_bytes(item.cap_bytes)}",
+        f"redaction   {item.redactions} secret(s) redacted, rules {item.ruleset}",
+    ]
+    if item.truncated:
+        lines.append(
+            f"TRUNCATED   {human_bytes(item.omitted_bytes)} from the middle were not kept "
+            "(over the cap); head and tail kept, sha256 and counts cover the whole stream"
+        )
+    if item.failure:
+        lines.append(f"failure     {item.failure}")
+    lines.append(f"tail        last {item.tail_lines} line(s) below; --lines N or --full for more")
+    return "\n".join(lines)

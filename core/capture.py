@@ -1,0 +1,236 @@
+"""Run a command with its output passed through live and captured once, in arrival order.
+
+When the caller's stdout is a terminal the command gets a pseudo-terminal, so it keeps its
+colours and progress bars exactly as it would without Pitstop (stdout and stderr then share the
+terminal, as they do on screen). Otherwise stdout and stderr stay separate pipes, each passed to
+the caller's own descriptor. The command runs in its own process group; Ctrl-C and the other
+terminating signals Pitstop receives are forwarded to that group, and the exit status is the
+command's own (128+N when a signal N killed it; 124 when the timeout stopped it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import selectors
+import signal
+import subprocess
+import termios
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from core.errors import UsageError
+
+READ_BYTES = 64 * 1024
+KILL_GRACE_SECONDS = 5.0
+TIMEOUT_EXIT = 124
+FORWARDED_SIGNALS = (
+    signal.SIGINT,
+    signal.SIGTERM,
+    signal.SIGHUP,
+    signal.SIGQUIT,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How the command ended."""
+
+    exit_code: int
+    returncode: int | None
+    signal: int | None
+    timed_out: bool
+    duration_ms: int
+
+
+def _write_all(fd: int, data: bytes) -> bool:
+    """Write everything to `fd`; False once the reader is gone (output still gets captured)."""
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except BlockingIOError:
+            time.sleep(0.001)
+            continue
+        except OSError as exc:
+            if exc.errno in (errno.EPIPE, errno.EBADF):
+                return False
+            raise
+        view = view[written:]
+    return True
+
+
+def _copy_window_size(from_fd: int, to_fd: int) -> None:
+    with contextlib.suppress(OSError):
+        size = fcntl.ioctl(from_fd, termios.TIOCGWINSZ, b"\0" * 8)
+        fcntl.ioctl(to_fd, termios.TIOCSWINSZ, size)
+
+
+def run_captured(
+    argv: Sequence[str],
+    *,
+    sink: Callable[[bytes], None],
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    out_fd: int = 1,
+    err_fd: int = 2,
+    use_pty: bool | None = None,
+) -> RunOutcome:
+    """Run `argv`, pass its output to `out_fd`/`err_fd` live and to `sink`, and report the end."""
+    if not argv:
+        raise UsageError("no command given; put it after --, e.g. pitstop run --task T -- pytest")
+    if timeout is not None and timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    if use_pty is None:
+        use_pty = os.isatty(out_fd)
+    started = time.monotonic()
+    master_fd = slave_fd = -1
+    try:
+        if use_pty:
+            import pty
+
+            master_fd, slave_fd = pty.openpty()
+            _copy_window_size(out_fd, slave_fd)
+            process = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdout=slave_fd,
+                stderr=slave_fd,
+                start_new_session=True,
+            )
+            os.close(slave_fd)
+            slave_fd = -1
+            routes = {master_fd: out_fd}
+        else:
+            process = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+            assert process.stdout is not None and process.stderr is not None
+            routes = {process.stdout.fileno(): out_fd, process.stderr.fileno(): err_fd}
+    except FileNotFoundError as exc:
+        raise UsageError(f"command not found: {argv[0]}") from exc
+    except PermissionError as exc:
+        raise UsageError(f"command not executable: {argv[0]}") from exc
+    except NotADirectoryError as exc:
+        raise UsageError(f"cannot run {argv[0]}: {exc}") from exc
+    finally:
+        if slave_fd >= 0:
+            os.close(slave_fd)
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signum)
+
+    def resize(_signum: int, _frame: FrameType | None) -> None:
+        if master_fd >= 0:
+            _copy_window_size(out_fd, master_fd)
+
+    previous = {sig: signal.signal(sig, forward) for sig in FORWARDED_SIGNALS}
+    previous_winch = signal.signal(signal.SIGWINCH, resize) if use_pty else None
+    timed_out = False
+    try:
+        timed_out = _pump(process, routes, sink, timeout, started)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if previous_winch is not None:
+            signal.signal(signal.SIGWINCH, previous_winch)
+        if master_fd >= 0:
+            os.close(master_fd)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+    returncode = process.returncode
+    duration_ms = int((time.monotonic() - started) * 1000)
+    killed_by = -returncode if returncode is not None and returncode < 0 else None
+    if timed_out:
+        exit_code = TIMEOUT_EXIT
+    elif killed_by is not None:
+        exit_code = 128 + killed_by
+    else:
+        exit_code = returncode or 0
+    return RunOutcome(exit_code, returncode, killed_by, timed_out, duration_ms)
+
+
+def _pump(
+    process: subprocess.Popen[bytes],
+    routes: dict[int, int],
+    sink: Callable[[bytes], None],
+    timeout: float | None,
+    started: float,
+) -> bool:
+    """Move output until every stream closes and the process ends; True if it timed out."""
+    selector = selectors.DefaultSelector()
+    for fd in routes:
+        selector.register(fd, selectors.EVENT_READ)
+    passthrough = dict.fromkeys(routes.values(), True)
+    deadline = started + timeout if timeout is not None else None
+    timed_out = False
+    kill_at: float | None = None
+    open_fds = set(routes)
+    while open_fds:
+        wait = None
+        now = time.monotonic()
+        if deadline is not None and not timed_out:
+            wait = max(0.0, deadline - now)
+        elif kill_at is not None:
+            wait = max(0.0, kill_at - now)
+        try:
+            events = selector.select(wait)
+        except InterruptedError:
+            continue
+        for key, _mask in events:
+            fd = int(key.fd)
+            try:
+                data = os.read(fd, READ_BYTES)
+            except OSError as exc:  # a pty reports EIO once the command closed it
+                if exc.errno != errno.EIO:
+                    raise
+                data = b""
+            if not data:
+                selector.unregister(fd)
+                open_fds.discard(fd)
+                continue
+            target = routes[fd]
+            if passthrough[target]:
+                passthrough[target] = _write_all(target, data)
+            sink(data)
+        now = time.monotonic()
+        if deadline is not None and not timed_out and now >= deadline:
+            timed_out = True
+            _signal_group(process, signal.SIGTERM)
+            kill_at = now + KILL_GRACE_SECONDS
+        elif kill_at is not None and now >= kill_at:
+            _signal_group(process, signal.SIGKILL)
+            kill_at = None
+    selector.close()
+    while True:
+        try:
+            if kill_at is None:
+                process.wait()
+            else:
+                process.wait(timeout=max(0.0, kill_at - time.monotonic()))
+            break
+        except subprocess.TimeoutExpired:
+            _signal_group(process, signal.SIGKILL)
+            kill_at = None
+    return timed_out
+
+
+def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signum)

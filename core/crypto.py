@@ -1,0 +1,214 @@
+"""Encryption at rest: a master key from `PITSTOP_KEY` or a real OS keyring, per-task data keys,
+and versioned AES-GCM envelopes bound to their place in the store.
+
+Every stored blob (evidence chunks, tails, command lines) is an envelope: format version, key id,
+nonce and ciphertext. Its associated data names the store, the task and the item, so a blob moved
+to another row, task or store fails to decrypt instead of showing the wrong content. Data keys are
+wrapped by the master key; deleting a task's wrapped key makes its blobs unreadable everywhere.
+
+DESIGN §9: on a headless machine keyring picks a backend that fails, and `keyrings.alt` stores
+keys as base64 in a plain file. Those backends are refused with a message naming both ways to
+provide a key.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+import secrets
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from core.errors import PitstopError, UsageError
+
+KEY_ENV = "PITSTOP_KEY"
+KEYRING_SERVICE = "pitstop"
+KEYRING_USERNAME = "master-key"
+KEY_BYTES = 32
+NONCE_BYTES = 12
+ENVELOPE_MAGIC = b"PSE"
+ENVELOPE_VERSION = 1
+_HEADER = struct.Struct(">3sBB")  # magic, version, key-id length
+
+UNSAFE_BACKENDS = ("keyring.backends.fail", "keyring.backends.null", "keyrings.alt")
+HOW_TO_PROVIDE = (
+    "set PITSTOP_KEY to a base64 32-byte key (`pitstop key init --print` makes one) "
+    "or use a real OS keyring (Secret Service, macOS Keychain, Windows Credential Locker) "
+    "and run `pitstop key init`"
+)
+
+
+class MasterKeyError(PitstopError):
+    """The master key is missing, malformed, or not the one the data was encrypted with."""
+
+
+class DecryptError(PitstopError):
+    """A blob failed authentication: altered, moved, or encrypted under another key."""
+
+
+def key_id(key: bytes) -> str:
+    """A short public identifier of a key (never enough to recover it)."""
+    return hashlib.sha256(b"pitstop-key-id\0" + key).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class MasterKey:
+    """The store owner's master key and where it came from."""
+
+    key: bytes
+    source: str
+
+    @property
+    def id(self) -> str:
+        return key_id(self.key)
+
+
+def generate_key() -> bytes:
+    """A fresh random 32-byte key."""
+    return secrets.token_bytes(KEY_BYTES)
+
+
+def encode_key(key: bytes) -> str:
+    """The text form of a key, as `PITSTOP_KEY` and `pitstop key export` use it."""
+    return base64.b64encode(key).decode()
+
+
+def decode_key(text: str, origin: str) -> bytes:
+    """Parse a base64 key, refusing anything that is not exactly 32 bytes."""
+    try:
+        key = base64.b64decode(text.strip(), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise MasterKeyError(f"{origin} is not valid base64; {HOW_TO_PROVIDE}") from exc
+    if len(key) != KEY_BYTES:
+        raise MasterKeyError(f"{origin} holds {len(key)} bytes, not {KEY_BYTES}; {HOW_TO_PROVIDE}")
+    return key
+
+
+def _keyring_backend() -> Any:
+    import keyring
+
+    return keyring.get_keyring()
+
+
+def backend_name(backend: Any) -> str:
+    """`module.Class` of a keyring backend, for messages and safety checks."""
+    cls = type(backend)
+    return f"{cls.__module__}.{cls.__name__}"
+
+
+def _unsafe(backend: Any) -> bool:
+    name = backend_name(backend)
+    if name.startswith(UNSAFE_BACKENDS):
+        return True
+    inner = getattr(backend, "backends", None)  # the chainer: safe only with a safe member
+    if inner is not None:
+        return not any(not _unsafe(member) for member in inner)
+    return False
+
+
+def _safe_keyring() -> Any:
+    backend = _keyring_backend()
+    if _unsafe(backend):
+        raise MasterKeyError(
+            f"no usable key store: the keyring backend {backend_name(backend)} does not keep "
+            f"secrets safely; {HOW_TO_PROVIDE}"
+        )
+    return backend
+
+
+def load_master_key() -> MasterKey:
+    """The master key: `PITSTOP_KEY` first, then a real OS keyring; otherwise a clear error."""
+    from_env = os.environ.get(KEY_ENV)
+    if from_env:
+        return MasterKey(decode_key(from_env, KEY_ENV), "environment variable PITSTOP_KEY")
+    backend = _safe_keyring()
+    try:
+        stored = backend.get_password(KEYRING_SERVICE, KEYRING_USERNAME)
+    except Exception as exc:  # keyring backends raise their own error types
+        raise MasterKeyError(f"the OS keyring could not be read ({exc}); {HOW_TO_PROVIDE}") from exc
+    if stored is None:
+        raise MasterKeyError(f"no master key yet; {HOW_TO_PROVIDE}")
+    return MasterKey(
+        decode_key(stored, "the key in the OS keyring"), f"keyring {backend_name(backend)}"
+    )
+
+
+def store_master_key_in_keyring(key: bytes) -> str:
+    """Save a new master key in the OS keyring (refusing unsafe backends); return the backend."""
+    backend = _safe_keyring()
+    if backend.get_password(KEYRING_SERVICE, KEYRING_USERNAME) is not None:
+        raise UsageError(
+            "the OS keyring already holds a Pitstop master key; `pitstop key export` prints it"
+        )
+    backend.set_password(KEYRING_SERVICE, KEYRING_USERNAME, encode_key(key))
+    return backend_name(backend)
+
+
+def associated_data(store_id: str, task_id: str, item: str) -> bytes:
+    """What binds a blob to its place: the store, the task and the item within it."""
+    return f"pitstop/v1\0{store_id}\0{task_id}\0{item}".encode()
+
+
+def seal(key: bytes, plaintext: bytes, aad: bytes) -> bytes:
+    """Encrypt into a versioned envelope: magic, version, key id, nonce, ciphertext+tag."""
+    kid = key_id(key).encode()
+    nonce = secrets.token_bytes(NONCE_BYTES)
+    body = AESGCM(key).encrypt(nonce, plaintext, aad)
+    return _HEADER.pack(ENVELOPE_MAGIC, ENVELOPE_VERSION, len(kid)) + kid + nonce + body
+
+
+def envelope_key_id(envelope: bytes) -> str:
+    """The id of the key an envelope was sealed with."""
+    magic, version, kid_len = _HEADER.unpack_from(envelope)
+    if magic != ENVELOPE_MAGIC:
+        raise DecryptError("the stored blob is not a Pitstop envelope; it was altered or replaced")
+    if version != ENVELOPE_VERSION:
+        raise DecryptError(
+            f"the stored blob uses envelope version {version}, which this Pitstop does not "
+            "read; upgrade pitstop"
+        )
+    return envelope[_HEADER.size : _HEADER.size + kid_len].decode()
+
+
+def open_envelope(key: bytes, envelope: bytes, aad: bytes, what: str) -> bytes:
+    """Decrypt an envelope; a wrong key, a moved blob or any alteration is a DecryptError."""
+    if len(envelope) < _HEADER.size:
+        raise DecryptError(f"{what} is truncated; it was altered")
+    kid = envelope_key_id(envelope)
+    start = _HEADER.size + len(kid)
+    nonce, body = envelope[start : start + NONCE_BYTES], envelope[start + NONCE_BYTES :]
+    if kid != key_id(key):
+        raise DecryptError(
+            f"{what} was encrypted with key {kid}, not the key in use ({key_id(key)}); "
+            "restore the right key from your backup"
+        )
+    try:
+        return AESGCM(key).decrypt(nonce, body, aad)
+    except InvalidTag as exc:
+        raise DecryptError(
+            f"{what} failed authentication: it was altered or moved from another record"
+        ) from exc
+
+
+def wrap_data_key(master: MasterKey, data_key: bytes, store_id: str, task_id: str) -> bytes:
+    """Seal a task's data key under the master key."""
+    return seal(master.key, data_key, associated_data(store_id, task_id, "data-key"))
+
+
+def unwrap_data_key(master: MasterKey, wrapped: bytes, store_id: str, task_id: str) -> bytes:
+    """Recover a task's data key; a different master key gives a clear error."""
+    kid = envelope_key_id(wrapped)
+    if kid != master.id:
+        raise MasterKeyError(
+            f"task {task_id}'s data was encrypted under master key {kid}, but the key in use "
+            f"({master.source}) is {master.id}; set PITSTOP_KEY to the key from your backup"
+        )
+    return open_envelope(
+        master.key, wrapped, associated_data(store_id, task_id, "data-key"), f"task {task_id}'s key"
+    )

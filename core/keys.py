@@ -1,0 +1,79 @@
+"""Per-task data keys: created on first use, wrapped by the master key, kept in the store.
+
+The master key is loaded once per `TaskKeys` and only when something must be encrypted or
+decrypted, so commands that touch no content never need it.
+"""
+
+from __future__ import annotations
+
+import sqlite_utils
+
+from core import clock, crypto, store
+from core.db import write_txn
+
+
+class TaskKeys:
+    """Hands out the data key of each task in one store."""
+
+    def __init__(self, db: sqlite_utils.Database, master: crypto.MasterKey | None = None) -> None:
+        self._db = db
+        self._master = master
+        self._cache: dict[str, bytes] = {}
+        self._store_id: str | None = None
+
+    @property
+    def store_id(self) -> str:
+        if self._store_id is None:
+            self._store_id = store.store_id(self._db)
+        return self._store_id
+
+    @property
+    def master(self) -> crypto.MasterKey:
+        if self._master is None:
+            self._master = crypto.load_master_key()
+        return self._master
+
+    def data_key(self, task_id: str, *, create: bool) -> bytes:
+        """The task's data key; created (and wrapped) on first use when `create` is set."""
+        if task_id in self._cache:
+            return self._cache[task_id]
+        wrapped = store.get_wrapped_key(self._db, task_id)
+        if wrapped is None:
+            if not create:
+                raise crypto.MasterKeyError(
+                    f"task {task_id} has no data key: its encrypted content was deleted by gc "
+                    "or never existed"
+                )
+            key = crypto.generate_key()
+            with write_txn(self._db):
+                wrapped = store.get_wrapped_key(self._db, task_id)
+                if wrapped is None:
+                    store.insert_wrapped_key(
+                        self._db,
+                        task_id,
+                        crypto.wrap_data_key(self.master, key, self.store_id, task_id),
+                        self.master.id,
+                        clock.now_iso(),
+                    )
+            if wrapped is None:
+                self._cache[task_id] = key
+                return key
+        key = crypto.unwrap_data_key(self.master, wrapped, self.store_id, task_id)
+        self._cache[task_id] = key
+        return key
+
+    def seal(self, task_id: str, item: str, plaintext: bytes) -> bytes:
+        """Encrypt content that belongs to `item` of `task_id`."""
+        key = self.data_key(task_id, create=True)
+        return crypto.seal(key, plaintext, crypto.associated_data(self.store_id, task_id, item))
+
+    def open(self, task_id: str, item: str, envelope: bytes, what: str) -> bytes:
+        """Decrypt content sealed for `item` of `task_id`."""
+        key = self.data_key(task_id, create=False)
+        return crypto.open_envelope(
+            key, envelope, crypto.associated_data(self.store_id, task_id, item), what
+        )
+
+    def tasks_with_other_master(self, master: crypto.MasterKey) -> list[str]:
+        """Tasks whose data key was wrapped by a different master key than `master`."""
+        return store.tasks_keyed_by_other_master(self._db, master.id)

@@ -1,0 +1,249 @@
+"""`pitstop run`, `pitstop evidence …` and `pitstop key …`: capture what commands showed.
+
+`run` passes the command's output through untouched and exits with the command's own status, so
+it can wrap any command in an agent's loop; the evidence line it adds goes to stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from tui.cli_base import Context, emit, json_option, pass_ctx
+
+
+def _limits(cap_mib: float | None, tail_lines: int | None) -> Any:
+    from core.evidence import DEFAULT_CAP_BYTES, DEFAULT_TAIL_LINES, EvidenceLimits
+
+    return EvidenceLimits(
+        cap_bytes=int(cap_mib * 1024 * 1024) if cap_mib else DEFAULT_CAP_BYTES,
+        tail_lines=tail_lines or DEFAULT_TAIL_LINES,
+    )
+
+
+def _one_line(item: Any) -> str:
+    from tui.render import human_bytes
+
+    summary = f", {item.summary_text}" if item.summary else ""
+    truncated = ", truncated" if item.truncated else ""
+    return (
+        f"evidence {item.id} recorded on {item.task_id}: {item.outcome}, "
+        f"{human_bytes(item.bytes_total)}, {item.lines_total} lines{summary}{truncated}"
+    )
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--task", "task_id", required=True, help="The task the evidence belongs to.")
+@click.option("--label", help="A short name for this run (e.g. 'unit tests').")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Stop after SECONDS.")
+@click.option("--cap-mib", type=click.FloatRange(min=0.0625), help="Storage cap (compressed).")
+@click.option("--tail-lines", type=click.IntRange(min=1), help="Lines kept in the tail.")
+@click.option("--quiet", is_flag=True, help="Do not print the evidence line on stderr.")
+@json_option
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@pass_ctx
+def run(
+    ctx: Context,
+    task_id: str,
+    label: str | None,
+    timeout: float | None,
+    cap_mib: float | None,
+    tail_lines: int | None,
+    quiet: bool,
+    as_json: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Run COMMAND (after --), pass its output through, and record it as evidence.
+
+    Exits with the command's own exit code (128+N if signal N killed it, 124 on --timeout).
+    """
+    argv = list(command)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    outcome, item = ctx.engine().run_command(
+        task_id, argv, label=label, timeout=timeout, limits=_limits(cap_mib, tail_lines)
+    )
+    if as_json:
+        emit(True, {"exit_code": outcome.exit_code, "evidence": item}, "")
+    elif not quiet:
+        click.echo(f"pitstop: {_one_line(item)}", err=True)
+    sys.exit(outcome.exit_code)
+
+
+@click.group()
+def evidence() -> None:
+    """Record, list and read evidence."""
+
+
+@evidence.command("add")
+@click.option("--task", "task_id", required=True, help="The task the evidence belongs to.")
+@click.option("--file", "path", required=True, type=click.Path(), help="The captured output.")
+@click.option("--command", "command_text", help="The command that produced it.")
+@click.option("--exit", "exit_code", type=int, help="Its exit code.")
+@click.option("--duration", type=float, help="How long it ran, in seconds.")
+@click.option("--label", help="A short name for it.")
+@click.option("--cap-mib", type=click.FloatRange(min=0.0625), help="Storage cap (compressed).")
+@json_option
+@pass_ctx
+def evidence_add(
+    ctx: Context,
+    task_id: str,
+    path: str,
+    command_text: str | None,
+    exit_code: int | None,
+    duration: float | None,
+    label: str | None,
+    cap_mib: float | None,
+    as_json: bool,
+) -> None:
+    """Record output a harness captured itself."""
+    item = ctx.engine().add_evidence_file(
+        task_id,
+        path,
+        command=command_text,
+        exit_code=exit_code,
+        duration_s=duration,
+        label=label,
+        limits=_limits(cap_mib, None),
+    )
+    emit(as_json, item, lambda: _one_line(item))
+
+
+@evidence.command("list")
+@click.argument("spec", metavar="TASK|TASK@SEQ")
+@json_option
+@pass_ctx
+def evidence_list(ctx: Context, spec: str, as_json: bool) -> None:
+    """List a task's evidence, or one checkpoint's."""
+    from core import clock
+    from tui.render import human_bytes, table
+
+    items = ctx.engine().list_evidence(spec)
+    if not items and not as_json:
+        click.echo(f"no evidence for {spec}; record some with `pitstop run --task … -- CMD`")
+        return
+    emit(
+        as_json,
+        items,
+        lambda: table(
+            ["id", "label", "outcome", "age", "size", "lines", "checkpoint", "summary"],
+            [
+                (
+                    i.id,
+                    i.label or "",
+                    i.outcome,
+                    clock.humanize_age(i.started_at),
+                    human_bytes(i.bytes_total) + (" (truncated)" if i.truncated else ""),
+                    i.lines_total,
+                    f"@{i.checkpoint_seq}" if i.checkpoint_seq else "next",
+                    i.summary_text,
+                )
+                for i in items
+            ],
+        ),
+    )
+
+
+@evidence.command("show")
+@click.argument("evidence_id", type=int)
+@click.option("--full", is_flag=True, help="The whole kept output instead of the tail.")
+@click.option("--lines", type=click.IntRange(min=1), help="The last N lines of the kept output.")
+@json_option
+@pass_ctx
+def evidence_show(
+    ctx: Context, evidence_id: int, full: bool, lines: int | None, as_json: bool
+) -> None:
+    """Show an evidence item: facts, limits, and its tail (or last lines, or everything)."""
+    from tui.render import evidence_text
+
+    engine = ctx.engine()
+    item = engine.get_evidence(evidence_id)
+    if as_json:
+        document: dict[str, Any] = {"evidence": item}
+        if lines:
+            document["lines"] = [
+                line.decode("utf-8", "replace")
+                for line in engine.evidence_last_lines(item.id, lines)
+            ]
+        if full:
+            document["output"] = b"".join(engine.evidence_output(item.id)).decode(
+                "utf-8", "replace"
+            )
+        emit(True, document, "")
+        return
+    click.echo(evidence_text(item))
+    click.echo("")
+    if full:
+        out = click.get_binary_stream("stdout")
+        for block in engine.evidence_output(item.id):
+            out.write(block)
+        out.flush()
+    elif lines:
+        for line in engine.evidence_last_lines(item.id, lines):
+            click.echo(line.decode("utf-8", "replace"))
+    else:
+        click.echo(item.tail or "")
+
+
+@click.group()
+def key() -> None:
+    """Create, inspect and back up the master key that encrypts evidence."""
+
+
+@key.command("init")
+@click.option("--print", "print_only", is_flag=True, help="Print a new key for PITSTOP_KEY.")
+@json_option
+def key_init(print_only: bool, as_json: bool) -> None:
+    """Create a master key and keep it in the OS keyring (or print one with --print)."""
+    from core import crypto
+
+    new_key = crypto.generate_key()
+    if print_only:
+        text = crypto.encode_key(new_key)
+        emit(as_json, {"key": text, "id": crypto.key_id(new_key)}, text)
+        return
+    backend = crypto.store_master_key_in_keyring(new_key)
+    emit(
+        as_json,
+        {"id": crypto.key_id(new_key), "stored_in": backend},
+        f"master key {crypto.key_id(new_key)} stored in {backend}; back it up with "
+        "`pitstop key export`",
+    )
+
+
+@key.command("status")
+@json_option
+@pass_ctx
+def key_status(ctx: Context, as_json: bool) -> None:
+    """Say where the master key comes from and whether it opens this store's data."""
+    from core import crypto
+
+    master = crypto.load_master_key()
+    mismatched = ctx.engine().keys.tasks_with_other_master(master)
+    status = {"id": master.id, "source": master.source, "tasks_under_other_keys": mismatched}
+    human = f"master key {master.id} from {master.source}"
+    if mismatched:
+        human += f"; {len(mismatched)} task(s) were encrypted under another key: " + ", ".join(
+            mismatched[:5]
+        )
+    emit(as_json, status, human)
+
+
+@key.command("export")
+@json_option
+def key_export(as_json: bool) -> None:
+    """Print the master key (base64) for a backup; keep it somewhere safe."""
+    from core import crypto
+
+    master = crypto.load_master_key()
+    text = crypto.encode_key(master.key)
+    emit(as_json, {"key": text, "id": master.id, "source": master.source}, text)
+
+
+def register(group: click.Group) -> None:
+    """Attach this module's commands to `pitstop`."""
+    group.add_command(run)
+    group.add_command(evidence)
+    group.add_command(key)
