@@ -24,6 +24,13 @@ class Config:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     theme: str | None = None
     keymap: tuple[tuple[str, str], ...] = ()
+    checkpoint_ttl_days: float = 14.0
+    lease_minutes: float = 120.0
+    harnesses: tuple[tuple[str, dict[str, str]], ...] = ()
+
+    def harness(self, name: str) -> dict[str, str]:
+        """The `[harness.NAME]` table (resume template, version or version_command)."""
+        return dict(next((table for key, table in self.harnesses if key == name), {}))
 
 
 def _operator_default() -> str:
@@ -48,7 +55,28 @@ def load_config(path: Path | None = None) -> Config:
         raise UsageError(f"{file}: snapshot.max_file_bytes must be a positive integer")
     ui = data.get("ui", {})
     keymap = tuple((str(k), str(v)) for k, v in ui.get("keymap", {}).items())
+    validation = data.get("validation", {})
+    ttl_days = validation.get("ttl_days", 14.0)
+    lease_minutes = validation.get("lease_minutes", 120.0)
+    for key, value in (
+        ("validation.ttl_days", ttl_days),
+        ("validation.lease_minutes", lease_minutes),
+    ):
+        if not isinstance(value, int | float) or value <= 0:
+            raise UsageError(f"{file}: {key} must be a positive number")
+    harness_tables = data.get("harness", {})
+    if not isinstance(harness_tables, dict) or not all(
+        isinstance(table, dict) for table in harness_tables.values()
+    ):
+        raise UsageError(f"{file}: [harness.NAME] entries must be tables")
+    harnesses = tuple(
+        (str(name), {str(k): str(v) for k, v in table.items()})
+        for name, table in harness_tables.items()
+    )
     return Config(
+        checkpoint_ttl_days=float(ttl_days),
+        lease_minutes=float(lease_minutes),
+        harnesses=harnesses,
         operator=str(operator),
         max_file_bytes=max_file_bytes,
         theme=ui.get("theme"),

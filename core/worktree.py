@@ -1,0 +1,158 @@
+"""The user's repository as restore validation and resume see it: drift queries and restores.
+
+Validation only reads the user's repository. Resume is the one place that writes to it, and only
+because the operator asked: it adds a git worktree on a `pitstop/<task>` branch (or restores in
+place onto a clean worktree at the base commit) and brings the checkpoint's objects in from the
+store so the new worktree stands on its own.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.errors import GitError, UsageError
+from core.snapshot import SourceRepo, _git
+
+
+@dataclass(frozen=True)
+class BranchDrift:
+    """How a branch moved since a checkpoint's base commit."""
+
+    exists: bool
+    head: str | None
+    commits: tuple[str, ...]
+    touched: tuple[str, ...]
+    rewritten: bool
+
+
+def has_commit(source: SourceRepo, commit: str) -> bool:
+    """True when the user's repository holds `commit`."""
+    return _git_ok(source, ["cat-file", "-e", f"{commit}^{{commit}}"])
+
+
+def _git_ok(source: SourceRepo, args: list[str]) -> bool:
+    try:
+        _git(args, cwd=source.toplevel)
+    except GitError:
+        return False
+    return True
+
+
+def branch_drift(source: SourceRepo, branch: str, base: str, changed: set[str]) -> BranchDrift:
+    """Commits on `branch` since `base` and which of the checkpoint's changed files they touch."""
+    head = _git(
+        ["rev-parse", "-q", "--verify", f"refs/heads/{branch}^{{commit}}"],
+        cwd=source.toplevel,
+        ok_codes=(0, 1),
+    ).decode().strip()
+    if not head:
+        return BranchDrift(False, None, (), (), False)
+    if head == base:
+        return BranchDrift(True, head, (), (), False)
+    if not _git_ok(source, ["merge-base", "--is-ancestor", base, head]):
+        return BranchDrift(True, head, (), (), True)
+    log = _git(["rev-list", "--format=%h %s", "--no-commit-header", f"{base}..{head}"],
+               cwd=source.toplevel, ok_codes=(0, 128))
+    commits = tuple(line for line in log.decode(errors="replace").splitlines() if line.strip())
+    names = _git(["diff", "--name-only", "-z", base, head], cwd=source.toplevel)
+    touched = tuple(
+        sorted(
+            name
+            for name in names.decode("utf-8", errors="surrogateescape").split("\0")
+            if name and name in changed
+        )
+    )
+    return BranchDrift(True, head, commits, touched, False)
+
+
+def worktree_blob_ids(source: SourceRepo, paths: list[str]) -> dict[str, str | None]:
+    """Git blob ids of files as they are in the user's work tree now (None when absent)."""
+    present = [p for p in paths if (source.toplevel / p).is_file()]
+    ids: dict[str, str | None] = dict.fromkeys(paths)
+    if present:
+        out = _git(
+            ["hash-object", "--no-filters", "--stdin-paths"],
+            cwd=source.toplevel,
+            input=("\n".join(present) + "\n").encode(),
+        )
+        ids.update(zip(present, out.decode().split(), strict=True))
+    return ids
+
+
+def is_clean_at(source: SourceRepo, commit: str) -> tuple[bool, str]:
+    """Whether the user's work tree is clean and at `commit`, and if not, why."""
+    head = _git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=source.toplevel,
+                ok_codes=(0, 1)).decode().strip()
+    if head != commit:
+        return False, f"HEAD is at {head[:12] or 'nothing'}, not the base commit {commit[:12]}"
+    status = _git(["status", "--porcelain", "-z", "--untracked-files=normal"],
+                  cwd=source.toplevel, env={"GIT_OPTIONAL_LOCKS": "0"})
+    if status.strip(b"\0"):
+        return False, "the work tree has uncommitted changes"
+    return True, "clean at the base commit"
+
+
+def tree_equals_directory(store_repo: Path, tree: str, directory: Path, scratch: Path) -> bool:
+    """True when `directory` holds exactly the files of `tree` (content and mode)."""
+    import tempfile
+
+    scratch.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with tempfile.TemporaryDirectory(dir=scratch, prefix="compare-") as temp:
+        env = {
+            "GIT_INDEX_FILE": str(Path(temp) / "index"),
+            "GIT_WORK_TREE": str(directory),
+            "GIT_OBJECT_DIRECTORY": str(Path(temp) / "objects"),
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(store_repo / "objects"),
+        }
+        (Path(temp) / "objects").mkdir()
+        _git(["read-tree", tree], git_dir=store_repo, env=env)
+        _git(["update-index", "-q", "--refresh"], git_dir=store_repo, env=env, cwd=directory,
+             ok_codes=(0, 1))
+        changed = _git(["diff-files", "--name-only", "-z"], git_dir=store_repo, env=env,
+                       cwd=directory)
+        extra = _git(["ls-files", "--others", "-z"], git_dir=store_repo, env=env, cwd=directory)
+        return not changed.strip(b"\0") and not extra.strip(b"\0")
+
+
+def bring_objects(source: SourceRepo, store_repo: Path, commit: str) -> None:
+    """Copy a checkpoint commit and everything it needs from the store into the user's repo."""
+    _git(
+        ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", str(store_repo), commit],
+        cwd=source.toplevel,
+    )
+
+
+def add_worktree(source: SourceRepo, into: Path, branch: str, base: str) -> str:
+    """Add a git worktree of the user's repo at `into` on a fresh `branch` starting at `base`."""
+    name = branch
+    existing = _git(["for-each-ref", "--format=%(refname:short)", "refs/heads/pitstop/"],
+                    cwd=source.toplevel).decode().split()
+    suffix = 1
+    while name in existing:
+        suffix += 1
+        name = f"{branch}-{suffix}"
+    _git(["worktree", "add", "--quiet", "-b", name, str(into), base], cwd=source.toplevel)
+    return name
+
+
+def restore_into(work_dir: Path, worktree_tree: str, index_tree: str) -> None:
+    """Make `work_dir`'s files the snapshot and its index the staged state (HEAD stays)."""
+    env = {"GIT_OPTIONAL_LOCKS": "0"}
+    _git(["read-tree", "--reset", "-u", worktree_tree], cwd=work_dir, env=env)
+    _git(["read-tree", index_tree], cwd=work_dir, env=env)
+
+
+def require_empty_target(into: Path) -> None:
+    """Refuse a resume target that exists and is not empty."""
+    if into.exists() and (not into.is_dir() or any(into.iterdir())):
+        raise UsageError(f"{into} already exists and is not empty; choose a new directory")
+
+
+def same_filesystem_path(a: Path, b: Path) -> bool:
+    """True when two paths name the same directory."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
