@@ -13,16 +13,18 @@ import os
 import re
 import secrets
 import socket
+import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
-from core import clock, manifest, snapshot, store
+from core import clock, manifest, snapshot, store, worktree
 from core.approvals import Approvals, parse_duration, validate_operator_names
 from core.config import Config, load_config
 from core.db import open_database, write_txn
@@ -34,7 +36,15 @@ from core.effects import (
     Notice,
     ProposeResult,
 )
-from core.errors import ConflictError, DamagedCheckpointError, NotFoundError, UsageError
+from core.errors import (
+    ConflictError,
+    DamagedCheckpointError,
+    NotFoundError,
+    PitstopError,
+    ResumeRefusedError,
+    SchemaTooNewError,
+    UsageError,
+)
 from core.fingerprint import fingerprint_environment, load_or_create_key
 from core.keys import TaskKeys
 from core.migrations import migrate
@@ -55,6 +65,9 @@ from core.models import (
     validate_task_id,
 )
 from core.paths import StorePaths, ensure_private_dir, resolve_store_root
+from core.resume import ResumePlan, build_brief, harness_command, write_brief
+from core.validate import Finding, ValidationInputs, ValidationReport, Verdict, run_checks
+from core.validate import Status as FindingStatus
 
 if TYPE_CHECKING:  # evidence pulls in redaction, zstd and crypto: loaded only when used
     from core import evidence
@@ -115,6 +128,26 @@ def parse_checkpoint_ref(text: str) -> tuple[str, int | None]:
         raise UsageError(f"invalid checkpoint {text!r}: expected TASK@SEQ, e.g. fix-login-3f2a@2")
     seq = match.group("seq")
     return match.group("task"), int(seq) if seq and seq != "latest" else None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _default_resume_dir(toplevel: Path, task_id: str) -> Path:
+    """`<repo>-pitstop-<task>` beside the repository, numbered if taken."""
+    candidate = toplevel.parent / f"{toplevel.name}-pitstop-{task_id}"
+    number = 1
+    while candidate.exists() and any(candidate.iterdir()):
+        number += 1
+        candidate = toplevel.parent / f"{toplevel.name}-pitstop-{task_id}-{number}"
+    return candidate
 
 
 def generate_task_id(objective: str, taken: set[str]) -> str:
@@ -525,6 +558,9 @@ class Engine:
                 left_out_count=len(snap.left_out),
             )
             store.attach_evidence(self.db, task.id, [item["id"] for item in pending], seq)
+            for lease in store.active_resumes(self.db, task.id):
+                # The resumed agent made progress: its resume is over.
+                store.update_resume(self.db, lease["id"], state="done", finished_at=completed_at)
             store.update_task(
                 self.db,
                 task.id,
@@ -952,6 +988,347 @@ class Engine:
     ) -> list[Approval]:
         """Approvals across tasks (the inbox) or of one task, oldest first."""
         return self._approvals().find(task_id, pending_only)
+
+    # --- validation and resume ---------------------------------------------------------------
+
+    def validate(
+        self,
+        ref: str,
+        *,
+        into: str | os.PathLike[str] | None = None,
+        offline: bool = False,
+        progress: Callable[[Finding], None] | None = None,
+    ) -> ValidationReport:
+        """Run every restore check on a checkpoint; the run is stored and audited."""
+        inputs = self._validation_inputs(ref, into, offline)
+        report = run_checks(inputs, progress)
+        seq = inputs.checkpoint.seq if inputs.checkpoint else None
+        now = clock.now_iso()
+        with write_txn(self.db):
+            store.insert_validation(
+                self.db,
+                task_id=inputs.task.id,
+                seq=seq,
+                verdict=report.verdict.value,
+                findings=[f.as_dict() for f in report.findings],
+                duration_ms=report.duration_ms,
+                at=now,
+                actor=self.actor,
+                interface=self.interface.value,
+            )
+            self._event(
+                inputs.task.id,
+                "checkpoint",
+                report.ref,
+                "validate",
+                None,
+                report.verdict.value,
+                None,
+                now,
+            )
+        return report
+
+    def _validation_inputs(
+        self, ref: str, into: str | os.PathLike[str] | None, offline: bool
+    ) -> ValidationInputs:
+        task_id, _seq = parse_checkpoint_ref(ref)
+        task = store.get_task(self.db, task_id)
+        checkpoint: Checkpoint | None = None
+        schema_error = None
+        try:
+            checkpoint = self.get_checkpoint(ref)
+        except SchemaTooNewError as exc:
+            schema_error = exc.message
+        damage = (
+            self.verify(checkpoint)
+            if checkpoint and checkpoint.state is CheckpointState.COMPLETE
+            else []
+        )
+        source: snapshot.SourceRepo | None = None
+        source_error = None
+        try:
+            source = snapshot.resolve_source_repo(task.repo_root)
+        except PitstopError as exc:
+            source_error = f"the task's repository is gone: {exc.message}"
+        return ValidationInputs(
+            task=task,
+            checkpoint=checkpoint,
+            schema_error=schema_error,
+            damage=damage,
+            source=source,
+            source_error=source_error,
+            store_repo=self.paths.repos / task.store_repo,
+            scratch=self.paths.tmp,
+            effects=self.list_effects(task_id),
+            approvals=self.list_approvals(task_id),
+            live_leases=self._live_leases(task_id),
+            fingerprint_key=load_or_create_key(self.paths.fingerprint_key),
+            ttl_days=self.config.checkpoint_ttl_days,
+            harness_config=self.config.harness(task.harness.name) if task.harness else {},
+            into=Path(into).expanduser().absolute() if into else None,
+            offline=offline,
+        )
+
+    def _live_leases(self, task_id: str) -> list[str]:
+        """Descriptions of resume leases on the task that are still live."""
+        live = []
+        now = clock.now()
+        host = socket.gethostname()
+        for row in store.active_resumes(self.db, task_id):
+            if clock.parse(row["lease_until"]) <= now:
+                continue
+            if row["holder_host"] == host and row["launched"] and not _pid_alive(row["holder_pid"]):
+                continue
+            live.append(
+                f"resume {row['id']} of {task_id}@{row['seq']} by {row['actor']} "
+                f"(until {row['lease_until'][:19].replace('T', ' ')} UTC)"
+            )
+        return live
+
+    def resume(
+        self,
+        ref: str,
+        *,
+        into: str | os.PathLike[str] | None = None,
+        in_place: bool = False,
+        accept_stale: bool = False,
+        offline: bool = False,
+    ) -> ResumePlan:
+        """Validate, take the lease, restore the snapshot and write the brief (no launch yet)."""
+        if into and in_place:
+            raise UsageError("choose --into DIR or --in-place, not both")
+        checkpoint = self.get_checkpoint(ref)
+        task = store.get_task(self.db, checkpoint.task_id)
+        source = snapshot.resolve_source_repo(task.repo_root)
+        target = (
+            source.toplevel
+            if in_place
+            else Path(into).expanduser().absolute()
+            if into
+            else _default_resume_dir(source.toplevel, task.id)
+        )
+        report = self.validate(checkpoint.ref, into=None if in_place else target, offline=offline)
+        if report.verdict in (Verdict.BLOCKED, Verdict.UNSUPPORTED) or (
+            report.verdict is Verdict.STALE and not accept_stale
+        ):
+            worst = next(f for f in report.findings if f.status is FindingStatus.FAIL)
+            hint = (
+                " (use --yes to resume a stale checkpoint anyway)"
+                if report.verdict is Verdict.STALE
+                else ""
+            )
+            raise ResumeRefusedError(
+                f"{checkpoint.ref} is {report.verdict.value}: {worst.message}; {worst.fix}{hint}",
+                report.verdict.exit_code,
+            )
+        resume_id = self._take_lease(checkpoint, report.verdict.value, target)
+        try:
+            started = time.monotonic()
+            store_repo = self.paths.repos / task.store_repo
+            assert checkpoint.commit and checkpoint.worktree_tree and checkpoint.index_tree
+            branch = self._restore(source, store_repo, checkpoint, target, in_place)
+            restore_ms = int((time.monotonic() - started) * 1000)
+            warnings = [
+                f"{f.check}: {f.message}"
+                for f in report.findings
+                if f.status in (FindingStatus.WARN, FindingStatus.UNKNOWN)
+            ]
+            brief = build_brief(
+                task=task,
+                checkpoint=checkpoint,
+                evidence=self.list_evidence(checkpoint.ref),
+                effects=self.list_effects(task.id),
+                approvals=self.list_approvals(task.id),
+                warnings=warnings,
+                workdir=target,
+                branch=branch,
+            )
+            brief_md, brief_json = write_brief(
+                self.paths.root / "resumes" / f"{task.id}@{checkpoint.seq}-{resume_id}", brief
+            )
+        except BaseException as exc:
+            failure = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            self._end_resume(resume_id, "failed", failure)
+            raise
+        now = clock.now_iso()
+        with write_txn(self.db):
+            store.update_resume(
+                self.db,
+                resume_id,
+                workdir=str(target),
+                branch=branch,
+                brief_path=str(brief_md),
+                restore_ms=restore_ms,
+            )
+            store.update_task(self.db, task.id, status=TaskStatus.RESUMING, updated_at=now)
+            self._event(
+                task.id,
+                "checkpoint",
+                checkpoint.ref,
+                "resume",
+                task.status.value,
+                TaskStatus.RESUMING.value,
+                f"into {target}",
+                now,
+            )
+        session = ((checkpoint.manifest or {}).get("harness") or {}).get("session_id") or ""
+        values = {
+            "brief": str(brief_md),
+            "workdir": str(target),
+            "task": task.id,
+            "checkpoint": checkpoint.ref,
+            "session": session,
+        }
+        template = self.config.harness(task.harness.name).get("resume") if task.harness else None
+        return ResumePlan(
+            resume_id=resume_id,
+            task_id=task.id,
+            seq=checkpoint.seq,
+            workdir=target,
+            branch=branch,
+            brief_md=brief_md,
+            brief_json=brief_json,
+            restore_ms=restore_ms,
+            verdict=report.verdict.value,
+            warnings=tuple(warnings),
+            command=harness_command(template, task.harness.name if task.harness else None, values),
+            env={
+                "PITSTOP_TASK": task.id,
+                "PITSTOP_CHECKPOINT": checkpoint.ref,
+                "PITSTOP_BRIEF": str(brief_md),
+                "PITSTOP_WORKDIR": str(target),
+            },
+        )
+
+    def _take_lease(self, checkpoint: Checkpoint, verdict: str, target: Path) -> int:
+        now = clock.now()
+        until = clock.to_iso(now + timedelta(minutes=self.config.lease_minutes))
+        with write_txn(self.db):
+            live = self._live_leases(checkpoint.task_id)
+            if live:
+                raise ConflictError(f"cannot resume {checkpoint.ref}: {live[0]} holds the lease")
+            for row in store.active_resumes(self.db, checkpoint.task_id):
+                store.update_resume(
+                    self.db, row["id"], state="expired", finished_at=clock.to_iso(now)
+                )
+            resume_id = store.insert_resume(
+                self.db,
+                task_id=checkpoint.task_id,
+                seq=checkpoint.seq,
+                state="active",
+                verdict=verdict,
+                workdir=str(target),
+                holder_pid=os.getpid(),
+                holder_host=socket.gethostname(),
+                lease_until=until,
+                started_at=clock.to_iso(now),
+                actor=self.actor,
+            )
+            self._event(
+                checkpoint.task_id,
+                "resume",
+                str(resume_id),
+                "lease",
+                None,
+                "active",
+                None,
+                clock.to_iso(now),
+            )
+        return resume_id
+
+    def _restore(
+        self,
+        source: snapshot.SourceRepo,
+        store_repo: Path,
+        checkpoint: Checkpoint,
+        target: Path,
+        in_place: bool,
+    ) -> str | None:
+        assert checkpoint.commit and checkpoint.worktree_tree and checkpoint.index_tree
+        if not checkpoint.base_commit:
+            raise UsageError(
+                f"{checkpoint.ref} was taken before the repository's first commit; "
+                f"use `pitstop checkout {checkpoint.ref} --into DIR` instead"
+            )
+        if in_place:
+            clean, why = worktree.is_clean_at(source, checkpoint.base_commit)
+            if not clean:
+                raise UsageError(f"cannot resume in place: {why}; commit or stash, or use --into")
+            worktree.bring_objects(source, store_repo, checkpoint.commit)
+            worktree.restore_into(source.toplevel, checkpoint.worktree_tree, checkpoint.index_tree)
+            return checkpoint.branch
+        worktree.require_empty_target(target)
+        worktree.bring_objects(source, store_repo, checkpoint.commit)
+        branch = worktree.add_worktree(
+            source, target, f"pitstop/{checkpoint.task_id}", checkpoint.base_commit
+        )
+        worktree.restore_into(target, checkpoint.worktree_tree, checkpoint.index_tree)
+        return branch
+
+    def launch(self, plan: ResumePlan) -> int:
+        """Run the task's harness in the restored worktree (blocking); return its exit code."""
+        with write_txn(self.db):
+            store.update_resume(self.db, plan.resume_id, launched=1)
+        env = {**os.environ, **plan.env}
+        try:
+            completed = subprocess.run(list(plan.command), cwd=plan.workdir, env=env, check=False)
+        except OSError as exc:
+            self._end_resume(plan.resume_id, "failed", str(exc))
+            raise UsageError(f"cannot launch the harness: {exc}") from exc
+        code = completed.returncode if completed.returncode >= 0 else 128 - completed.returncode
+        with write_txn(self.db):
+            store.update_resume(self.db, plan.resume_id, exit_code=code)
+            self._event(
+                plan.task_id,
+                "resume",
+                str(plan.resume_id),
+                "launch-exit",
+                None,
+                str(code),
+                " ".join(plan.command[2:])[:200],
+                clock.now_iso(),
+            )
+        self._end_resume(plan.resume_id, "done", None)
+        return code
+
+    def _end_resume(self, resume_id: int, state: str, failure: str | None) -> None:
+        with write_txn(self.db):
+            store.update_resume(self.db, resume_id, state=state, finished_at=clock.now_iso())
+            if failure:
+                self._event(
+                    None,
+                    "resume",
+                    str(resume_id),
+                    "fail",
+                    "active",
+                    state,
+                    failure,
+                    clock.now_iso(),
+                )
+
+    def judge_resume(self, task_id: str, accepted: bool, reason: str) -> dict[str, Any]:
+        """Record whether the resumed work was accepted; releases the task's lease."""
+        if not reason.strip():
+            raise UsageError("say why with --reason")
+        now = clock.now_iso()
+        with write_txn(self.db):
+            store.get_task(self.db, task_id)
+            latest = store.latest_resume(self.db, task_id)
+            if latest is None:
+                raise NotFoundError(
+                    f"task {task_id} was never resumed; nothing to accept or reject"
+                )
+            store.update_resume(
+                self.db,
+                latest["id"],
+                accepted=int(accepted),
+                accept_reason=reason,
+                state="done" if latest["state"] == "active" else latest["state"],
+                finished_at=latest["finished_at"] or now,
+            )
+            verdict = "accepted" if accepted else "rejected"
+            self._event(task_id, "resume", str(latest["id"]), verdict, None, verdict, reason, now)
+        return {"task": task_id, "resume": latest["id"], "accepted": accepted, "reason": reason}
 
     # --- audit -----------------------------------------------------------------------------
 

@@ -83,3 +83,11 @@ class EffectBusyError(PitstopError):
     """Another guard is running this side effect right now."""
 
     exit_code = EXIT_BUSY
+
+
+class ResumeRefusedError(PitstopError):
+    """Validation did not allow the resume; the exit code is the verdict's (3, 4 or 5)."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

@@ -228,6 +228,52 @@ def _evidence_and_keys(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations(name="0005_validations_resumes")
+def _validations_resumes(db: sqlite_utils.Database) -> None:
+    db.execute(
+        """
+        CREATE TABLE validations (
+            id INTEGER PRIMARY KEY,
+            task_id TEXT NOT NULL REFERENCES tasks(id),
+            seq INTEGER,
+            verdict TEXT NOT NULL,
+            findings TEXT NOT NULL,
+            duration_ms INTEGER NOT NULL,
+            at TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            interface TEXT NOT NULL
+        )
+        """
+    )
+    db.execute("CREATE INDEX validations_by_task ON validations (task_id, seq, id)")
+    db.execute(
+        """
+        CREATE TABLE resumes (
+            id INTEGER PRIMARY KEY,
+            task_id TEXT NOT NULL REFERENCES tasks(id),
+            seq INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            verdict TEXT NOT NULL,
+            workdir TEXT,
+            branch TEXT,
+            brief_path TEXT,
+            holder_pid INTEGER NOT NULL,
+            holder_host TEXT NOT NULL,
+            launched INTEGER NOT NULL DEFAULT 0,
+            lease_until TEXT NOT NULL,
+            restore_ms INTEGER,
+            exit_code INTEGER,
+            accepted INTEGER,
+            accept_reason TEXT,
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            actor TEXT NOT NULL
+        )
+        """
+    )
+    db.execute("CREATE INDEX resumes_by_task ON resumes (task_id, state)")
+
+
 def known_migration_names() -> list[str]:
     """Names of every migration this build knows, in order."""
     return [migration.name for migration in migrations._migrations]

@@ -679,3 +679,62 @@ def tasks_keyed_by_other_master(db: sqlite_utils.Database, master_key_id: str) -
         "SELECT task_id FROM task_keys WHERE master_key_id != ? ORDER BY task_id", [master_key_id]
     ).fetchall()
     return [row[0] for row in rows]
+
+
+# --- validations and resumes ---------------------------------------------------------------
+
+
+def insert_validation(db: sqlite_utils.Database, **columns: Any) -> int:
+    """Keep one validation run (its findings as JSON)."""
+    if not isinstance(columns.get("findings"), str):
+        columns["findings"] = json.dumps(columns["findings"])
+    table = db.table("validations")
+    table.insert(columns)
+    return int(table.last_rowid or 0)
+
+
+def latest_validation(
+    db: sqlite_utils.Database, task_id: str, seq: int | None = None
+) -> dict[str, Any] | None:
+    """The newest validation of a task (or of one checkpoint), findings decoded."""
+    sql = "SELECT * FROM validations WHERE task_id = ?"
+    params: list[Any] = [task_id]
+    if seq is not None:
+        sql += " AND seq = ?"
+        params.append(seq)
+    rows = list(db.query(sql + " ORDER BY id DESC LIMIT 1", params))
+    if not rows:
+        return None
+    row = dict(rows[0])
+    row["findings"] = json.loads(row["findings"])
+    return row
+
+
+def insert_resume(db: sqlite_utils.Database, **columns: Any) -> int:
+    """Record a resume as it takes its lease."""
+    table = db.table("resumes")
+    table.insert(columns)
+    return int(table.last_rowid or 0)
+
+
+def update_resume(db: sqlite_utils.Database, resume_id: int, **columns: Any) -> None:
+    """Change a resume's record (state, restore latency, launch outcome, acceptance)."""
+    db.table("resumes").update(resume_id, columns)
+
+
+def active_resumes(db: sqlite_utils.Database, task_id: str) -> list[dict[str, Any]]:
+    """Resumes of a task whose lease was not released (live or not)."""
+    return [
+        dict(row)
+        for row in db.query(
+            "SELECT * FROM resumes WHERE task_id = ? AND state = 'active' ORDER BY id", [task_id]
+        )
+    ]
+
+
+def latest_resume(db: sqlite_utils.Database, task_id: str) -> dict[str, Any] | None:
+    """The task's newest resume, whatever its state."""
+    rows = list(
+        db.query("SELECT * FROM resumes WHERE task_id = ? ORDER BY id DESC LIMIT 1", [task_id])
+    )
+    return dict(rows[0]) if rows else None

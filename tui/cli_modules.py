@@ -9,9 +9,10 @@ from collections.abc import Callable
 
 import click
 
-from tui import cli_evidence, cli_ledger
+from tui import cli_evidence, cli_ledger, cli_resume
 
 REGISTRARS: list[Callable[[click.Group], None]] = [
     cli_evidence.register,
     cli_ledger.register,
+    cli_resume.register,
 ]
