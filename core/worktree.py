@@ -42,19 +42,26 @@ def _git_ok(source: SourceRepo, args: list[str]) -> bool:
 
 def branch_drift(source: SourceRepo, branch: str, base: str, changed: set[str]) -> BranchDrift:
     """Commits on `branch` since `base` and which of the checkpoint's changed files they touch."""
-    head = _git(
-        ["rev-parse", "-q", "--verify", f"refs/heads/{branch}^{{commit}}"],
-        cwd=source.toplevel,
-        ok_codes=(0, 1),
-    ).decode().strip()
+    head = (
+        _git(
+            ["rev-parse", "-q", "--verify", f"refs/heads/{branch}^{{commit}}"],
+            cwd=source.toplevel,
+            ok_codes=(0, 1),
+        )
+        .decode()
+        .strip()
+    )
     if not head:
         return BranchDrift(False, None, (), (), False)
     if head == base:
         return BranchDrift(True, head, (), (), False)
     if not _git_ok(source, ["merge-base", "--is-ancestor", base, head]):
         return BranchDrift(True, head, (), (), True)
-    log = _git(["rev-list", "--format=%h %s", "--no-commit-header", f"{base}..{head}"],
-               cwd=source.toplevel, ok_codes=(0, 128))
+    log = _git(
+        ["rev-list", "--format=%h %s", "--no-commit-header", f"{base}..{head}"],
+        cwd=source.toplevel,
+        ok_codes=(0, 128),
+    )
     commits = tuple(line for line in log.decode(errors="replace").splitlines() if line.strip())
     names = _git(["diff", "--name-only", "-z", base, head], cwd=source.toplevel)
     touched = tuple(
@@ -83,12 +90,18 @@ def worktree_blob_ids(source: SourceRepo, paths: list[str]) -> dict[str, str | N
 
 def is_clean_at(source: SourceRepo, commit: str) -> tuple[bool, str]:
     """Whether the user's work tree is clean and at `commit`, and if not, why."""
-    head = _git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=source.toplevel,
-                ok_codes=(0, 1)).decode().strip()
+    head = (
+        _git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=source.toplevel, ok_codes=(0, 1))
+        .decode()
+        .strip()
+    )
     if head != commit:
         return False, f"HEAD is at {head[:12] or 'nothing'}, not the base commit {commit[:12]}"
-    status = _git(["status", "--porcelain", "-z", "--untracked-files=normal"],
-                  cwd=source.toplevel, env={"GIT_OPTIONAL_LOCKS": "0"})
+    status = _git(
+        ["status", "--porcelain", "-z", "--untracked-files=normal"],
+        cwd=source.toplevel,
+        env={"GIT_OPTIONAL_LOCKS": "0"},
+    )
     if status.strip(b"\0"):
         return False, "the work tree has uncommitted changes"
     return True, "clean at the base commit"
@@ -108,10 +121,16 @@ def tree_equals_directory(store_repo: Path, tree: str, directory: Path, scratch:
         }
         (Path(temp) / "objects").mkdir()
         _git(["read-tree", tree], git_dir=store_repo, env=env)
-        _git(["update-index", "-q", "--refresh"], git_dir=store_repo, env=env, cwd=directory,
-             ok_codes=(0, 1))
-        changed = _git(["diff-files", "--name-only", "-z"], git_dir=store_repo, env=env,
-                       cwd=directory)
+        _git(
+            ["update-index", "-q", "--refresh"],
+            git_dir=store_repo,
+            env=env,
+            cwd=directory,
+            ok_codes=(0, 1),
+        )
+        changed = _git(
+            ["diff-files", "--name-only", "-z"], git_dir=store_repo, env=env, cwd=directory
+        )
         extra = _git(["ls-files", "--others", "-z"], git_dir=store_repo, env=env, cwd=directory)
         return not changed.strip(b"\0") and not extra.strip(b"\0")
 
@@ -127,8 +146,14 @@ def bring_objects(source: SourceRepo, store_repo: Path, commit: str) -> None:
 def add_worktree(source: SourceRepo, into: Path, branch: str, base: str) -> str:
     """Add a git worktree of the user's repo at `into` on a fresh `branch` starting at `base`."""
     name = branch
-    existing = _git(["for-each-ref", "--format=%(refname:short)", "refs/heads/pitstop/"],
-                    cwd=source.toplevel).decode().split()
+    existing = (
+        _git(
+            ["for-each-ref", "--format=%(refname:short)", "refs/heads/pitstop/"],
+            cwd=source.toplevel,
+        )
+        .decode()
+        .split()
+    )
     suffix = 1
     while name in existing:
         suffix += 1
