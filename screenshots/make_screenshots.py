@@ -1,0 +1,111 @@
+"""Render the real dashboard on the demo store into screenshots/*.svg, and PNG where possible.
+
+    .venv/bin/python screenshots/make_screenshots.py
+
+The store comes from the same builder the snapshot tests use (tests/tui/demo_env.py: frozen
+clock, fixed build path), so the images match what the tests check. PNGs need `rsvg-convert`
+(Debian: librsvg2-bin) or an ImageMagick `convert` that reads SVG; without either only the SVGs
+are written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "tui")]
+
+from demo_env import TERMINAL_SIZE, build_reproducible_demo, isolated_env  # noqa: E402
+
+from core.demo import INVOICE_CURRENCY  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Shot:
+    """One screenshot: a file name, the theme, the task to open (if any) and keys to press."""
+
+    name: str
+    title: str
+    theme: str | None = None
+    task: str | None = None
+    keys: tuple[str, ...] = ()
+
+
+SHOTS = (
+    Shot("dashboard", "Pitstop — every paused task, triaged"),
+    Shot("task-overview", "Pitstop — a task's checkpoint", task=INVOICE_CURRENCY),
+    Shot("task-diff", "Pitstop — the checkpoint's diff", task=INVOICE_CURRENCY, keys=("d",)),
+    Shot("dashboard-light", "Pitstop — light theme", theme="pitstop-light",
+         keys=("slash", *"invoicer", "enter")),
+)
+
+
+async def _settle(pilot) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(3):
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def render(shot: Shot, store: Path) -> str:
+    """The SVG of the real app after the shot's steps."""
+    from tui.app import PitstopApp
+
+    app = PitstopApp(store, theme=shot.theme)
+    async with app.run_test(size=TERMINAL_SIZE) as pilot:
+        await _settle(pilot)
+        if shot.task:
+            app.open_task(shot.task)
+            await _settle(pilot)
+        for key in shot.keys:
+            await pilot.press(key)
+            await _settle(pilot)
+        svg = app.export_screenshot(title=shot.title)
+    # Spaces are significant in a terminal; some SVG renderers collapse them otherwise.
+    return svg.replace("<svg ", '<svg xml:space="preserve" ', 1)
+
+
+def svg_to_png_command(svg_path: Path, png_path: Path) -> list[str] | None:
+    """A command that turns the SVG into a PNG on this machine, or None if nothing can."""
+    if shutil.which("rsvg-convert"):
+        return ["rsvg-convert", "--format=png", "--output", str(png_path), str(svg_path)]
+    convert = shutil.which("convert")
+    if convert:
+        formats = subprocess.run([convert, "-list", "format"], capture_output=True, text=True)
+        if formats.returncode == 0 and " SVG" in formats.stdout:
+            return [convert, str(svg_path), str(png_path)]
+    return None
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="pitstop-screenshots-") as scratch_dir:
+        scratch = Path(scratch_dir)
+        store = build_reproducible_demo(scratch / "store", scratch / "build")
+        os.environ.update(isolated_env(scratch / "render"))
+        converted = True
+        for shot in SHOTS:
+            svg_path = HERE / f"{shot.name}.svg"
+            svg_path.write_text(asyncio.run(render(shot, store)), encoding="utf-8")
+            written = [svg_path]
+            command = svg_to_png_command(svg_path, svg_path.with_suffix(".png"))
+            if command:
+                subprocess.run(command, check=True)
+                written.append(svg_path.with_suffix(".png"))
+            converted = converted and command is not None
+            print(" ".join(str(path.relative_to(ROOT)) for path in written))
+        if not converted:
+            print("no SVG converter found (apt-get install librsvg2-bin); wrote SVGs only",
+                  file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,90 @@
+"""SVG snapshots of the main screens on the demo store, with a frozen clock.
+
+Regenerate after an intended change with `pytest tests/tui/test_snapshots.py --snapshot-update`
+and look at the report before committing the new SVGs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from demo_env import TERMINAL_SIZE
+from textual.pilot import Pilot
+
+from core.demo import BUMP_DEPENDENCIES, INVOICE_CURRENCY
+from tui.app import PitstopApp
+
+pytestmark = pytest.mark.usefixtures("tui_environment")
+
+SnapCompare = Callable[..., bool]
+
+
+async def settle(pilot: Pilot[None]) -> None:
+    """Wait until every worker has finished and its message has been handled."""
+    for _ in range(3):
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def steps(*keys: str) -> Callable[[Pilot[None]], Awaitable[None]]:
+    """Settle, then press each key and settle again."""
+
+    async def run(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
+
+    return run
+
+
+def open_task(task_id: str, *keys: str) -> Callable[[Pilot[None]], Awaitable[None]]:
+    """Open `task_id` from the dashboard, then press `keys`."""
+
+    async def run(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        app = pilot.app
+        assert isinstance(app, PitstopApp)
+        app.open_task(task_id)
+        await steps(*keys)(pilot)
+
+    return run
+
+
+def test_dashboard(snap_compare: SnapCompare, demo_store: Path) -> None:
+    assert snap_compare(PitstopApp(demo_store), terminal_size=TERMINAL_SIZE, run_before=steps())
+
+
+def test_dashboard_filtered_in_the_light_theme(snap_compare: SnapCompare, demo_store: Path) -> None:
+    assert snap_compare(
+        PitstopApp(demo_store, theme="pitstop-light"),
+        terminal_size=TERMINAL_SIZE,
+        run_before=steps("slash", *"shopfront", "enter", "j"),
+    )
+
+
+def test_task_overview(snap_compare: SnapCompare, demo_store: Path) -> None:
+    assert snap_compare(
+        PitstopApp(demo_store), terminal_size=TERMINAL_SIZE, run_before=open_task(INVOICE_CURRENCY)
+    )
+
+
+def test_task_diff(snap_compare: SnapCompare, demo_store: Path) -> None:
+    assert snap_compare(
+        PitstopApp(demo_store),
+        terminal_size=TERMINAL_SIZE,
+        run_before=open_task(INVOICE_CURRENCY, "d"),
+    )
+
+
+def test_incomplete_checkpoint_in_the_contrast_theme(
+    snap_compare: SnapCompare, demo_store: Path
+) -> None:
+    assert snap_compare(
+        PitstopApp(demo_store, theme="pitstop-contrast"),
+        terminal_size=TERMINAL_SIZE,
+        run_before=open_task(BUMP_DEPENDENCIES, "j"),
+    )

@@ -1,0 +1,188 @@
+"""The Pitstop dashboard: the Textual app, its themes, keymap and command palette.
+
+The app owns one `Engine` for the UI thread; screens read the store in thread workers that open
+their own engine (`engine.for_thread()`) and post messages back, so the UI never waits on
+SQLite or git.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from core.engine import Engine, TaskSummary
+from core.errors import UsageError
+from core.models import Interface
+from tui.commands import PitstopCommands
+from tui.screens.dashboard import DashboardScreen
+from tui.screens.task import TaskScreen
+from tui.themes import (
+    DEFAULT_THEME,
+    load_bundled_themes,
+    load_user_themes,
+    variable_defaults,
+)
+
+
+class PitstopApp(App[None]):
+    """Supervise paused agent tasks: triage them, read their checkpoints and diffs."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "Pitstop"
+    COMMANDS = App.COMMANDS | {PitstopCommands}
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit Pitstop"),
+        Binding(
+            "question_mark",
+            "toggle_help",
+            "Keys",
+            key_display="?",
+            id="app.help",
+            tooltip="Show or hide every key for this screen",
+        ),
+        # Declared here (not left to Textual) so `:` can share the action and both can be remapped.
+        Binding(
+            "ctrl+p",
+            "command_palette",
+            "Palette",
+            show=False,
+            priority=True,
+            id="app.palette",
+            tooltip="Open the command palette: tasks, themes, sorting",
+        ),
+        Binding(
+            "colon",
+            "command_palette",
+            "Palette",
+            key_display=":",
+            show=False,
+            id="app.palette_colon",
+            tooltip="Open the command palette",
+        ),
+    ]
+
+    def __init__(
+        self,
+        store_root: Path | None = None,
+        theme: str | None = None,
+        *,
+        engine: Engine | None = None,
+    ) -> None:
+        super().__init__()
+        self._owns_engine = engine is None
+        self.engine = engine or Engine(store_root, interface=Interface.TUI)
+        self.known_tasks: dict[str, str] = {}
+        self.theme_problems: list[str] = []
+        self.pitstop_theme_names: list[str] = []
+        self._register_themes()
+        self.theme = self._choose_theme(theme)
+        keymap = dict(self.engine.config.keymap)
+        if keymap:
+            self.set_keymap(keymap)
+
+    # --- themes ----------------------------------------------------------------------------
+
+    def _register_themes(self) -> None:
+        bundled = load_bundled_themes()
+        user = load_user_themes()
+        self.theme_problems = [*bundled.problems, *user.problems]
+        themes = {**bundled.themes, **user.themes}  # a user theme may replace a bundled one
+        for theme in themes.values():
+            self.register_theme(theme)
+        self.pitstop_theme_names = sorted(themes)
+
+    def _choose_theme(self, requested: str | None) -> str:
+        if requested:
+            if requested not in self.available_themes:
+                raise UsageError(
+                    f"unknown theme {requested!r}; choose one of "
+                    f"{', '.join(self.pitstop_theme_names or sorted(self.available_themes))}"
+                )
+            return requested
+        configured = self.engine.config.theme
+        if configured and configured in self.available_themes:
+            return configured
+        if configured:
+            self.theme_problems.append(
+                f"config.toml names theme {configured!r}, which is not installed; "
+                f"using {DEFAULT_THEME}"
+            )
+        return DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        """Pitstop's variables for themes that do not set them (Textual's own, say)."""
+        return variable_defaults(self.current_theme)
+
+    def command_theme(self, name: str) -> None:
+        """Switch to theme `name`."""
+        self.theme = name
+
+    # --- screens ---------------------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen[None]:
+        return DashboardScreen()
+
+    def on_mount(self) -> None:
+        for problem in self.theme_problems:
+            self.notify(
+                problem, title="Theme problem", severity="warning", timeout=10, markup=False
+            )
+
+    def on_unmount(self) -> None:
+        if self._owns_engine:
+            self.engine.close()
+
+    def remember_tasks(self, summaries: Sequence[TaskSummary]) -> None:
+        """Keep task ids and objectives for the command palette."""
+        self.known_tasks = {s.task.id: s.task.objective for s in summaries}
+
+    def open_task(self, task_id: str) -> None:
+        """Show one task's checkpoints (replacing another task's screen)."""
+        if isinstance(self.screen, TaskScreen):
+            self.pop_screen()
+        self.push_screen(TaskScreen(task_id))
+
+    def dashboard(self) -> DashboardScreen:
+        """Return to the dashboard and return it."""
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, DashboardScreen):
+            self.pop_screen()
+        screen = self.screen
+        assert isinstance(screen, DashboardScreen), "the dashboard is the default screen"
+        return screen
+
+    def command_filter(self) -> None:
+        """Back to the dashboard, typing into its filter."""
+        self.dashboard().action_filter()
+
+    def command_set_filter(self, text: str) -> None:
+        """Back to the dashboard, filtered to `text`."""
+        self.dashboard().set_filter(text)
+
+    def command_sort(self, column: str) -> None:
+        """Back to the dashboard, sorted by `column`."""
+        self.dashboard().sort_by(column)
+
+    def command_refresh(self) -> None:
+        """Read the current screen's data from the store again."""
+        screen = self.screen
+        if isinstance(screen, DashboardScreen | TaskScreen):
+            screen.action_refresh()
+
+    def action_toggle_help(self) -> None:
+        """Show or hide the panel listing every key of the focused screen."""
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
+
+
+def run_dashboard(store_root: Path | None, theme: str | None = None) -> None:
+    """Open the dashboard on the store at `store_root` (or the default one) until the user quits."""
+    PitstopApp(store_root, theme=theme).run()

@@ -1,0 +1,72 @@
+"""The command palette (`ctrl+p` or `:`): `"group: verb"` commands backed by app methods.
+
+Tasks come from the list the dashboard last loaded, so opening the palette never waits on the
+store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, cast
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+if TYPE_CHECKING:
+    from tui.app import PitstopApp
+
+# (label, callback, help)
+Command = tuple[str, Callable[[], object], str]
+
+SORTABLE_COLUMNS = ("status", "task", "objective", "repo", "age", "checkpoints", "budget")
+
+
+class PitstopCommands(Provider):
+    """Open tasks, switch themes, filter, sort and refresh the dashboard."""
+
+    @property
+    def pitstop(self) -> PitstopApp:
+        """The app, typed."""
+        return cast("PitstopApp", self.app)
+
+    def commands(self) -> list[Command]:
+        """Every command the palette offers right now."""
+        app = self.pitstop
+        found: list[Command] = []
+        for task_id, objective in app.known_tasks.items():
+            found.append((f"task: open {task_id}", partial(app.open_task, task_id), objective))
+        for name in app.pitstop_theme_names:
+            found.append(
+                (f"theme: {name}", partial(app.command_theme, name), f"Switch to the {name} theme")
+            )
+        found += [
+            ("tasks: filter", app.command_filter, "Filter the task list (also `/`)"),
+            ("tasks: clear filter", partial(app.command_set_filter, ""), "Show every task again"),
+            ("tasks: refresh", app.command_refresh, "Read the task list from the store again"),
+        ]
+        found += [
+            (
+                f"tasks: sort by {column}",
+                partial(app.command_sort, column),
+                f"Sort the task list by {column}; again to reverse",
+            )
+            for column in SORTABLE_COLUMNS
+        ]
+        found += [
+            ("help: keys", app.action_toggle_help, "Show or hide every key of this screen (`?`)"),
+            ("app: quit", app.action_quit, "Quit Pitstop"),
+        ]
+        return found
+
+    async def discover(self) -> Hits:
+        """Everything, for an empty palette."""
+        for label, callback, help_text in self.commands():
+            yield DiscoveryHit(label, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        """Commands whose label fuzzily matches `query`."""
+        matcher = self.matcher(query)
+        for label, callback, help_text in self.commands():
+            score = matcher.match(label)
+            if score > 0:
+                yield Hit(score, matcher.highlight(label), callback, help=help_text)

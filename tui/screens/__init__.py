@@ -1,0 +1,1 @@
+"""The dashboard's screens: the task list and one task's checkpoints."""

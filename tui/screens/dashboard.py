@@ -1,0 +1,170 @@
+"""The dashboard: every task in the store, triaged, filterable, one key from its checkpoints."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from core.errors import PitstopError
+from tui.messages import LoadFailed, TasksLoaded
+from tui.widgets.summary_bar import SummaryBar
+from tui.widgets.task_preview import TaskPreview
+from tui.widgets.task_table import TaskTable
+
+if TYPE_CHECKING:
+    from tui.app import PitstopApp
+
+
+class DashboardScreen(Screen[None]):
+    """The task table with a summary bar above and the highlighted task below."""
+
+    AUTO_FOCUS = "#tasks"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "slash",
+            "filter",
+            "Filter",
+            key_display="/",
+            id="dashboard.filter",
+            tooltip="Filter tasks by words in their id, status, repo or objective",
+        ),
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="dashboard.clear_filter"),
+        Binding(
+            "r",
+            "refresh",
+            "Refresh",
+            id="dashboard.refresh",
+            tooltip="Read the task list from the store again",
+        ),
+    ]
+
+    @property
+    def pitstop(self) -> PitstopApp:
+        """The app, typed."""
+        return cast("PitstopApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="◆")
+        yield SummaryBar(id="summary")
+        with Horizontal(id="filter-bar"):
+            yield Static("filter /", id="filter-prompt")
+            yield Input(placeholder="words in id, status, repo or objective", id="filter")
+        yield TaskTable(id="tasks")
+        yield TaskPreview(id="preview")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#filter-bar").display = False
+        self.query_one(TaskPreview).show(None)
+        self.load_tasks()
+
+    # --- reading the store ---------------------------------------------------------------
+
+    @work(thread=True, exit_on_error=False, group="tasks", exclusive=True)
+    def load_tasks(self) -> None:
+        """Read every task with its checkpoint count, off the UI thread."""
+        try:
+            with self.pitstop.engine.for_thread() as engine:
+                summaries = engine.task_summaries()
+        except PitstopError as exc:
+            self.post_message(LoadFailed("tasks", exc.message))
+            return
+        if not get_current_worker().is_cancelled:
+            self.post_message(TasksLoaded(summaries))
+
+    @on(TasksLoaded)
+    def _show_tasks(self, event: TasksLoaded) -> None:
+        self.pitstop.remember_tasks(event.summaries)
+        table = self.query_one(TaskTable)
+        table.show(event.summaries)
+        self._update_summary()
+        self._update_preview()
+
+    @on(LoadFailed)
+    def _load_failed(self, event: LoadFailed) -> None:
+        self.notify(
+            event.message, title=f"Could not load {event.what}", severity="error", markup=False
+        )
+
+    @on(Worker.StateChanged)
+    def _worker_crashed(self, event: Worker.StateChanged) -> None:
+        if event.state is WorkerState.ERROR:
+            self.notify(
+                str(event.worker.error),
+                title="Something went wrong",
+                severity="error",
+                markup=False,
+            )
+
+    # --- the table -------------------------------------------------------------------------
+
+    def _update_summary(self) -> None:
+        table = self.query_one(TaskTable)
+        self.query_one(SummaryBar).show(table.summaries, len(table.shown), table.filter_text)
+
+    def _update_preview(self) -> None:
+        table = self.query_one(TaskTable)
+        selected = table.selected_task_id
+        summary = next((s for s in table.summaries if s.task.id == selected), None)
+        self.query_one(TaskPreview).show(summary)
+
+    @on(DataTable.RowHighlighted, "#tasks")
+    def _row_highlighted(self) -> None:
+        self._update_preview()
+
+    @on(DataTable.RowSelected, "#tasks")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.pitstop.open_task(str(event.row_key.value))
+
+    @on(DataTable.HeaderSelected, "#tasks")
+    def _header_selected(self, event: DataTable.HeaderSelected) -> None:
+        if event.column_key.value is not None:
+            self.query_one(TaskTable).sort_by(str(event.column_key.value))
+
+    def action_refresh(self) -> None:
+        """Read the task list again."""
+        self.load_tasks()
+
+    # --- the filter ------------------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        """Show the filter box and type into it."""
+        self.query_one("#filter-bar").display = True
+        self.query_one("#filter", Input).focus()
+
+    def action_clear_filter(self) -> None:
+        """Clear and hide the filter, back to the full table."""
+        box = self.query_one("#filter", Input)
+        if box.value:
+            box.value = ""
+        self.query_one("#filter-bar").display = False
+        self.query_one(TaskTable).focus()
+
+    def set_filter(self, text: str) -> None:
+        """Filter the table to `text` (as if typed after `/`)."""
+        self.query_one("#filter-bar").display = bool(text)
+        self.query_one("#filter", Input).value = text
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.query_one(TaskTable).set_filter(event.value)
+        self._update_summary()
+        self._update_preview()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        self.query_one("#filter-bar").display = bool(event.value)
+        self.query_one(TaskTable).focus()
+
+    def sort_by(self, column: str) -> None:
+        """Sort the table by `column` (as if its header were clicked)."""
+        self.query_one(TaskTable).sort_by(column)

@@ -1,0 +1,271 @@
+"""One task: its checkpoint timeline on the left, the selected checkpoint's tabs on the right."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Footer, Header, OptionList, Static, TabbedContent, TabPane
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from core.errors import PitstopError
+from core.models import Checkpoint, CheckpointState, Task
+from tui.messages import CheckpointLoaded, CheckpointsLoaded, DiffLoaded, LoadFailed
+from tui.widgets.diff_view import DiffView
+from tui.widgets.formatting import escape, repo_name, status_markup
+from tui.widgets.overview import CheckpointOverview
+from tui.widgets.timeline import CheckpointTimeline
+
+if TYPE_CHECKING:
+    from tui.app import PitstopApp
+
+
+def heading_markup(task: Task, checkpoints: list[Checkpoint]) -> str:
+    """`id  ▶ running  objective` and the agent, repo and checkpoint counts under it."""
+    complete = sum(1 for c in checkpoints if c.state is CheckpointState.COMPLETE)
+    incomplete = len(checkpoints) - complete
+    agent = " · ".join(str(part) for part in (task.harness, task.model) if part) or "agent unknown"
+    counts = f"{complete} checkpoints" + (f", {incomplete} incomplete" if incomplete else "")
+    return (
+        f"[b]{escape(task.id)}[/]  {status_markup(task.status)}  {escape(task.objective)}\n"
+        f"[dim]{escape(repo_name(task))} · {escape(agent)} · {counts}[/]"
+    )
+
+
+class TaskScreen(Screen[None]):
+    """The checkpoints of one task; `esc` goes back to the dashboard."""
+
+    AUTO_FOCUS = "#timeline"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back", id="task.back", tooltip="Back to the task list"),
+        Binding(
+            "o",
+            "show_tab('overview')",
+            "Overview",
+            id="task.overview",
+            tooltip="What the checkpoint says: steps, agent, budgets, environment",
+        ),
+        Binding(
+            "d",
+            "show_tab('diff')",
+            "Diff",
+            id="task.diff",
+            tooltip="The checkpoint's changes as a unified diff",
+        ),
+        Binding(
+            "b",
+            "toggle_against",
+            "Base/previous",
+            id="task.against",
+            tooltip="Compare with the base commit or with the previous checkpoint",
+        ),
+        Binding("r", "refresh", "Refresh", id="task.refresh", show=False),
+    ]
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__()
+        self.task_id = task_id
+        self.task_record: Task | None = None
+        self.checkpoints: dict[str, Checkpoint] = {}
+        self.selected_ref: str | None = None
+        self.against = "base"
+        self._diff_shown_for: tuple[str, str] | None = None
+        self._reselect: str | None = None
+
+    @property
+    def pitstop(self) -> PitstopApp:
+        """The app, typed."""
+        return cast("PitstopApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="◆")
+        yield Static(Content(self.task_id), id="task-heading")
+        with Horizontal(id="task-body"):
+            with Vertical(id="timeline-pane"):
+                yield Static("Checkpoints", id="timeline-title", classes="pane-title")
+                yield CheckpointTimeline(id="timeline")
+            with TabbedContent(id="tabs", initial="overview"):
+                with TabPane("Overview", id="overview"):
+                    yield CheckpointOverview(id="overview-view")
+                with TabPane("Diff", id="diff"):
+                    yield DiffView(id="diff-view")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = self.task_id
+        self.query_one(CheckpointOverview).show_message("[dim]Loading checkpoints…[/]")
+        self.load_checkpoints()
+
+    # --- workers: each reads the store on its own engine and posts one message ------------------
+
+    @work(thread=True, exit_on_error=False, group="checkpoints", exclusive=True)
+    def load_checkpoints(self) -> None:
+        """The task and its checkpoint list."""
+        try:
+            with self.pitstop.engine.for_thread() as engine:
+                task = engine.get_task(self.task_id)
+                checkpoints = engine.list_checkpoints(self.task_id)
+        except PitstopError as exc:
+            self.post_message(LoadFailed("task", exc.message))
+            return
+        if not get_current_worker().is_cancelled:
+            self.post_message(CheckpointsLoaded(task, checkpoints))
+
+    @work(thread=True, exit_on_error=False, group="checkpoint", exclusive=True)
+    def load_checkpoint(self, ref: str) -> None:
+        """One checkpoint with its manifest."""
+        try:
+            with self.pitstop.engine.for_thread() as engine:
+                checkpoint = engine.get_checkpoint(ref)
+        except PitstopError as exc:
+            self.post_message(LoadFailed("checkpoint", exc.message, ref))
+            return
+        if not get_current_worker().is_cancelled:
+            self.post_message(CheckpointLoaded(checkpoint))
+
+    @work(thread=True, exit_on_error=False, group="diff", exclusive=True)
+    def load_diff(self, ref: str, against: str) -> None:
+        """Changed files and the unified diff; git work, so never on the UI thread."""
+        try:
+            with self.pitstop.engine.for_thread() as engine:
+                files = engine.changed_files(ref, against)
+                diff = engine.diff(ref, against)
+        except PitstopError as exc:
+            self.post_message(LoadFailed("diff", exc.message, ref))
+            return
+        if not get_current_worker().is_cancelled:
+            self.post_message(DiffLoaded(ref, against, files, diff))
+
+    # --- results -------------------------------------------------------------------------
+
+    @on(CheckpointsLoaded)
+    def _show_checkpoints(self, event: CheckpointsLoaded) -> None:
+        self.task_record = event.task
+        self.checkpoints = {c.ref: c for c in event.checkpoints}
+        self.query_one("#task-heading", Static).update(
+            Content.from_markup(heading_markup(event.task, event.checkpoints))
+        )
+        timeline = self.query_one(CheckpointTimeline)
+        timeline.show(event.checkpoints, select=self.selected_ref or self._reselect)
+        self._reselect = None
+        if not event.checkpoints:
+            self.query_one(CheckpointOverview).show_message(
+                f"[dim]No checkpoints yet. An agent makes one with "
+                f"`pitstop checkpoint {escape(self.task_id)}`.[/]"
+            )
+            self.query_one(DiffView).show_message("[dim]No checkpoints yet.[/]")
+
+    @on(OptionList.OptionHighlighted, "#timeline")
+    def _checkpoint_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        ref = event.option.id
+        if ref is None or ref == self.selected_ref:
+            return
+        self.selected_ref = ref
+        self.query_one(CheckpointOverview).show_message(f"[dim]Loading {escape(ref)}…[/]")
+        self.load_checkpoint(ref)
+        self._diff_shown_for = None
+        if self.query_one(TabbedContent).active == "diff":
+            self._refresh_diff()
+
+    @on(CheckpointLoaded)
+    def _show_checkpoint(self, event: CheckpointLoaded) -> None:
+        if event.checkpoint.ref != self.selected_ref or self.task_record is None:
+            return
+        self.checkpoints[event.checkpoint.ref] = event.checkpoint
+        self.query_one(CheckpointOverview).show(self.task_record, event.checkpoint)
+
+    @on(DiffLoaded)
+    def _show_diff(self, event: DiffLoaded) -> None:
+        if (event.ref, event.against) != (self.selected_ref, self.against):
+            return  # the user has moved on; a newer load is on its way
+        checkpoint = self.checkpoints.get(event.ref)
+        self.query_one(DiffView).show(
+            event.ref,
+            event.against,
+            checkpoint.base_commit if checkpoint else None,
+            event.files,
+            event.diff,
+        )
+
+    @on(LoadFailed)
+    def _load_failed(self, event: LoadFailed) -> None:
+        if event.ref is not None and event.ref != self.selected_ref:
+            return
+        message = f"[$error]Could not load the {escape(event.what)}:[/] {escape(event.message)}"
+        if event.what == "diff":
+            self.query_one(DiffView).show_message(message)
+            self._diff_shown_for = None
+        elif event.what == "checkpoint":
+            self.query_one(CheckpointOverview).show_message(message)
+        else:
+            self.notify(
+                event.message,
+                title=f"Could not load the {event.what}",
+                severity="error",
+                markup=False,
+            )
+
+    @on(Worker.StateChanged)
+    def _worker_crashed(self, event: Worker.StateChanged) -> None:
+        if event.state is WorkerState.ERROR:
+            self.notify(
+                str(event.worker.error),
+                title="Something went wrong",
+                severity="error",
+                markup=False,
+            )
+
+    # --- the diff tab ----------------------------------------------------------------------
+
+    @on(TabbedContent.TabActivated, "#tabs")
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "diff":
+            self._refresh_diff()
+
+    def _refresh_diff(self) -> None:
+        ref = self.selected_ref
+        if ref is None or self._diff_shown_for == (ref, self.against):
+            return
+        self._diff_shown_for = (ref, self.against)
+        view = self.query_one(DiffView)
+        checkpoint = self.checkpoints.get(ref)
+        if checkpoint is not None and checkpoint.state is not CheckpointState.COMPLETE:
+            view.show_message(
+                f"[$checkpoint-incomplete b]{escape(ref)} is {checkpoint.state.value}:[/] "
+                "it has no verified snapshot to compare. Pick a complete checkpoint."
+            )
+            return
+        view.show_message(f"[dim]Computing the diff of {escape(ref)} against {self.against}…[/]")
+        self.load_diff(ref, self.against)
+
+    # --- actions ---------------------------------------------------------------------------
+
+    def action_back(self) -> None:
+        """Back to the dashboard."""
+        self.app.pop_screen()
+
+    def action_show_tab(self, tab: str) -> None:
+        """Switch to the Overview or Diff tab."""
+        self.query_one(TabbedContent).active = tab
+
+    def action_toggle_against(self) -> None:
+        """Compare with the base commit, or with the previous complete checkpoint."""
+        self.against = "previous" if self.against == "base" else "base"
+        self._diff_shown_for = None
+        tabs = self.query_one(TabbedContent)
+        if tabs.active == "diff":
+            self._refresh_diff()
+        else:
+            tabs.active = "diff"
+
+    def action_refresh(self) -> None:
+        """Read the checkpoints again, staying on the selected one."""
+        self._reselect, self.selected_ref = self.selected_ref, None
+        self._diff_shown_for = None
+        self.load_checkpoints()

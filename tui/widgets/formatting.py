@@ -1,0 +1,140 @@
+"""Small, pure formatters shared by the dashboard's widgets: sizes, budgets, bars, names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.markup import escape
+
+from core.models import CheckpointState, Task, TaskStatus
+
+STATUS_GLYPHS = {
+    TaskStatus.RUNNING: "▶",
+    TaskStatus.WAITING: "◐",
+    TaskStatus.PAUSED: "‖",
+    TaskStatus.RESUMING: "↻",
+    TaskStatus.DONE: "✔",
+    TaskStatus.CANCELLED: "✖",
+    TaskStatus.EXPIRED: "◌",
+}
+
+# The order operators triage in: what needs a person first, finished work last.
+STATUS_ATTENTION = {
+    TaskStatus.WAITING: 0,
+    TaskStatus.PAUSED: 1,
+    TaskStatus.RESUMING: 2,
+    TaskStatus.RUNNING: 3,
+    TaskStatus.DONE: 4,
+    TaskStatus.CANCELLED: 5,
+    TaskStatus.EXPIRED: 6,
+}
+
+CHECKPOINT_GLYPHS = {
+    CheckpointState.COMPLETE: "●",
+    CheckpointState.WRITING: "◌",
+    CheckpointState.INCOMPLETE: "✗",
+}
+
+
+def status_variable(status: TaskStatus) -> str:
+    """The theme variable that colours a task status, e.g. `status-waiting`."""
+    return f"status-{status.value}"
+
+
+def status_markup(status: TaskStatus) -> str:
+    """A coloured glyph and name for a status, as Textual content markup."""
+    return f"[${status_variable(status)}]{STATUS_GLYPHS[status]} {status.value}[/]"
+
+
+def checkpoint_markup(state: CheckpointState) -> str:
+    """A coloured glyph and name for a checkpoint state."""
+    return f"[$checkpoint-{state.value}]{CHECKPOINT_GLYPHS[state]} {state.value}[/]"
+
+
+def human_bytes(count: int | None) -> str:
+    """`2.7 KiB`, `14 MiB`; an em dash when unknown."""
+    if count is None:
+        return "—"
+    size = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            if unit == "B":
+                return f"{int(size)} B"
+            return f"{size:.1f} {unit}" if size < 100 else f"{size:.0f} {unit}"
+        size /= 1024
+    return f"{size:.0f} GiB"  # pragma: no cover - the loop always returns
+
+
+def human_count(value: float) -> str:
+    """`1.3M`, `740k`, `96` for token counts in narrow columns."""
+    if value >= 1_000_000:
+        return f"{value / 1_000_000:.1f}M"
+    if value >= 10_000:
+        return f"{value / 1000:.0f}k"
+    if value >= 1000:
+        return f"{value / 1000:.1f}k"
+    return f"{value:.0f}"
+
+
+def repo_name(task: Task) -> str:
+    """The repository's directory name, which is how people name repos."""
+    return Path(task.repo_root).name or task.repo_root
+
+
+def budget_fraction(task: Task) -> float | None:
+    """The largest share of any budget the task has spent (USD first), or None with no budget."""
+    shares = []
+    if task.budget.usd:
+        shares.append(task.usd_used / task.budget.usd)
+    if task.budget.tokens:
+        shares.append(task.tokens_used / task.budget.tokens)
+    return max(shares) if shares else None
+
+
+def budget_summary(task: Task) -> str:
+    """`$14.20/$25 57%` (or tokens when only a token budget is set) for the task table."""
+    fraction = budget_fraction(task)
+    if task.budget.usd:
+        spent = f"${task.usd_used:,.2f}/${task.budget.usd:,.0f}"
+    elif task.budget.tokens:
+        spent = f"{human_count(task.tokens_used)}/{human_count(task.budget.tokens)}"
+    else:
+        return f"${task.usd_used:,.2f}" if task.usd_used else "—"
+    return f"{spent} {fraction:.0%}" if fraction is not None else spent
+
+
+def bar_markup(fraction: float | None, width: int = 20) -> str:
+    """A horizontal bar in theme colours; over budget turns the whole bar `budget-over`."""
+    if fraction is None:
+        return "[dim]" + "╌" * width + "[/]"
+    filled = max(0, min(width, round(fraction * width)))
+    colour = "$budget-over" if fraction > 1 else "$budget-bar"
+    return f"[{colour}]{'━' * filled}[/][dim]{'━' * (width - filled)}[/]"
+
+
+def truncate(text: str, width: int) -> str:
+    """Cut `text` to `width` cells with an ellipsis, on one line."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: max(0, width - 1)] + "…"
+
+
+def short_sha(sha: str | None) -> str:
+    """The first seven hex digits of an object id."""
+    return sha[:7] if sha else "—"
+
+
+__all__ = [
+    "STATUS_ATTENTION",
+    "bar_markup",
+    "budget_fraction",
+    "budget_summary",
+    "checkpoint_markup",
+    "escape",
+    "human_bytes",
+    "human_count",
+    "repo_name",
+    "short_sha",
+    "status_markup",
+    "status_variable",
+    "truncate",
+]

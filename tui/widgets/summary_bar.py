@@ -1,0 +1,43 @@
+"""One line of counts above the task table: what needs a person, and everything else."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from textual.content import Content
+from textual.widgets import Static
+
+from core.engine import TaskSummary
+from core.models import TaskStatus
+from tui.widgets.formatting import STATUS_GLYPHS, status_variable
+
+# Statuses a person has to act on, shown first and counted as "need attention".
+ATTENTION = (TaskStatus.WAITING, TaskStatus.PAUSED)
+
+
+class SummaryBar(Static):
+    """`2 need attention · ⏸ 1 waiting · ⏸ 1 paused · ▶ 1 running …`, coloured by status."""
+
+    def show(self, summaries: Sequence[TaskSummary], shown: int, filter_text: str) -> None:
+        """Update the counts; `shown` is how many rows the filter lets through."""
+        counts = Counter(summary.task.status for summary in summaries)
+        attention = sum(counts[status] for status in ATTENTION)
+        parts: list[Content | str] = []
+        if attention:
+            parts.append(Content.from_markup(f"[b $warning]{attention} need attention[/]"))
+        else:
+            parts.append(Content.from_markup("[$success]nothing needs attention[/]"))
+        for status in TaskStatus:
+            if counts[status]:
+                parts.append(
+                    Content.from_markup(
+                        f"[${status_variable(status)}]{STATUS_GLYPHS[status]} "
+                        f"{counts[status]} {status.value}[/]"
+                    )
+                )
+        total = f"{len(summaries)} tasks"
+        if filter_text:
+            total = f"{shown} of {len(summaries)} tasks match “{filter_text}”"
+        parts.append(Content(total).stylize("dim"))
+        self.update(Content(" · ").join(parts))

@@ -1,0 +1,69 @@
+"""The panel under the task table: the highlighted task in full, without opening it."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import Static
+
+from core import clock
+from core.engine import TaskSummary
+from tui.widgets.formatting import bar_markup, escape, human_count, repo_name, status_markup
+
+
+def _money(value: float) -> str:
+    return f"${value:,.0f}" if float(value).is_integer() else f"${value:,.2f}"
+
+
+def budget_lines(
+    tokens: tuple[float, float | None],
+    usd: tuple[float, float | None],
+    minutes: tuple[float, float | None] | None = None,
+    width: int = 24,
+    label_width: int = 8,
+) -> list[str]:
+    """Markup lines `tokens ━━━━ 1.3M / 2.0M 66%` for each budget, set or not."""
+    rows: list[tuple[str, float, float | None, str]] = [
+        ("tokens", tokens[0], tokens[1], "tokens"),
+        ("usd", usd[0], usd[1], "usd"),
+    ]
+    if minutes is not None:
+        rows.append(("minutes", minutes[0], minutes[1], "minutes"))
+    lines = []
+    for label, used, limit, kind in rows:
+        if kind == "usd":
+            spent = _money(used) + (f"/{_money(limit)}" if limit else "")
+        elif kind == "tokens":
+            spent = human_count(used) + (f"/{human_count(limit)}" if limit else "")
+        else:
+            spent = f"{used:,.0f}" + (f"/{limit:,.0f}" if limit else "") + " min"
+        fraction = used / limit if limit else None
+        share = f" {fraction:.0%}" if fraction is not None else " no limit"
+        lines.append(f"[dim]{label:<{label_width}}[/]{bar_markup(fraction, width)} {spent}{share}")
+    return lines
+
+
+class TaskPreview(Static):
+    """Objective, agent, repository and budgets of one task."""
+
+    def show(self, summary: TaskSummary | None) -> None:
+        """Describe `summary`'s task, or say that nothing is selected."""
+        if summary is None:
+            self.update(Content.from_markup("[dim]No task selected.[/]"))
+            return
+        task = summary.task
+        agent = " · ".join(str(part) for part in (task.harness, task.model) if part) or "unknown"
+        last = (
+            f"{clock.humanize_age(summary.last_checkpoint_at)} ago"
+            if summary.last_checkpoint_at
+            else "none yet"
+        )
+        lines = [
+            f"[b]{escape(task.id)}[/]  {status_markup(task.status)}  "
+            f"[dim]started {clock.humanize_age(task.created_at)} ago · "
+            f"last checkpoint {last} · {summary.checkpoint_count} checkpoints[/]",
+            escape(task.objective),
+            f"[dim]agent[/]     {escape(agent)}",
+            f"[dim]repo[/]      {escape(repo_name(task))} [dim]{escape(task.repo_root)}[/]",
+            *budget_lines((task.tokens_used, task.budget.tokens), (task.usd_used, task.budget.usd)),
+        ]
+        self.update(Content.from_markup("\n".join(lines)))
