@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
-from core import clock, manifest, snapshot, store, worktree
+from core import clock, economics, manifest, snapshot, store, worktree
 from core.approvals import Approvals, parse_duration, validate_operator_names
 from core.config import Config, load_config
 from core.db import open_database, write_txn
@@ -72,6 +72,9 @@ from core.validate import Status as FindingStatus
 if TYPE_CHECKING:  # evidence pulls in redaction, zstd and crypto: loaded only when used
     from core import evidence
     from core.capture import RunOutcome
+    from core.economics import TaskEstimate
+    from core.metrics import Metrics
+    from core.retention import GcReport
 
 CHECKPOINT_REF = re.compile(r"^(?P<task>[^@\s]+)(?:@(?P<seq>\d+|latest))?$")
 
@@ -177,7 +180,13 @@ class Engine:
         self.actor = actor or self.config.operator
         ensure_private_dir(self.paths.root)
         self.db: sqlite_utils.Database = open_database(self.paths.database)
-        migrate(self.db)
+        try:
+            migrate(self.db)
+        except BaseException:
+            self.db.close()
+            raise
+        for private in (self.paths.tmp, self.paths.repos):
+            ensure_private_dir(private)
         self.keys = TaskKeys(self.db)
 
     def for_thread(self) -> Engine:
@@ -297,6 +306,33 @@ class Engine:
             )
         return replace(task, status=status, updated_at=now)
 
+    # --- economics, retention and measures -------------------------------------------------
+
+    def estimate(self, task_id: str, **overrides: economics.Amount | None) -> TaskEstimate:
+        """Whether checkpointing a task pays: its replay cost from its record, DESIGN §4."""
+        from core import metrics
+
+        return metrics.task_estimate(self.db, self.keys, self.config, task_id, **overrides)
+
+    def gc(self, *, dry_run: bool = False) -> GcReport:
+        """Expire checkpoints by the retention policy (see `core.retention`); audited."""
+        from core import retention
+
+        return retention.collect_garbage(
+            self.db,
+            self.paths,
+            self.config.retention,
+            actor=self.actor,
+            interface=self.interface,
+            dry_run=dry_run,
+        )
+
+    def metrics(self, task_id: str | None = None) -> Metrics:
+        """The measures of resume quality (DESIGN §8) for the store or one task."""
+        from core import metrics
+
+        return metrics.collect_metrics(self.db, self.keys, self.config, task_id)
+
     # --- checkpoints -----------------------------------------------------------------------
 
     def checkpoint(
@@ -318,6 +354,15 @@ class Engine:
         self._validate_consumption(request)
         with self._task_lock(task_id):
             self._expire_stale_writers(task_id)
+            if request.reason is CheckpointReason.TURN:  # DESIGN §4: no every-turn snapshots
+                last = store.latest_checkpoint_created_at(self.db, task_id)
+                too_soon = economics.turn_skip_reason(
+                    clock.parse(last) if last else None,
+                    clock.now(),
+                    self.config.policy.min_interval_seconds,
+                )
+                if too_soon:
+                    return CheckpointResult(None, skipped=too_soon)
             source = snapshot.resolve_source_repo(task.repo_root)
             store_repo = snapshot.ensure_store_repo(self.paths.repos, source)
             previous = store.latest_complete(self.db, task_id)

@@ -10,6 +10,7 @@ people and agents and `brief.json` for programs.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -208,6 +209,8 @@ def write_brief(directory: Path, brief: dict[str, Any]) -> tuple[Path, Path]:
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     md = directory / "BRIEF.md"
     js = directory / "brief.json"
-    md.write_text(brief_markdown(brief), encoding="utf-8")
-    js.write_text(json.dumps(brief, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    for path, text in ((md, brief_markdown(brief)), (js, json.dumps(brief, indent=2) + "\n")):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
     return md, js

@@ -187,6 +187,7 @@ def _git(
             input=input,
             capture_output=True,
             check=False,
+            umask=0o077,  # whatever git writes into the store is private (invariant 9)
         )
     except FileNotFoundError as exc:
         raise GitError("git is not installed or not on PATH; install git 2.31 or newer") from exc
@@ -267,17 +268,27 @@ def ensure_store_repo(repos_dir: Path, source: SourceRepo) -> Path:
     with _exclusive(repos_dir / f".{source.store_repo_name}.init-lock"):
         if marker.exists():  # another process finished it while we waited
             return path
-        repo = gitpython.Repo.init(path, bare=True)
+        # Holding the init lock with no marker: any lock file here is a killed initialiser's.
+        for stale in path.glob("*.lock"):
+            stale.unlink(missing_ok=True)
         try:
-            with repo.config_writer() as config:
-                config.set_value("core", "logAllRefUpdates", "false")
-                # Only Pitstop's own gc may prune; checkpoints must not vanish behind its back.
-                config.set_value("gc", "auto", "0")
-                config.set_value("gc", "pruneExpire", "never")
-        finally:
-            repo.close()
+            repo = gitpython.Repo.init(path, bare=True, shared="0600")
+            try:
+                with repo.config_writer() as config:
+                    config.set_value("core", "logAllRefUpdates", "false")
+                    # Files readable by their owner only (invariant 9).
+                    config.set_value("core", "sharedRepository", "0600")
+                    # Only Pitstop's own gc may prune; checkpoints must not vanish behind its back.
+                    config.set_value("gc", "auto", "0")
+                    config.set_value("gc", "pruneExpire", "never")
+            finally:
+                repo.close()
+        except (gitpython.GitError, OSError) as exc:
+            raise GitError(f"cannot create the store repository {path}: {exc}") from exc
         temp = marker.with_name(f"pitstop-source.{os.getpid()}.tmp")
-        temp.write_text(str(source.toplevel) + "\n")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(str(source.toplevel) + "\n")
         os.replace(temp, marker)
     return path
 
@@ -393,6 +404,7 @@ def _start_git(
             env=_clean_env(env),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            umask=0o077,
         )
     except FileNotFoundError as exc:
         raise GitError("git is not installed or not on PATH; install git 2.31 or newer") from exc
