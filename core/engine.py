@@ -318,7 +318,7 @@ class Engine:
         """Expire checkpoints by the retention policy (see `core.retention`); audited."""
         from core import retention
 
-        return retention.collect_garbage(
+        report = retention.collect_garbage(
             self.db,
             self.paths,
             self.config.retention,
@@ -326,6 +326,9 @@ class Engine:
             interface=self.interface,
             dry_run=dry_run,
         )
+        if report.plan.retirements and not dry_run:
+            self.keys = TaskKeys(self.db)  # forget cached data keys that gc just deleted
+        return report
 
     def metrics(self, task_id: str | None = None) -> Metrics:
         """The measures of resume quality (DESIGN §8) for the store or one task."""
@@ -716,7 +719,7 @@ class Engine:
     def _store_repo_for(self, task_id: str) -> Path:
         return self.paths.repos / store.get_task(self.db, task_id).store_repo
 
-    def verify(self, checkpoint: Checkpoint) -> list[str]:
+    def verify(self, checkpoint: Checkpoint, *, deep: bool = True) -> list[str]:
         """Problems found re-reading a checkpoint from the store (empty when it is sound)."""
         if checkpoint.state is not CheckpointState.COMPLETE:
             return [
@@ -730,10 +733,11 @@ class Engine:
             worktree_tree=checkpoint.worktree_tree,
             index_tree=checkpoint.index_tree,
             manifest_sha256=checkpoint.manifest_sha256,
+            deep=deep,
         )
 
-    def _require_sound(self, checkpoint: Checkpoint) -> Path:
-        problems = self.verify(checkpoint)
+    def _require_sound(self, checkpoint: Checkpoint, *, deep: bool = True) -> Path:
+        problems = self.verify(checkpoint, deep=deep)
         if problems:
             raise DamagedCheckpointError(
                 f"checkpoint {checkpoint.ref} is damaged: {problems[0]}"
@@ -777,7 +781,7 @@ class Engine:
     def checkout(self, ref: str, into: str | os.PathLike[str]) -> int:
         """Materialise a complete checkpoint's working tree, byte-exact, into a new directory."""
         checkpoint = self.get_checkpoint(ref)
-        store_repo = self._require_sound(checkpoint)
+        store_repo = self._require_sound(checkpoint, deep=False)
         assert checkpoint.worktree_tree
         target = Path(into).expanduser().absolute()
         return snapshot.materialise(store_repo, checkpoint.worktree_tree, target, self.paths.tmp)

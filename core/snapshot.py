@@ -751,8 +751,14 @@ def verify_checkpoint(
     worktree_tree: str,
     index_tree: str,
     manifest_sha256: str | None,
+    deep: bool = True,
 ) -> list[str]:
-    """Re-read a checkpoint from the store and list every problem found (empty when sound)."""
+    """Re-read a checkpoint from the store and list every problem found (empty when sound).
+
+    `deep` walks every object of both snapshot trees; without it only the commit, its root
+    entries and the manifest are checked (a restore reads every blob anyway and reports any
+    missing one itself).
+    """
     if not (store_repo / "objects").is_dir():
         return [f"the store repository {store_repo} is missing"]
     if not _has_objects(store_repo, [commit])[commit]:
@@ -776,21 +782,33 @@ def verify_checkpoint(
         else:
             if hashlib.sha256(manifest).hexdigest() != manifest_sha256:
                 problems.append("manifest.json does not match its recorded sha256")
-    missing = _missing_tree_objects(store_repo, [worktree_tree, index_tree])
+    if deep:
+        missing = _missing_tree_objects(store_repo, [worktree_tree, index_tree])
+    else:  # the restore walks the worktree tree itself; check what only the index holds
+        missing = _missing_tree_objects(store_repo, [index_tree], exclude=[worktree_tree])
     if missing:
         problems.append(f"{missing} snapshot object(s) are missing from the store repository")
     return problems
 
 
-def _missing_tree_objects(store_repo: Path, trees: list[str]) -> int:
-    """Count objects reachable from `trees` that the store cannot produce."""
+def _missing_tree_objects(
+    store_repo: Path, trees: list[str], exclude: Sequence[str] = ()
+) -> int:
+    """Count objects reachable from `trees` (and not from `exclude`) the store cannot produce."""
     presence = _has_objects(store_repo, trees)
     missing = sum(1 for present in presence.values() if not present)
     present_trees = [tree for tree, present in presence.items() if present]
     if not present_trees:
         return missing
     listing = _git(
-        ["rev-list", "--objects", "--no-object-names", "--missing=print", *present_trees],
+        [
+            "rev-list",
+            "--objects",
+            "--no-object-names",
+            "--missing=print",
+            *present_trees,
+            *[f"^{tree}" for tree in exclude],
+        ],
         git_dir=store_repo,
         ok_codes=(0, 128),
     )
@@ -808,8 +826,27 @@ def materialise(store_repo: Path, tree: str, into: Path, scratch_dir: Path) -> i
             f"snapshot tree {tree[:12]} is missing from the store; "
             "this checkpoint cannot be restored"
         )
+    created = not into.exists()
     into.mkdir(parents=True, exist_ok=True)
     scratch_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        return _checkout_tree(store_repo, tree, into, scratch_dir)
+    except GitError as exc:
+        # A missing blob surfaces here, half-way: take back what was written.
+        if created:
+            shutil.rmtree(into, ignore_errors=True)
+        else:
+            for child in into.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
+        raise DamagedCheckpointError(
+            f"snapshot tree {tree[:12]} cannot be restored: {exc.message}"
+        ) from exc
+
+
+def _checkout_tree(store_repo: Path, tree: str, into: Path, scratch_dir: Path) -> int:
     with tempfile.TemporaryDirectory(dir=scratch_dir, prefix="checkout-") as temp:
         env = {"GIT_INDEX_FILE": str(Path(temp) / "index"), "GIT_WORK_TREE": str(into)}
         config = [
@@ -822,8 +859,9 @@ def materialise(store_repo: Path, tree: str, into: Path, scratch_dir: Path) -> i
         ]
         _git([*config, "read-tree", tree], git_dir=store_repo, env=env)
         _git([*config, "checkout-index", "-a", "-f"], git_dir=store_repo, env=env, cwd=into)
-        listed = _git(["ls-files", "-z"], git_dir=store_repo, env=env, cwd=into)
-    return sum(1 for name in listed.split(b"\0") if name)
+        with (Path(temp) / "index").open("rb") as index:
+            header = index.read(12)  # "DIRC", version, entry count (big-endian)
+    return int.from_bytes(header[8:12], "big")
 
 
 def changed_files(store_repo: Path, old_tree: str, new_tree: str) -> list[ChangedFile]:
