@@ -338,3 +338,17 @@ async def test_a_user_keymap_rebinds_a_key(
         await settle(pilot)
         await pilot.press("f")
         assert app.screen.query_one("#filter", Input).has_focus
+
+
+async def test_sorting_by_age_from_the_palette_puts_the_newest_first(demo_store: Path) -> None:
+    app = PitstopApp(demo_store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p", *"tasks: sort by age")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert table_ids(app)[:2] == [RATE_LIMIT, INVOICE_CURRENCY]  # 12m, then 3h
+        app.command_sort("age")  # again: oldest first
+        await settle(pilot)
+        assert table_ids(app)[0] == "signed-cookie-sessions"

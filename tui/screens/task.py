@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState, get_current_worker
@@ -17,7 +18,7 @@ from core.errors import PitstopError
 from core.models import Checkpoint, CheckpointState, Task
 from tui.messages import CheckpointLoaded, CheckpointsLoaded, DiffLoaded, LoadFailed
 from tui.widgets.diff_view import DiffView
-from tui.widgets.formatting import escape, repo_name, status_markup
+from tui.widgets.formatting import repo_name, status_markup
 from tui.widgets.overview import CheckpointOverview
 from tui.widgets.timeline import CheckpointTimeline
 

@@ -16,10 +16,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import ScrollableContainer, Vertical
 from textual.content import Content
+from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from core.models import ChangedFile
-from tui.widgets.formatting import escape, short_sha
+from tui.widgets.formatting import short_sha
 
 MAX_DIFF_LINES = 5000
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.markup import escape
-
 from core.models import CheckpointState, Task, TaskStatus
 
 STATUS_GLYPHS = {
@@ -55,14 +53,12 @@ def human_bytes(count: int | None) -> str:
     """`2.7 KiB`, `14 MiB`; an em dash when unknown."""
     if count is None:
         return "—"
-    size = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            if unit == "B":
-                return f"{int(size)} B"
-            return f"{size:.1f} {unit}" if size < 100 else f"{size:.0f} {unit}"
-        size /= 1024
-    return f"{size:.0f} GiB"  # pragma: no cover - the loop always returns
+    if count < 1024:
+        return f"{count} B"
+    size, units = count / 1024, ["KiB", "MiB", "GiB"]
+    while size >= 1024 and len(units) > 1:
+        size, units = size / 1024, units[1:]
+    return f"{size:.1f} {units[0]}" if size < 100 else f"{size:.0f} {units[0]}"
 
 
 def human_count(value: float) -> str:
@@ -122,19 +118,3 @@ def short_sha(sha: str | None) -> str:
     """The first seven hex digits of an object id."""
     return sha[:7] if sha else "—"
 
-
-__all__ = [
-    "STATUS_ATTENTION",
-    "bar_markup",
-    "budget_fraction",
-    "budget_summary",
-    "checkpoint_markup",
-    "escape",
-    "human_bytes",
-    "human_count",
-    "repo_name",
-    "short_sha",
-    "status_markup",
-    "status_variable",
-    "truncate",
-]

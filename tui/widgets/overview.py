@@ -13,13 +13,13 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
+from textual.markup import escape
 from textual.widgets import Static
 
 from core import clock
 from core.models import Checkpoint, CheckpointState, Task
 from tui.widgets.formatting import (
     checkpoint_markup,
-    escape,
     human_bytes,
     short_sha,
     status_markup,

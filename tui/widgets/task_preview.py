@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from textual.content import Content
+from textual.markup import escape
 from textual.widgets import Static
 
 from core import clock
 from core.engine import TaskSummary
-from tui.widgets.formatting import bar_markup, escape, human_count, repo_name, status_markup
+from tui.widgets.formatting import bar_markup, human_count, repo_name, status_markup
 
 
 def _money(value: float) -> str:

@@ -50,8 +50,7 @@ SORT_KEYS: dict[str, Callable[[TaskSummary], Any]] = {
     "task": lambda s: s.task.id,
     "objective": lambda s: s.task.objective.lower(),
     "repo": lambda s: repo_name(s.task),
-    # Newest first by default, so the age column sorts "youngest" first.
-    "age": lambda s: "".join(chr(0x10FFFF - ord(c)) for c in _last_activity(s)),
+    "age": _last_activity,  # sorted newest first: see `shown`
     "checkpoints": lambda s: s.checkpoint_count,
     "budget": lambda s: budget_fraction(s.task) or 0.0,
 }
@@ -115,7 +114,9 @@ class TaskTable(DataTable[Any]):
         shown = [s for s in self.summaries if matches(s, self.filter_text)]
         if self.sort_column is None:
             return triage_order(shown)
-        return sorted(shown, key=SORT_KEYS[self.sort_column], reverse=self.sort_reverse)
+        # Youngest first is the natural order for ages, so "age" starts out reversed.
+        reverse = self.sort_reverse != (self.sort_column == "age")
+        return sorted(shown, key=SORT_KEYS[self.sort_column], reverse=reverse)
 
     @property
     def selected_task_id(self) -> str | None:

@@ -7,12 +7,13 @@ from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 from textual.content import Content
+from textual.markup import escape
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option, OptionDoesNotExist
 
 from core import clock
 from core.models import Checkpoint, CheckpointState
-from tui.widgets.formatting import CHECKPOINT_GLYPHS, escape, human_bytes, truncate
+from tui.widgets.formatting import CHECKPOINT_GLYPHS, human_bytes, truncate
 
 NOTE_WIDTH = 29
 
