@@ -7,7 +7,7 @@ it can wrap any command in an agent's loop; the evidence line it adds goes to st
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, BinaryIO
 
 import click
 
@@ -176,7 +176,7 @@ def evidence_show(
     click.echo(evidence_text(item))
     click.echo("")
     if full:
-        out = click.get_binary_stream("stdout")
+        out: BinaryIO = sys.stdout.buffer
         for block in engine.evidence_output(item.id):
             out.write(block)
         out.flush()
