@@ -523,8 +523,30 @@ class Ledger:
         self._refuse_final(task, "runs no side effects")
         if shutil.which(request.argv[0]) is None:
             raise UsageError(f"cannot run {request.argv[0]!r}: no such command")
+        if effect is not None:
+            self._preflight(effect, request.check)
         with self._lock(request.task_id, request.key, request.wait, notice) as lock_fd:
             return self._guard_locked(request, lock_fd, notice)
+
+    def _preflight(self, effect: SideEffect, check: str | None) -> None:
+        """Refuse, before taking the key's lock, what no waiting could change: leave no trace."""
+        if effect.state in (EffectState.PROPOSED, EffectState.FAILED):
+            self._approval_gate(effect)
+        unsettled = effect.state is EffectState.UNCERTAIN or (
+            effect.state is EffectState.IN_PROGRESS
+            and not self._lock_held(effect.task_id, effect.key)
+        )
+        if unsettled and not (check or effect.check):
+            raise self._no_check(effect)
+
+    @staticmethod
+    def _no_check(effect: SideEffect) -> NeedsSettlingError:
+        return NeedsSettlingError(
+            f"side effect {effect.key!r} of task {effect.task_id} is {effect.state.value} "
+            f"({_UNSETTLED_WHY[effect.state]}) and has no precondition check, so running "
+            "it again could do it twice; pass --check CMD, or settle it with `pitstop "
+            f"effect confirm|fail --task {effect.task_id} --key {effect.key} --reason TEXT`"
+        )
 
     def _guard_locked(self, request: GuardRequest, lock_fd: int, notice: Notice) -> GuardOutcome:
         if store.find_effect(self.db, request.task_id, request.key) is None:
@@ -548,12 +570,7 @@ class Ledger:
         if effect.state in (EffectState.IN_PROGRESS, EffectState.UNCERTAIN):
             command = request.check or effect.check
             if not command:
-                raise NeedsSettlingError(
-                    f"side effect {effect.key!r} of task {effect.task_id} is {effect.state.value} "
-                    f"({_UNSETTLED_WHY[effect.state]}) and has no precondition check, so running "
-                    "it again could do it twice; pass --check CMD, or settle it with `pitstop "
-                    f"effect confirm|fail --task {effect.task_id} --key {effect.key} --reason TEXT`"
-                )
+                raise self._no_check(effect)
             notice(
                 f"side effect {effect.key!r} is {effect.state.value}; asking its precondition "
                 "check whether it already happened"

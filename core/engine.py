@@ -235,6 +235,7 @@ class Engine:
         """Register a new task on the git work tree that contains `repo`."""
         if not objective.strip():
             raise UsageError("the objective is empty; say what the task should achieve")
+        approver_names = validate_operator_names(approvers)
         for name in credentials:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
                 raise UsageError(
@@ -268,7 +269,7 @@ class Engine:
                 model=model,
                 budget=budget,
                 credentials=tuple(dict.fromkeys(credentials)),
-                approvers=validate_operator_names(approvers),
+                approvers=approver_names,
             )
             store.insert_task(self.db, task)
             self._event(
