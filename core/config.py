@@ -7,13 +7,68 @@ from __future__ import annotations
 
 import getpass
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from core.errors import UsageError
 from core.paths import config_dir
 from core.snapshot import DEFAULT_MAX_FILE_BYTES
+
+
+@dataclass(frozen=True)
+class EconomicsSettings:
+    """`[economics]`: what replaying and checkpointing a real task cost (DESIGN §4)."""
+
+    p_interrupt: float = 0.05
+    reorientation_minutes: float = 20.0
+    human_usd_per_hour: float = 90.0
+    machine_usd_per_hour: float = 1.0
+    usd_per_million_tokens: float = 10.0  # used only when a task recorded tokens but no money
+    create_usd: float = 0.10
+    storage_usd_per_gib_month: float = 0.10
+    restore_usd: float = 0.10
+    validation_usd: float = 0.10
+
+
+@dataclass(frozen=True)
+class PolicySettings:
+    """`[policy]`: when a checkpoint request is skipped."""
+
+    min_interval_seconds: float = 300.0
+
+
+@dataclass(frozen=True)
+class RetentionSettings:
+    """`[retention]`: when `pitstop gc` expires checkpoints; byte caps are off when unset."""
+
+    ttl_days: float = 14.0
+    keep_last: int = 10
+    finished_keep_days: float = 1.0
+    max_task_bytes: int | None = None
+    max_store_bytes: int | None = None
+
+
+_Settings = TypeVar("_Settings", "EconomicsSettings", "PolicySettings", "RetentionSettings")
+
+
+def _section(file: Path, data: dict[str, Any], name: str, defaults: _Settings) -> _Settings:
+    """A settings table: known keys only, each a non-negative number (caps may be omitted)."""
+    table = data.get(name, {})
+    if not isinstance(table, dict):
+        raise UsageError(f"{file}: [{name}] must be a table")
+    known = [item.name for item in fields(defaults)]
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in known:
+            raise UsageError(f"{file}: unknown key {name}.{key}; known: {', '.join(known)}")
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise UsageError(f"{file}: {name}.{key} must be a non-negative number")
+        wants_int = key.startswith("max_") or key == "keep_last"
+        values[key] = int(value) if wants_int else float(value)
+    if name == "economics" and values.get("p_interrupt", 0) > 1:
+        raise UsageError(f"{file}: economics.p_interrupt is a probability between 0 and 1")
+    return replace(defaults, **values)
 
 
 @dataclass(frozen=True)
@@ -27,6 +82,9 @@ class Config:
     checkpoint_ttl_days: float = 14.0
     lease_minutes: float = 120.0
     harnesses: tuple[tuple[str, dict[str, str]], ...] = ()
+    economics: EconomicsSettings = field(default_factory=EconomicsSettings)
+    policy: PolicySettings = field(default_factory=PolicySettings)
+    retention: RetentionSettings = field(default_factory=RetentionSettings)
 
     def harness(self, name: str) -> dict[str, str]:
         """The `[harness.NAME]` table (resume template, version or version_command)."""
@@ -81,4 +139,7 @@ def load_config(path: Path | None = None) -> Config:
         max_file_bytes=max_file_bytes,
         theme=ui.get("theme"),
         keymap=keymap,
+        economics=_section(file, data, "economics", EconomicsSettings()),
+        policy=_section(file, data, "policy", PolicySettings()),
+        retention=_section(file, data, "retention", RetentionSettings()),
     )

@@ -387,6 +387,8 @@ def read_chunks(
 def iter_output(db: sqlite_utils.Database, keys: TaskKeys, evidence: Evidence) -> Iterator[bytes]:
     """The whole kept output in order; a marker stands where a truncated middle was dropped."""
     chunks = store.list_chunks(db, evidence.id)
+    if not chunks and evidence.stored_bytes:
+        keys.data_key(evidence.task_id, create=False)  # gc took the output with the key: say so
     expected_offset = 0
     for chunk in chunks:
         if chunk["offset"] > expected_offset:
@@ -401,6 +403,8 @@ def last_lines(
 ) -> list[bytes]:
     """The last `count` lines of the kept output, reading chunks from the end only."""
     chunks = store.list_chunks(db, evidence.id)
+    if not chunks and evidence.stored_bytes:
+        keys.data_key(evidence.task_id, create=False)  # gc took the output with the key: say so
     collected = b""
     for chunk in reversed(chunks):
         collected = next(read_chunks(db, keys, evidence, [chunk["seq"]])) + collected

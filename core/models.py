@@ -35,6 +35,7 @@ class CheckpointState(StrEnum):
     WRITING = "writing"
     COMPLETE = "complete"
     INCOMPLETE = "incomplete"
+    EXPIRED = "expired"  # retired by `pitstop gc` (core.retention); never resumable again
 
 
 class CheckpointReason(StrEnum):
@@ -44,6 +45,7 @@ class CheckpointReason(StrEnum):
     BEFORE_WAIT = "before-wait"
     MANUAL = "manual"
     INTERRUPT = "interrupt"
+    TURN = "turn"  # an every-turn hook; skipped below the policy's minimum interval
 
 
 class Interface(StrEnum):

@@ -738,3 +738,146 @@ def latest_resume(db: sqlite_utils.Database, task_id: str) -> dict[str, Any] | N
         db.query("SELECT * FROM resumes WHERE task_id = ? ORDER BY id DESC LIMIT 1", [task_id])
     )
     return dict(rows[0]) if rows else None
+
+
+# --- retention and metrics ------------------------------------------------------------------
+
+
+def table_names(db: sqlite_utils.Database) -> set[str]:
+    """Tables this database holds (tables of newer migrations may be absent)."""
+    return set(db.table_names())
+
+
+def table_columns(db: sqlite_utils.Database, table: str) -> set[str]:
+    """Columns of a table, or the empty set when the table does not exist."""
+    if table not in table_names(db):
+        return set()
+    return {column.name for column in db.table(table).columns}
+
+
+def latest_checkpoint_created_at(db: sqlite_utils.Database, task_id: str) -> str | None:
+    """When the task's newest complete checkpoint was taken, if it has one."""
+    row = db.execute(
+        "SELECT MAX(created_at) FROM checkpoints WHERE task_id = ? AND state = ?",
+        [task_id, CheckpointState.COMPLETE.value],
+    ).fetchone()
+    return str(row[0]) if row and row[0] else None
+
+
+def checkpoint_facts(db: sqlite_utils.Database, task_id: str | None = None) -> list[dict[str, Any]]:
+    """Listable facts of checkpoints (no manifests), by task then sequence."""
+    sql = (
+        "SELECT task_id, seq, state, reason, created_at, completed_at, creation_ms, bytes_added, "
+        "commit_sha FROM checkpoints"
+    )
+    params: list[Any] = []
+    if task_id is not None:
+        sql += " WHERE task_id = ?"
+        params.append(task_id)
+    return [dict(row) for row in db.query(sql + " ORDER BY task_id, seq", params)]
+
+
+def expire_checkpoint(
+    db: sqlite_utils.Database, task_id: str, seq: int, from_state: CheckpointState
+) -> bool:
+    """Mark a checkpoint `expired` if it is still in `from_state`; False when it moved."""
+    cursor = db.execute(
+        "UPDATE checkpoints SET state = ? WHERE task_id = ? AND seq = ? AND state = ?",
+        [CheckpointState.EXPIRED.value, task_id, seq, from_state.value],
+    )
+    return cursor.rowcount == 1
+
+
+def has_wrapped_key(db: sqlite_utils.Database, task_id: str) -> bool:
+    """True while the task still has a data key."""
+    row = db.execute("SELECT 1 FROM task_keys WHERE task_id = ?", [task_id]).fetchone()
+    return row is not None
+
+
+def delete_wrapped_key(db: sqlite_utils.Database, task_id: str) -> bool:
+    """Forget a task's data key: everything sealed with it becomes unreadable everywhere."""
+    return db.execute("DELETE FROM task_keys WHERE task_id = ?", [task_id]).rowcount == 1
+
+
+def evidence_chunk_totals(db: sqlite_utils.Database, task_id: str) -> tuple[int, int]:
+    """How many stored output chunks a task's evidence has, and their stored bytes."""
+    row = db.execute(
+        "SELECT COUNT(*), COALESCE(SUM(c.stored_len), 0) FROM evidence_chunks c "
+        "JOIN evidence e ON e.id = c.evidence_id WHERE e.task_id = ?",
+        [task_id],
+    ).fetchone()
+    return int(row[0]), int(row[1])
+
+
+def delete_evidence_chunks(db: sqlite_utils.Database, task_id: str) -> int:
+    """Drop the stored output of every evidence item of a task (rows and facts stay)."""
+    cursor = db.execute(
+        "DELETE FROM evidence_chunks WHERE evidence_id IN (SELECT id FROM evidence "
+        "WHERE task_id = ?)",
+        [task_id],
+    )
+    return int(cursor.rowcount)
+
+
+def vacuum(db: sqlite_utils.Database) -> None:
+    """Rebuild the database file without free pages, and fold the WAL back into it."""
+    db.execute("VACUUM")
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def recorded_values(
+    db: sqlite_utils.Database, table: str, column: str, task_id: str | None = None
+) -> list[int] | None:
+    """Non-null integers of `table.column` (of one task), or None when the table lacks it."""
+    columns = table_columns(db, table)
+    if column not in columns or (task_id is not None and "task_id" not in columns):
+        return None
+    sql = f"SELECT {column} FROM {table} WHERE {column} IS NOT NULL"
+    params: list[Any] = []
+    if task_id is not None:
+        sql += " AND task_id = ?"
+        params.append(task_id)
+    return [int(row[0]) for row in db.execute(sql, params).fetchall()]
+
+
+def resume_outcomes(
+    db: sqlite_utils.Database, task_id: str | None = None
+) -> list[dict[str, Any]] | None:
+    """Per resume: task, verdict it was resumed under, acceptance; None without a resumes table."""
+    columns = table_columns(db, "resumes")
+    if "task_id" not in columns:
+        return None
+    wanted = [name for name in ("verdict", "accepted", "restore_ms", "state") if name in columns]
+    sql = f"SELECT {', '.join(['task_id', *wanted])} FROM resumes"
+    params: list[Any] = []
+    if task_id is not None:
+        sql += " WHERE task_id = ?"
+        params.append(task_id)
+    return [dict(row) for row in db.query(sql + " ORDER BY id", params)]
+
+
+def effect_duplicate_hits(db: sqlite_utils.Database, task_id: str | None = None) -> int:
+    """Audited moments a side effect was found already done instead of being run again."""
+    sql = (
+        "SELECT COUNT(*) FROM events WHERE entity = 'effect' AND ("
+        "reason LIKE 'precondition check: already happened%' "
+        "OR action IN ('refused', 'already-done', 'duplicate'))"
+    )
+    params: list[Any] = []
+    if task_id is not None:
+        sql += " AND task_id = ?"
+        params.append(task_id)
+    return int(db.execute(sql, params).fetchone()[0])
+
+
+def task_decision_events(db: sqlite_utils.Database, task_id: str | None = None) -> dict[str, str]:
+    """The latest `accept` / `reject` audit action per task."""
+    sql = (
+        "SELECT task_id, action FROM events "
+        "WHERE entity = 'task' AND action IN ('accept', 'reject')"
+    )
+    params: list[Any] = []
+    if task_id is not None:
+        sql += " AND task_id = ?"
+        params.append(task_id)
+    return {row[0]: row[1] for row in db.execute(sql + " ORDER BY id", params).fetchall()}

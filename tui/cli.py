@@ -230,10 +230,10 @@ def task_cancel(ctx: Context, task_id: str, reason: str | None, as_json: bool) -
 @click.argument("task_id")
 @click.option(
     "--reason",
-    type=click.Choice(["milestone", "before-wait", "manual", "interrupt"]),
+    type=click.Choice(["milestone", "before-wait", "manual", "interrupt", "turn"]),
     default="manual",
     show_default=True,
-    help="Why the checkpoint is taken.",
+    help="Why the checkpoint is taken; `turn` is skipped under [policy] min_interval_seconds.",
 )
 @click.option("--note", help="A note for whoever resumes.")
 @click.option("--done", "done", multiple=True, help="A step now completed. Repeatable.")
