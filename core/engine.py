@@ -554,6 +554,7 @@ class Engine:
             creation_ms=int((time.monotonic() - started) * 1000),
             evidence=[manifest.evidence_entry(item) for item in pending],
         )
+        document["side_effects"], document["pending_approvals"] = self._ledger_sections(task.id)
         manifest_bytes = manifest.encode(document)
         manifest_sha256 = hashlib.sha256(manifest_bytes).hexdigest()
         header = manifest.build_header(
@@ -1038,6 +1039,35 @@ class Engine:
     ) -> list[Approval]:
         """Approvals across tasks (the inbox) or of one task, oldest first."""
         return self._approvals().find(task_id, pending_only)
+
+    def _ledger_sections(self, task_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The manifest's side-effect ledger and pending approvals, as they stand now."""
+        side_effects = [
+            {
+                "key": e.key,
+                "kind": e.kind,
+                "state": e.state.value,
+                "target": e.target,
+                "needs_approval": e.needs_approval,
+                "attempts": e.attempts,
+                "exit_code": e.exit_code,
+                "updated_at": e.updated_at,
+            }
+            for e in store.list_effects(self.db, task_id)
+        ]
+        pending = [
+            {
+                "id": a.id,
+                "action": a.action,
+                "risk": a.risk.value,
+                "effect": a.effect_key,
+                "requested_by": a.requested_by,
+                "requested_at": a.requested_at,
+                "expires_at": a.expires_at,
+            }
+            for a in self.list_approvals(task_id, pending_only=True)
+        ]
+        return side_effects, pending
 
     # --- validation and resume ---------------------------------------------------------------
 

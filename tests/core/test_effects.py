@@ -463,3 +463,23 @@ def test_pitstop_errors_carry_distinct_exit_codes() -> None:
         "ConflictError": 1,
     }
     assert issubclass(NeedsSettlingError, PitstopError)
+
+
+def test_checkpoint_manifests_carry_the_ledger_and_pending_approvals(
+    engine: Engine, task_id: str, repo: Path
+) -> None:
+    engine.propose_effect(task_id, "preview", "deploy", target="https://preview.example")
+    engine.guard_effect(GuardRequest(task_id=task_id, key="preview", argv=("true",)))
+    engine.propose_effect(task_id, "prod", "deploy", needs_approval=True)
+    asked = engine.request_approval(task_id, "deploy to production", effect_key="prod")
+    (repo / "README.md").write_text("waiting\n")
+    made = engine.request_approval(task_id, "merge", checkpoint=True)
+    document = engine.get_checkpoint(f"{task_id}@{made.checkpoint_seq}").manifest
+    assert document is not None
+    assert [(e["key"], e["state"], e["attempts"]) for e in document["side_effects"]] == [
+        ("preview", "confirmed", 1),
+        ("prod", "proposed", 0),
+    ]
+    assert document["side_effects"][0]["target"] == "https://preview.example"
+    # The checkpoint is taken before the new request is recorded: only the earlier one waits.
+    assert [(a["id"], a["effect"]) for a in document["pending_approvals"]] == [(asked.id, "prod")]
