@@ -1,0 +1,1128 @@
+"""Secret redaction: keyword-gated compiled rules, applied before any byte is persisted or shown.
+
+DESIGN §3 invariant 2 (secrets never reach disk in clear) and §9 (gate each rule on a literal
+keyword before running its regex). Every rule has a name, a tuple of lowercase literal keywords and
+a compiled regex; a rule's regex runs only where one of its keywords occurs in the lowercased text,
+and every match the regex can produce contains one of those keywords. A secret is replaced by
+``[REDACTED:<rule>]``; where a prefix such as ``Authorization: Bearer`` or ``password=`` is only
+context, just the secret part is replaced.
+
+Guarantees:
+
+- **Line-local rules.** No rule's regex can match across ``\\n`` or ``\\r`` (every character class
+  excludes both), so a stream can be processed a block of complete lines at a time, and ``\\r``
+  progress bars, binary data and non-UTF-8 bytes pass through byte-for-byte where nothing matches.
+- **PEM private keys across lines.** A ``-----BEGIN … PRIVATE KEY-----`` line starts a held block
+  that ends at ``-----END … PRIVATE KEY-----`` (redacted whole), at the first line that cannot be
+  part of a key (redacted as a truncated key when it already held key material, else released
+  untouched), or at :data:`PEM_HOLD_CAP` held characters (redacted at once; the key lines that
+  follow are dropped up to the END line).
+- **Streaming equals whole.** :class:`StreamRedactor` and :func:`redact_bytes` run the same machine;
+  every decision it makes depends only on the data, never on where chunks were split, so any
+  chunking gives exactly ``redact_bytes(whole)``. Lines longer than :data:`MAX_LINE` are processed
+  in overlapping windows, which bounds memory.
+- **Linear time.** Quantifiers are bounded or possessive and token rules check a left boundary, so
+  no input makes a rule backtrack more than a bounded amount per keyword occurrence.
+
+Bytes are handled as latin-1 text (one character per byte), so ``redact_bytes`` round-trips every
+byte exactly; the rules themselves are ASCII.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+__all__ = [
+    "MAX_LINE",
+    "PEM_HOLD_CAP",
+    "RULES",
+    "RULESET_VERSION",
+    "Finding",
+    "Rule",
+    "StreamRedactor",
+    "redact_bytes",
+    "redact_text",
+    "rule_names",
+    "shannon_entropy",
+]
+
+RULESET_VERSION = "2026.11.1"
+"""Version of the rule set; callers record it with everything they redact."""
+
+MAX_MATCH = 24 * 1024
+"""Upper bound on the length of any rule's match (every quantifier is bounded)."""
+OVERLAP = 2 * MAX_MATCH + 1024
+"""How much of a window over an overlong line is re-examined by the next window."""
+MAX_LINE = 4 * OVERLAP
+"""Lines longer than this are processed in overlapping windows rather than whole."""
+BLOCK = 64 * 1024
+"""Complete lines are gated and scanned together in blocks of about this many characters."""
+PEM_LINE_MAX = 4096
+"""A line inside a PEM block longer than this cannot be key material."""
+PEM_HOLD_CAP = 64 * 1024
+"""Most characters of a PEM block held back before it is redacted without waiting for its END."""
+PEM_MIN_BODY = 32
+"""Base64 characters a BEGIN…END block needs to count as a key (``anything`` does not)."""
+PEM_MIN_TRUNCATED = 64
+"""Base64 characters a block cut short (no END line) needs to be redacted as a truncated key."""
+CONTEXT = 128
+"""Characters kept before the current position for look-behinds and key-name checks."""
+
+_TERMINATORS = ("\n", "\r")
+
+Span = tuple[int, int]
+Select = Callable[[re.Match[str]], list[Span]]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One redacted secret: the rule that found it and its span in the original text."""
+
+    rule: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A keyword-gated rule.
+
+    ``anchored`` rules are tried (``pattern.match``) at each occurrence of one of their keywords,
+    which is how case-insensitive rules stay fast; the others are scanned (``pattern.finditer``)
+    over a block in which a keyword occurs. ``select`` maps a match to the spans to redact (empty:
+    the match was a placeholder or a look-alike).
+    """
+
+    name: str
+    keywords: tuple[str, ...]
+    pattern: re.Pattern[str]
+    select: Select
+    anchored: bool = False
+    follow: frozenset[str] | None = None
+    """For anchored rules: characters that can follow a keyword in a match (a cheap pre-check)."""
+
+
+# --- value checks ---------------------------------------------------------------------------
+
+
+def shannon_entropy(value: str) -> float:
+    """Shannon entropy of ``value`` in bits per character."""
+    n = len(value)
+    if n == 0:
+        return 0.0
+    total = 0.0
+    for count in Counter(value).values():
+        p = count / n
+        total -= p * math.log2(p)
+    return total
+
+
+_PLACEHOLDER_PARTS = (
+    "xxxx",
+    "****",
+    "####",
+    "....",
+    "1234",
+    "abcdef",
+    "example",
+    "sample",
+    "placeholder",
+    "changeme",
+    "change_me",
+    "change-me",
+    "dummy",
+    "redacted",
+    "your_",
+    "your-",
+    "yourtoken",
+    "yourpass",
+    "yourkey",
+    "secret",
+    "password",
+    "passwd",
+    "token",
+    "<",
+    ">",
+    "${",
+    "{{",
+    "$(",
+    "%(",
+    "%s",
+)
+_PLACEHOLDER_WORDS = frozenset(
+    {
+        "pass",
+        "pwd",
+        "user",
+        "username",
+        "login",
+        "admin",
+        "root",
+        "guest",
+        "test",
+        "none",
+        "null",
+        "nil",
+        "true",
+        "false",
+        "undefined",
+        "empty",
+        "string",
+        "required",
+        "optional",
+        "foo",
+        "bar",
+        "foobar",
+        "xxx",
+        "yyy",
+        "zzz",
+        "abc",
+        "key",
+        "apikey",
+        "api_key",
+        "value",
+    }
+)
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_WORDISH = re.compile(
+    r"[A-Z]?[a-z]+(?:[A-Z][a-z]+)*"  # word, camelCase, PascalCase
+    r"|[A-Z][A-Z0-9]*(?:[_.-][A-Z0-9]+)+"  # CONSTANT_CASE, KEBAB-CASE
+    r"|[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+",  # snake_case, kebab-case, dotted.names
+    re.ASCII,
+)
+_FILENAME = re.compile(
+    r"[\w.-]+\.(?:pem|key|crt|cer|p12|pfx|jks|json|ya?ml|txt|env|keystore|conf|cfg|ini)",
+    re.ASCII,
+)
+_PATH_SEGMENT = re.compile(r"[a-z0-9_.@+-]*|[A-Za-z0-9_@+-]*\.[A-Za-z0-9_.@+-]*", re.ASCII)
+
+
+def _is_path(value: str) -> bool:
+    """``/home/me/x``, ``~/.ssh``, ``../conf``, ``C:\\x``: segments of lowercase words or names."""
+    if len(value) > 2 and value[1] == ":" and value[2] == "\\":
+        return True
+    if not value.startswith(("/", "~/", "./", "../")):
+        return False
+    segments = value.lstrip("~.").split("/")
+    return all(_PATH_SEGMENT.fullmatch(seg) or _WORDISH.fullmatch(seg) for seg in segments)
+
+
+def _classes(value: str) -> int:
+    lower = upper = digit = other = 0
+    for ch in value:
+        if "a" <= ch <= "z":
+            lower = 1
+        elif "A" <= ch <= "Z":
+            upper = 1
+        elif "0" <= ch <= "9":
+            digit = 1
+        else:
+            other = 1
+    return lower + upper + digit + other
+
+
+def looks_like_secret(value: str, min_len: int = 8) -> bool:
+    """Whether a value after a secret-looking key is a credential, not a placeholder or a word.
+
+    Rejects values that are too short, variable references and templates (``$X``, ``${x}``,
+    ``{{ x }}``, ``<token>``), masked or example values (``xxxx``, ``****``, ``1234``,
+    ``EXAMPLE``), plain words and identifiers (``hunter``, ``K8S_CRED``, ``ultraPictureBox``),
+    paths, URLs and file names, numbers, and strings whose Shannon entropy is low for their length.
+    UUIDs count as credentials (API keys are often UUIDs).
+    """
+    v = value.strip().rstrip("\\").strip()
+    if len(v) < min_len:
+        return False
+    lowered = v.lower()
+    if v[0] in "$%<[" or lowered in _PLACEHOLDER_WORDS:
+        return False
+    if any(part in lowered for part in _PLACEHOLDER_PARTS):
+        return False
+    if "://" in v or _is_path(v) or _FILENAME.fullmatch(v):
+        return False
+    if _UUID.fullmatch(v):
+        return len(set(v.replace("-", ""))) > 4
+    core = v.rstrip("=")
+    if core.isdigit() or _WORDISH.fullmatch(core):
+        return False
+    if _classes(core) < 2 and not (len(core) >= 24 and shannon_entropy(core) >= 3.5):
+        return False
+    return shannon_entropy(v) >= min(3.0, 0.7 * math.log2(len(v)))
+
+
+def _random_enough(value: str, threshold: float = 3.0) -> bool:
+    """Token bodies of a known format: reject masks like ``xxxx…`` and repeated digits.
+
+    The entropy bar scales with length (a random 16-character base32 body can score 2.9).
+    """
+    lowered = value.lower()
+    if "xxxx" in lowered or "example" in lowered:
+        return False
+    return shannon_entropy(value) >= min(threshold, 0.6 * math.log2(max(2, len(value))))
+
+
+# --- selectors --------------------------------------------------------------------------------
+
+
+def _whole(check: Callable[[str], bool] | None = None) -> Select:
+    def select(m: re.Match[str]) -> list[Span]:
+        if check is not None and not check(m.group(0)):
+            return []
+        return [m.span()]
+
+    return select
+
+
+def _group(name: str, check: Callable[[str], bool] | None = None) -> Select:
+    def select(m: re.Match[str]) -> list[Span]:
+        value = m.group(name)
+        if value is None or (check is not None and not check(value)):
+            return []
+        return [m.span(name)]
+
+    return select
+
+
+def _body_check(name: str, check: Callable[[str], bool]) -> Select:
+    """Redact the whole match when the named part passes ``check``."""
+
+    def select(m: re.Match[str]) -> list[Span]:
+        value = m.group(name)
+        if value is None or not check(value):
+            return []
+        return [m.span()]
+
+    return select
+
+
+def _first_group(names: tuple[str, ...], check: Callable[[str], bool]) -> Select:
+    """Redact the whole match when the first named part that matched passes ``check``."""
+
+    def select(m: re.Match[str]) -> list[Span]:
+        for name in names:
+            value = m.group(name)
+            if value is not None:
+                return [m.span()] if check(value) else []
+        return []
+
+    return select
+
+
+# generic key = value ------------------------------------------------------------------------
+
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_KEY_QUALIFIED = re.compile(
+    r"(?:api|secret|access|private|client|auth|encryption|signing|master|account|storage|app|"
+    r"license|session|service|shared|subscription|webhook|consumer|signature|hmac|bot|admin|"
+    r"x-api|user|deploy|write|read|root)[_.-]?key",
+    re.ASCII,
+)
+_KEY_REJECT = ("public", "pubkey", "csrf", "xsrf", "nonce")
+
+
+def _key_name(text: str, start: int, end: int) -> str:
+    """The identifier that ends at ``end`` and contains ``start`` (at most 64 characters back)."""
+    i = start
+    limit = max(0, start - 64)
+    while i > limit and text[i - 1] in _KEY_CHARS:
+        i -= 1
+    return text[i:end].lower()
+
+
+def _select_generic(m: re.Match[str]) -> list[Span]:
+    text = m.string
+    start = m.start()
+    sep = m.group("sep").strip()
+    if not sep and (start == 0 or text[start - 1] != "-"):
+        return []  # `--password VALUE` only, not prose like "token abc"
+    if sep == "," and not (m.group("kq") and m.group("bare") is None):
+        return []  # f("api_token", "…") only, not an argument list
+    name = _key_name(text, start, m.end("kw"))
+    if any(bad in name for bad in _KEY_REJECT):
+        return []
+    if m.group("kw").lower() == "key" and not _KEY_QUALIFIED.search(name):
+        return []
+    for group in ("dq", "sq", "bare"):
+        value = m.group(group)
+        if value is not None:
+            if not looks_like_secret(value):
+                return []
+            start, end = m.span(group)
+            while end > start and text[end - 1] == "\\":
+                end -= 1  # keep the escape of a closing \" in JSON-in-a-string
+            return [(start, end)]
+    return []
+
+
+# curl -u / --user -------------------------------------------------------------------------------
+
+_CURL_PLACEHOLDERS = frozenset(
+    {"user", "username", "pass", "password", "passwd", "token", "secret", "test", "xxx", "yyy"}
+)
+
+
+def _credential_ok(value: str) -> bool:
+    v = value.strip("\"'")
+    if len(v) >= 2 and v[0] == "{" and v[-1] == "}" and not v.startswith("{{"):
+        v = v[1:-1]
+    if len(v) < 6 or v.lower() in _CURL_PLACEHOLDERS:
+        return False
+    if v[0] in "$%<[{" or any(c in v for c in "<>") or "${" in v or "$(" in v:
+        return False
+    lowered = v.lower()
+    if any(part in lowered for part in ("xxxx", "****", "example", "your")):
+        return False
+    if v.isdigit() or _WORDISH.fullmatch(v):
+        return False
+    return _classes(v) >= 2 and shannon_entropy(v) >= 2.5
+
+
+def _strip_quotes(text: str, start: int, end: int) -> Span:
+    while start < end and text[start] in "\"'":
+        start += 1
+    while end > start and text[end - 1] in "\"'":
+        end -= 1
+    return start, end
+
+
+def _select_curl(m: re.Match[str]) -> list[Span]:
+    text = m.string
+    start, end = m.span("arg")
+    colon = text.find(":", start, end)
+    if colon < 0:
+        return []  # `-u user` alone: curl prompts for the password
+    user = _strip_quotes(text, start, colon)
+    password = _strip_quotes(text, colon + 1, end)
+    if password[1] > password[0]:
+        return [password] if _credential_ok(text[password[0] : password[1]]) else []
+    if user[1] > user[0] and _credential_ok(text[user[0] : user[1]]):
+        return [user]  # `-u sk_live_…:` — an API key as the user name
+    return []
+
+
+# URL userinfo -----------------------------------------------------------------------------------
+
+_URL_PLACEHOLDERS = frozenset(
+    {"pass", "password", "passwd", "pwd", "secret", "token", "changeme", "user", "username"}
+)
+
+
+def _url_password_ok(value: str) -> bool:
+    if len(value) < 4 or value.lower() in _URL_PLACEHOLDERS or value[0] in "$%<[{*":
+        return False
+    lowered = value.lower()
+    return not any(part in lowered for part in ("xxx", "***", "${", "{{", "your"))
+
+
+# PEM ----------------------------------------------------------------------------------------------
+
+_B64_CHAR = re.compile(r"[A-Za-z0-9+/]")
+
+
+def _inline_pem_ok(m: re.Match[str]) -> list[Span]:
+    body = m.group("body").replace("\\n", "").replace("\\r", "")
+    if len(_B64_CHAR.findall(body)) < PEM_MIN_BODY:
+        return []
+    return [m.span()]
+
+
+# --- the rules -----------------------------------------------------------------------------------
+
+_A = re.ASCII
+_AI = re.ASCII | re.IGNORECASE
+
+
+def _rule(
+    name: str,
+    keywords: Iterable[str],
+    pattern: str,
+    select: Select,
+    *,
+    flags: int = _A,
+    anchored: bool = False,
+    follow: str | None = None,
+) -> Rule:
+    allowed = None if follow is None else frozenset(follow)
+    return Rule(name, tuple(keywords), re.compile(pattern, flags), select, anchored, allowed)
+
+
+RULES: tuple[Rule, ...] = (
+    _rule(
+        "private-key",  # a PEM block on one line: JSON service-account keys, escaped newlines
+        ["private key"],
+        r"-----BEGIN[ A-Z0-9]{0,32}PRIVATE KEY(?: BLOCK)?-----"
+        r"(?P<body>(?:[^\r\n-]|-(?!----)){32,16384}+)"
+        r"-----END[ A-Z0-9]{0,32}PRIVATE KEY(?: BLOCK)?-----",
+        _inline_pem_ok,
+    ),
+    _rule(
+        "jwt",
+        ["eyj"],
+        r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,2048}+\.eyJ[A-Za-z0-9_-]{8,16384}+"
+        r"\.[A-Za-z0-9_-]{0,2048}+",
+        _whole(),
+    ),
+    _rule(
+        "aws-access-key-id",
+        ["akia", "asia", "abia", "acca", "a3t"],
+        r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)(?<![A-Za-z0-9_-]....)"
+        r"(?P<body>[A-Z2-7]{16})(?![A-Za-z0-9])",
+        _body_check("body", _random_enough),
+    ),
+    _rule(
+        "aws-secret-access-key",
+        ["secret_access_key", "secretaccesskey"],
+        r"secret[_-]?access[_-]?key[\"']?[ \t]{0,4}(?::|=>|=)[ \t]{0,4}[\"']?"
+        r"(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+        _group("s", lambda v: _random_enough(v, 3.5)),
+        flags=_AI,
+        anchored=True,
+    ),
+    _rule(
+        "aws-bedrock-key",
+        ["absk"],
+        r"ABSKQmVkcm9ja0FQSUtleS1(?<![A-Za-z0-9+/]ABSKQmVkcm9ja0FQSUtleS1)"
+        r"[A-Za-z0-9+/]{100,269}+={0,2}(?![A-Za-z0-9+/=])",
+        _whole(),
+    ),
+    _rule(
+        "gcp-api-key",
+        ["aiza"],
+        r"AIza(?<![A-Za-z0-9_-]AIza)(?P<body>[0-9A-Za-z_-]{35})(?![0-9A-Za-z_-])",
+        _body_check("body", _random_enough),
+    ),
+    _rule(
+        "google-oauth",
+        ["gocspx-", "ya29.", "1//0"],
+        r"GOCSPX-(?<![A-Za-z0-9_-]GOCSPX-)(?P<a>[A-Za-z0-9_-]{28})(?![A-Za-z0-9_-])"
+        r"|ya29\.(?<![A-Za-z0-9_-]ya29\.)(?P<b>[0-9A-Za-z_-]{20,2048}+)"
+        r"|1//0(?<![A-Za-z0-9_/-]1//0)(?P<c>[0-9A-Za-z_-]{30,512}+)",
+        _first_group(("a", "b", "c"), _random_enough),
+    ),
+    _rule(
+        "azure-storage-key",
+        ["accountkey", "sharedaccesskey"],
+        r"(?:AccountKey|SharedAccessKey)=(?P<s>[A-Za-z0-9+/]{40,100}={0,2})(?![A-Za-z0-9+/=])",
+        _group("s", _random_enough),
+    ),
+    _rule(
+        "azure-sas-signature",
+        ["sig="],
+        r"sig=(?<=[?&;]sig=)(?P<s>[A-Za-z0-9%+/]{30,200}+(?:=|%3[dD]){0,2})",
+        _group("s", _random_enough),
+    ),
+    _rule(
+        "azure-client-secret",
+        ["q~"],
+        r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])",
+        _whole(_random_enough),
+    ),
+    _rule(
+        "github-token",
+        ["gh"],  # ghp_ gho_ ghu_ ghs_ ghr_ github_pat_: one gate, one literal-prefixed scan
+        r"gh(?:[pousr]_(?<![A-Za-z0-9_]gh[pousr]_)(?P<a>[A-Za-z0-9]{36,251}+)(?![A-Za-z0-9_])"
+        r"|ithub_pat_(?<![A-Za-z0-9_]github_pat_)(?P<b>[A-Za-z0-9_]{82,244}+))",
+        _first_group(("a", "b"), _random_enough),
+    ),
+    _rule(
+        "gitlab-token",
+        ["gl"],  # glpat- glptt- glrt- gldt- glft- glimt- glcbt- glsoat- gloas- glagent-
+        r"gl(?:pat|ptt|rt|dt|ft|imt|cbt|soat|oas|agent)-"
+        r"(?P<a>[A-Za-z0-9_-]{20,300}+(?:\.[A-Za-z0-9]{2,16}){0,2}+)",
+        _body_check("a", _random_enough),
+    ),
+    _rule(
+        "gitlab-runner-token",
+        ["gr1348941"],
+        r"GR1348941(?P<a>[A-Za-z0-9_-]{20,40}+)",
+        _body_check("a", _random_enough),
+    ),
+    _rule(
+        "slack-token",
+        ["xox", "xapp-"],
+        r"xox(?<![A-Za-z0-9]xox)(?:"
+        r"[abposre]-(?:[0-9]{1,3}-)?[0-9]{6,15}-(?:[0-9]{6,15}-){0,3}+[A-Za-z0-9]{8,128}+"
+        r"|e-[0-9]-[A-Za-z0-9]{100,256}+"
+        r"|e\.xox[bp]-[0-9]-[A-Za-z0-9]{100,256}+"
+        r")(?![A-Za-z0-9#*-])"
+        r"|xapp-(?<![A-Za-z0-9]xapp-)[0-9]-[A-Z0-9]{8,15}-[0-9]{10,16}-[a-z0-9]{32,80}+",
+        _whole(),
+    ),
+    _rule(
+        "slack-webhook",
+        ["hooks.slack.com"],
+        r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9+/_-]{20,200}+)",
+        _group("s"),
+    ),
+    _rule(
+        "stripe-key",
+        ["k_live", "k_test", "whsec_"],  # sk_live_ rk_live_ sk_test_ rk_test_ whsec_
+        r"[sr]k_(?:live|test)_(?<![A-Za-z0-9_][sr]k_(?:live|test)_)(?P<a>[A-Za-z0-9]{16,247}+)"
+        r"|whsec_(?<![A-Za-z0-9_]whsec_)(?P<b>[A-Za-z0-9+/=]{24,128}+)",
+        _first_group(("a", "b"), _random_enough),
+    ),
+    _rule(
+        "anthropic-key",
+        ["sk-ant-"],
+        r"sk-ant-(?:api|admin)[0-9]{2}-[A-Za-z0-9_-]{93}AA(?![A-Za-z0-9_-])",
+        _whole(),
+    ),
+    _rule(
+        "openai-key",
+        ["sk-"],
+        r"sk-(?<![A-Za-z0-9_-]sk-)(?:"
+        r"(?:proj|svcacct|admin)-(?P<a>[A-Za-z0-9_-]{40,300}+)"
+        r"|(?P<b>[A-Za-z0-9]{48})(?![A-Za-z0-9_-]))",
+        _first_group(("a", "b"), _random_enough),
+    ),
+    _rule(
+        "npm-token",
+        ["npm_"],
+        r"npm_(?<![A-Za-z0-9_]npm_)(?P<body>[A-Za-z0-9]{36})(?![A-Za-z0-9])",
+        _body_check("body", _random_enough),
+    ),
+    _rule(
+        "pypi-token",
+        ["pypi-ageichlwas5vcmc"],
+        r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,2048}+",
+        _whole(),
+    ),
+    _rule(
+        "sendgrid-key",
+        ["sg."],
+        r"SG\.(?<![A-Za-z0-9_]SG\.)[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])",
+        _whole(),
+    ),
+    _rule(
+        "twilio-api-key",
+        ["sk"],
+        r"SK(?<![A-Za-z0-9_]SK)(?P<body>[0-9a-fA-F]{32})(?![0-9A-Za-z_])",
+        _body_check("body", _random_enough),
+    ),
+    _rule(
+        "twilio-account-sid",
+        ["ac"],
+        r"AC(?<![A-Za-z0-9_]AC)(?P<body>[0-9a-f]{32})(?![0-9A-Za-z_])",
+        _body_check("body", _random_enough),
+    ),
+    _rule(
+        "huggingface-token",
+        ["hf_", "api_org_"],
+        r"hf_(?<![A-Za-z0-9_]hf_)(?P<a>[A-Za-z0-9]{30,40})(?![A-Za-z0-9])"
+        r"|api_org_(?<![A-Za-z0-9_]api_org_)(?P<b>[A-Za-z0-9]{30,40})(?![A-Za-z0-9])",
+        _first_group(("a", "b"), _random_enough),
+    ),
+    _rule(
+        "authorization-header",
+        ["authorization"],
+        r"authorization[\"']?[ \t]{0,8}[:=][ \t]{0,8}[\"']?"
+        r"(?:(?:bearer|basic|token|api-token|apikey|api-key|key|jwt|dpop|sso-key|otp|"
+        r"gitlab-token|negotiate|ntlm|digest)[ \t]{1,8})?"
+        r"(?P<s>[^\s\"',;]{1,4096}+)",
+        _group("s", looks_like_secret),
+        flags=_AI,
+        anchored=True,
+    ),
+    _rule(
+        "bearer-token",
+        ["bearer"],
+        r"bearer[ \t]{1,8}(?P<s>[A-Za-z0-9._~+/=-]{16,4096}+)",
+        _group("s", looks_like_secret),
+        flags=_AI,
+        anchored=True,
+    ),
+    _rule(
+        "curl-credentials",
+        ["-u", "--user"],
+        r"(?<!\S)(?:--user|-u|-U)(?:[ \t]{1,8}|=|(?=[\"']))"
+        r"(?P<arg>(?:\"[^\"\r\n]{0,256}+\"|'[^'\r\n]{0,256}+'|[^\s\"']{1,256}+){1,4}+)",
+        _select_curl,
+        anchored=True,
+    ),
+    _rule(
+        "url-credentials",
+        ["://"],
+        r"://(?P<user>[^\s/:@'\"<>]{0,128}+):(?P<s>[^\s/'\"<>]{1,256})@",
+        _group("s", _url_password_ok),
+    ),
+    _rule(
+        "generic-secret",
+        ["pass", "pwd", "secret", "token", "auth", "credential", "key"],
+        r"(?:(?<=-)(?P<flag>))?"  # --password VALUE: a bare space separates only after a dash
+        r"(?P<kw>password|passwd|pwd|passphrase|pass|secret|token|auth|credentials?|key)"
+        r"(?:[_.-]?[0-9]{1,3})?"
+        r"(?P<kq>\\?[\"']?)"
+        r"(?P<sep>[ \t]{0,4}(?::=|=>|[:=,])[ \t]{0,8}|(?(flag)[ \t]{1,4}|(?!)))"
+        r"(?:\\?\"(?P<dq>[^\"\r\n]{1,512})\"|\\?'(?P<sq>[^'\r\n]{1,512})'"
+        r"|(?P<bare>[^\s\"'`,;&<>(){}\[\]]{1,512}+))",
+        _select_generic,
+        flags=_AI,
+        anchored=True,
+        follow="0123456789_.-\\\"' \t:=,swp",  # s: credentials; w, p: password, passphrase
+    ),
+)
+"""Every rule, in priority order (an overlap is reported under the earlier-starting match)."""
+
+
+def rule_names() -> list[str]:
+    """Names of all rules, including the multi-line PEM handling (``private-key``)."""
+    return [rule.name for rule in RULES]
+
+
+_PEM_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9]{0,32}PRIVATE KEY(?: BLOCK)?-----", _A)
+_PEM_END = re.compile(r"-----END[ A-Z0-9]{0,32}PRIVATE KEY(?: BLOCK)?-----", _A)
+_PEM_BODY = re.compile(
+    r"[ \t#/>*'\"+]{0,16}"
+    r"(?:(?P<b64>[A-Za-z0-9+/=]{1,1024})|[A-Za-z][A-Za-z-]{1,40}:[^\r\n]{0,256})?"
+    r"(?:\\n|\\r|[ \t'\",;+\\]){0,16}"
+    r"[\r\n]{0,2}",
+    _A,
+)
+_PEM_RULE = "private-key"
+
+# The gate. A scanned rule runs only if one of its keywords is in the block's lowercased text;
+# an anchored rule's keyword search is its own gate. Keywords shared by several scanned rules are
+# checked once, and a keyword that contains another scanned keyword (``sk-ant-`` contains ``sk-``)
+# is checked only when that shorter one is present.
+for _r in RULES:
+    assert _r.keywords and all(kw == kw.lower() for kw in _r.keywords), _r.name
+_GATE: dict[str, list[int]] = {}
+for _index, _r in enumerate(RULES):
+    if not _r.anchored:
+        for _kw in _r.keywords:
+            _GATE.setdefault(_kw, []).append(_index)
+_GATE_ORDER = sorted(_GATE, key=len)
+_GATE_ITEMS: tuple[tuple[str, tuple[int, ...], tuple[str, ...]], ...] = tuple(
+    (
+        kw,
+        tuple(_GATE[kw]),
+        tuple(other for other in _GATE_ORDER if other != kw and other in kw),
+    )
+    for kw in _GATE_ORDER
+)
+_SCANNED = tuple(index for index, rule in enumerate(RULES) if not rule.anchored)
+_ANCHORED = tuple(index for index, rule in enumerate(RULES) if rule.anchored)
+_ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+
+
+def _lower(text: str) -> str:
+    """Lowercase with the same length as ``text`` (``str.lower`` can grow non-latin-1 text)."""
+    low = text.lower()
+    if len(low) != len(text):
+        low = text.translate(_ASCII_LOWER)
+    return low
+
+
+def _find_terminator(text: str, start: int, end: int) -> int:
+    """First ``\\n`` or ``\\r`` in ``text[start:end]``, or -1."""
+    nl = text.find("\n", start, end)
+    cr = text.find("\r", start, end if nl < 0 else nl)
+    return nl if cr < 0 else cr
+
+
+def _rfind_terminator(text: str, start: int, end: int) -> int:
+    """Last ``\\n`` or ``\\r`` in ``text[start:end]``, or -1."""
+    return max(text.rfind("\n", start, end), text.rfind("\r", start, end))
+
+
+# --- the machine ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Pem:
+    begin: int  # where the BEGIN marker starts
+    scan: int  # start of the next line to classify
+    body: int = 0  # base64 characters held so far
+    last: int = 0  # end of the last key line's content (before its line terminator)
+    swallowing: bool = False  # past PEM_HOLD_CAP: already redacted, dropping key lines
+
+
+@dataclass(slots=True)
+class _Machine:
+    """The redaction state machine shared by :func:`redact_text` and :class:`StreamRedactor`."""
+
+    keep_findings: bool
+    buf: str = ""
+    base: int = 0  # absolute offset of buf[0]
+    pos: int = 0  # first character of buf not yet emitted
+    skip: int = 0  # PEM BEGIN markers starting before this are not entered again
+    pem: _Pem | None = None
+    out: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+    pending: list[str] = field(default_factory=list)
+    pending_len: int = 0
+    no_terminator_before: int = 0  # buf[pos:this] is known to hold no line terminator
+    # The spans of the region a PEM block was entered from, kept so that releasing a block that
+    # was not a key resumes with the same spans instead of scanning the region again (which
+    # would make a run of BEGIN lines quadratic): (region end, spans).
+    cache: tuple[int, list[tuple[int, int, str]]] | None = None
+
+    # input ------------------------------------------------------------------
+
+    def push(self, chunk: str) -> None:
+        if not chunk:
+            return
+        self.pending.append(chunk)
+        self.pending_len += len(chunk)
+        has_end = "\n" in chunk or "\r" in chunk
+        if has_end or self.pending_len + len(self.buf) - self.pos >= PEM_LINE_MAX:
+            self._join()
+            self.advance(final=False)
+
+    def finish(self) -> None:
+        self._join()
+        self.advance(final=True)
+
+    def take(self) -> str:
+        text = "".join(self.out)
+        self.out.clear()
+        return text
+
+    def _join(self) -> None:
+        keep = self.pos if self.pem is None else min(self.pos, self.pem.begin)
+        drop = max(0, keep - CONTEXT)
+        if drop or self.pending:
+            self.buf = self.buf[drop:] + "".join(self.pending)
+            self.pending.clear()
+            self.pending_len = 0
+            self.base += drop
+            self.pos -= drop
+            self.skip = max(0, self.skip - drop)
+            self.no_terminator_before = max(self.pos, self.no_terminator_before - drop)
+            if self.pem is not None:
+                self.pem.begin -= drop
+                self.pem.scan -= drop
+                self.pem.last = max(0, self.pem.last - drop)
+            if self.cache is not None and drop:
+                end, spans = self.cache
+                self.cache = (end - drop, [(s - drop, e - drop, r) for s, e, r in spans])
+
+    # output -----------------------------------------------------------------
+
+    def _emit(self, end: int, spans: list[tuple[int, int, str]]) -> None:
+        """Write buf[pos:end] with the spans (sorted, starting before end) redacted."""
+        buf = self.buf
+        cursor = self.pos
+        out = self.out
+        for start, stop, name in spans:
+            if start >= end:
+                break
+            if start < cursor:
+                continue
+            if start > cursor:
+                out.append(buf[cursor:start])
+            out.append(f"[REDACTED:{name}]")
+            self._record(name, start, stop)
+            cursor = stop
+        if end > cursor:
+            out.append(buf[cursor:end])
+            cursor = end
+        self.pos = cursor
+
+    def _record(self, name: str, start: int, stop: int) -> None:
+        self.counts[name] += 1
+        if self.keep_findings:
+            self.findings.append(Finding(name, self.base + start, self.base + stop))
+
+    def _extend_last(self, stop: int) -> None:
+        if self.keep_findings and self.findings:
+            last = self.findings[-1]
+            self.findings[-1] = Finding(last.rule, last.start, self.base + stop)
+
+    # scanning ---------------------------------------------------------------
+
+    def _scan(self, start: int, end: int) -> list[tuple[int, int, str]]:
+        """All redaction spans of matches starting in buf[start:end] (endpos ``end``), merged."""
+        buf = self.buf
+        low = _lower(buf[start:end])
+        raw: list[tuple[int, int, str]] = []
+        # scanned rules: gate on keywords, then finditer over the block
+        present: set[str] = set()
+        active: set[int] = set()
+        for kw, indexes, parts in _GATE_ITEMS:
+            if active.issuperset(indexes) or not present.issuperset(parts):
+                continue
+            if kw in low:
+                present.add(kw)
+                active.update(indexes)
+        for index in sorted(active):
+            rule = RULES[index]
+            select = rule.select
+            for m in rule.pattern.finditer(buf, start, end):
+                for s, e in select(m):
+                    raw.append((s, e, rule.name))
+        # anchored rules: the keyword search is the gate; match where a keyword occurs
+        find = low.find
+        last = len(low)
+        for index in _ANCHORED:
+            rule = RULES[index]
+            follow = rule.follow
+            seen: set[int] = set()
+            for kw in rule.keywords:
+                k = len(kw)
+                i = find(kw)
+                while i >= 0:
+                    if follow is None or i + k >= last or low[i + k] in follow:
+                        seen.add(i)
+                    i = find(kw, i + 1)
+            if not seen:
+                continue
+            pattern = rule.pattern
+            select = rule.select
+            for i in sorted(seen):
+                hit = pattern.match(buf, start + i, end)
+                if hit is not None:
+                    for s, e in select(hit):
+                        raw.append((s, e, rule.name))
+        if not raw:
+            return []
+        raw.sort(key=lambda item: (item[0], -item[1]))
+        merged: list[tuple[int, int, str]] = []
+        for s, e, name in raw:
+            if merged and s < merged[-1][1]:
+                ps, pe, pname = merged[-1]
+                if e > pe:
+                    merged[-1] = (ps, e, pname)
+            else:
+                merged.append((s, e, name))
+        return merged
+
+    def _pem_marker(self, start: int, end: int, spans: list[tuple[int, int, str]]) -> int:
+        """First BEGIN … PRIVATE KEY marker in buf[start:end] that no span covers, or -1."""
+        buf = self.buf
+        lo = max(start, self.skip)
+        if lo >= end or buf.find("-----BEGIN", lo, end) < 0:
+            return -1
+        for m in _PEM_BEGIN.finditer(buf, lo, end):
+            b = m.start()
+            if not any(s <= b < e for s, e, _ in spans):
+                return b
+        return -1
+
+    # the main loop ----------------------------------------------------------
+
+    def advance(self, final: bool) -> None:
+        while True:
+            if self.pem is not None:
+                if not self._pem_step(final):
+                    return
+                continue
+            buf = self.buf
+            p = self.pos
+            n = len(buf)
+            if self.cache is not None:
+                end, spans = self.cache
+                if p < end:
+                    self._region(p, end, spans)
+                    continue
+                self.cache = None
+            if p >= n:
+                return
+            lim = min(n, p + MAX_LINE)
+            t = _find_terminator(buf, max(p, self.no_terminator_before), lim)
+            if t < 0:
+                self.no_terminator_before = max(self.no_terminator_before, lim)
+                if n - p >= MAX_LINE:
+                    self._window()
+                    continue
+                if not final:
+                    return
+                self._region(p, n)
+                continue
+            # A region of complete lines, all shorter than MAX_LINE.
+            if t + 1 - p >= BLOCK:
+                self._region(p, t + 1)
+            else:
+                self._region(p, _rfind_terminator(buf, t, min(n, p + BLOCK)) + 1)
+
+    def _region(self, p: int, e: int, spans: list[tuple[int, int, str]] | None = None) -> None:
+        if spans is None:
+            spans = self._scan(p, e)
+        b = self._pem_marker(p, e, spans)
+        if b >= 0:
+            self._emit(b, spans)
+            self.pem = _Pem(begin=b, scan=b)
+            self.cache = (e, spans)
+            return
+        self._emit(e, spans)
+        self.cache = None
+        self.no_terminator_before = self.pos
+
+    def _window(self) -> None:
+        """One step over a line longer than MAX_LINE: commit all but the last OVERLAP."""
+        p = self.pos
+        we = p + MAX_LINE
+        c = we - OVERLAP
+        spans = self._scan(p, we)
+        # No PEM block starts here: a BEGIN marker before c is followed by more than
+        # PEM_LINE_MAX characters without a line end, so it could not be a key's first line.
+        changed = True
+        while changed:
+            changed = False
+            for s, e, _ in spans:
+                if s < c < e:
+                    c = e
+                    changed = True
+        self._emit(c, spans)
+        self.no_terminator_before = self.pos
+
+    # PEM blocks -------------------------------------------------------------
+
+    def _pem_step(self, final: bool) -> bool:
+        """Classify the next line of a held PEM block; False when more data is needed."""
+        pem = self.pem
+        assert pem is not None
+        buf = self.buf
+        n = len(buf)
+        q = pem.scan
+        if q == pem.begin:  # the BEGIN line: classify what follows the marker
+            m = _PEM_BEGIN.match(buf, q)
+            assert m is not None
+            q = pem.scan = m.end()
+        t = _find_terminator(buf, q, min(n, q + PEM_LINE_MAX))
+        if t < 0:
+            if n - q < PEM_LINE_MAX and not final:
+                return False
+            if n - q >= PEM_LINE_MAX or q >= n:
+                self._pem_abort(q)
+                return True
+            line_end = n  # the last line of the input, without a terminator
+        else:
+            line_end = t + 1
+            # take "\r\n" as one terminator so blank-line checks see whole lines
+            if buf[t] == "\r" and line_end < n and buf[line_end] == "\n":
+                line_end += 1
+            elif buf[t] == "\r" and line_end == n and not final:
+                return False
+        end = _PEM_END.search(buf, q, line_end)
+        if end is not None:
+            before = _PEM_BODY.fullmatch(buf, q, end.start())
+            if before is not None:
+                body = pem.body + len(before.group("b64") or "")
+                self._pem_close(end.end(), body)
+                return True
+        m = _PEM_BODY.fullmatch(buf, q, line_end)
+        if m is None:
+            self._pem_abort(q)
+            return True
+        b64 = m.group("b64")
+        content_end = line_end
+        while content_end > q and buf[content_end - 1] in "\r\n":
+            content_end -= 1
+        if b64:
+            pem.body += len(b64)
+        pem.scan = line_end
+        if pem.swallowing:
+            if b64:
+                self._extend_last(content_end)
+                self.pos = content_end
+        else:
+            if b64:
+                pem.last = content_end
+            if line_end - pem.begin > PEM_HOLD_CAP:
+                if pem.body < PEM_MIN_TRUNCATED or pem.last <= pem.begin:
+                    self._pem_abort(line_end)  # no key material worth the name: release
+                    return True
+                self.out.append(f"[REDACTED:{_PEM_RULE}]")
+                self._record(_PEM_RULE, pem.begin, pem.last)
+                self.pos = pem.last
+                pem.swallowing = True
+        if line_end >= n and final:
+            self._pem_abort(line_end)
+        return True
+
+    def _pem_close(self, end: int, body: int) -> None:
+        """An END marker closes the block at ``end``."""
+        pem = self.pem
+        assert pem is not None
+        self.pem = None
+        if pem.swallowing:
+            self._extend_last(end)
+            self.pos = end
+            self.cache = None
+        elif body >= PEM_MIN_BODY:
+            self.out.append(f"[REDACTED:{_PEM_RULE}]")
+            self._record(_PEM_RULE, pem.begin, end)
+            self.pos = end
+            self.cache = None
+        else:
+            self.skip = pem.begin + 1  # not a key: release the lines to the ordinary rules
+        self.no_terminator_before = self.pos
+
+    def _pem_abort(self, at: int) -> None:
+        """A line that cannot be key material (or the end of input) at ``at`` ends the block."""
+        pem = self.pem
+        assert pem is not None
+        self.pem = None
+        if pem.swallowing:
+            self.cache = None  # pos already sits after the last dropped key line
+        elif pem.body >= PEM_MIN_TRUNCATED and pem.last > pem.begin:
+            self.out.append(f"[REDACTED:{_PEM_RULE}]")
+            self._record(_PEM_RULE, pem.begin, pem.last)
+            self.pos = pem.last
+            self.cache = None
+        else:
+            self.skip = pem.begin + 1
+        self.no_terminator_before = self.pos
+        del at
+
+
+# --- public API ----------------------------------------------------------------------------------
+
+
+def redact_text(text: str) -> tuple[str, list[Finding]]:
+    """Redact ``text``; findings give each secret's rule and span in the original ``text``."""
+    machine = _Machine(keep_findings=True, buf=text)
+    machine.advance(final=True)
+    return machine.take(), machine.findings
+
+
+def redact_bytes(data: bytes) -> bytes:
+    """Redact ``data`` of any encoding; bytes outside every redacted span are kept exactly."""
+    machine = _Machine(keep_findings=False, buf=data.decode("latin-1"))
+    machine.advance(final=True)
+    return machine.take().encode("latin-1")
+
+
+class StreamRedactor:
+    """Redact a byte stream chunk by chunk, holding back only what could still be a secret.
+
+    ``feed`` returns the redacted bytes that are final; ``flush`` returns the rest. Whatever the
+    chunking, ``b"".join(feeds) + flush()`` equals :func:`redact_bytes` of the whole stream. What is
+    held back is bounded: an incomplete line (at most about :data:`MAX_LINE` characters) plus a PEM
+    block being held (at most about :data:`PEM_HOLD_CAP`) plus the last chunk fed.
+    """
+
+    def __init__(self) -> None:
+        self._machine = _Machine(keep_findings=False)
+        self._flushed = False
+
+    def feed(self, chunk: bytes) -> bytes:
+        """Add ``chunk``; return the redacted output that no later byte can change."""
+        if self._flushed:
+            raise ValueError("feed() after flush()")
+        self._machine.push(chunk.decode("latin-1"))
+        return self._machine.take().encode("latin-1")
+
+    def flush(self) -> bytes:
+        """End of stream: return everything still held, redacted."""
+        if not self._flushed:
+            self._flushed = True
+            self._machine.finish()
+        return self._machine.take().encode("latin-1")
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """How many secrets each rule has redacted so far."""
+        return dict(self._machine.counts)
+
+    @property
+    def held(self) -> int:
+        """Characters currently held back (for memory checks)."""
+        m = self._machine
+        return len(m.buf) - m.pos + m.pending_len
