@@ -9,11 +9,12 @@ from collections.abc import Callable
 
 import click
 
-from tui import cli_econ, cli_evidence, cli_ledger, cli_resume
+from tui import cli_econ, cli_evidence, cli_ledger, cli_redact, cli_resume
 
 REGISTRARS: list[Callable[[click.Group], None]] = [
     cli_evidence.register,
     cli_ledger.register,
     cli_econ.register,
     cli_resume.register,
+    cli_redact.register,
 ]
