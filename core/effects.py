@@ -53,6 +53,7 @@ from core.errors import (
     UsageError,
 )
 from core.models import ApprovalState, EffectState, SideEffect, Task
+from core.paths import ensure_private_dir
 
 __all__ = [
     "EXIT_BUSY",
@@ -732,7 +733,7 @@ class Ledger:
     @contextmanager
     def _lock(self, task_id: str, key: str, wait: float, notice: Notice = _quiet) -> Iterator[int]:
         """Hold the key's lock, waiting up to `wait` seconds for a guard already running it."""
-        self.lock_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ensure_private_dir(self.lock_dir)
         fd = os.open(self._lock_path(task_id, key), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             deadline = time.monotonic() + wait

@@ -90,6 +90,8 @@ def task_detail(task: Task) -> str:
         lines.append(f"time budget {task.budget.minutes:g} minutes")
     if task.credentials:
         lines.append(f"credentials {', '.join(task.credentials)}")
+    if task.approvers:
+        lines.append(f"approvers   {', '.join(task.approvers)}")
     lines.append(f"created     {task.created_at} ({clock.humanize_age(task.created_at)} ago)")
     lines.append(f"updated     {task.updated_at}")
     return "\n".join(lines)

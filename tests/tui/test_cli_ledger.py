@@ -114,6 +114,7 @@ def test_an_agent_and_an_operator_work_the_ledger(pitstop: Pitstop, tmp_path: Pa
         "bob",
     )
     assert started["approvers"] == ["alice", "bob"]
+    assert "approvers   alice, bob" in pitstop.run("task", "show", "ship").stdout
 
     proposed = pitstop.ok("effect", "propose", "--task", "ship", "--key", "pr-1", "--kind", "pr")
     assert proposed["created"] is True and proposed["effect"]["state"] == "proposed"
