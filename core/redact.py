@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "Finding",
     "Rule",
     "StreamRedactor",
+    "redact_argv",
     "redact_bytes",
     "redact_text",
     "rule_names",
@@ -324,13 +325,13 @@ _KEY_QUALIFIED = re.compile(
 _KEY_REJECT = ("public", "pubkey", "csrf", "xsrf", "nonce")
 
 
-def _key_name(text: str, start: int, end: int) -> str:
+def _key_name(text: str, start: int, end: int) -> tuple[int, str]:
     """The identifier that ends at ``end`` and contains ``start`` (at most 64 characters back)."""
     i = start
     limit = max(0, start - 64)
     while i > limit and text[i - 1] in _KEY_CHARS:
         i -= 1
-    return text[i:end].lower()
+    return i, text[i:end].lower()
 
 
 def _select_generic(m: re.Match[str]) -> list[Span]:
@@ -341,7 +342,9 @@ def _select_generic(m: re.Match[str]) -> list[Span]:
         return []  # `--password VALUE` only, not prose like "token abc"
     if sep == "," and not (m.group("kq") and m.group("bare") is None):
         return []  # f("api_token", "…") only, not an argument list
-    name = _key_name(text, start, m.end("kw"))
+    name_start, name = _key_name(text, start, m.end("kw"))
+    if text.startswith("://", name_start - 3):
+        return []  # https://oauth2:…@host is URL userinfo, the url-credentials rule's
     if any(bad in name for bad in _KEY_REJECT):
         return []
     if m.group("kw").lower() == "key" and not _KEY_QUALIFIED.search(name):
@@ -392,6 +395,8 @@ def _strip_quotes(text: str, start: int, end: int) -> Span:
 def _select_curl(m: re.Match[str]) -> list[Span]:
     text = m.string
     start, end = m.span("arg")
+    if text.find("[REDACTED:", start, end) >= 0:
+        return []  # already redacted
     colon = text.find(":", start, end)
     if colon < 0:
         return []  # `-u user` alone: curl prompts for the password
@@ -523,8 +528,8 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         "github-token",
-        ["gh"],  # ghp_ gho_ ghu_ ghs_ ghr_ github_pat_: one gate, one literal-prefixed scan
-        r"gh(?:[pousr]_(?<![A-Za-z0-9_]gh[pousr]_)(?P<a>[A-Za-z0-9]{36,251}+)(?![A-Za-z0-9_])"
+        ["gh", "github_pat_"],  # ghp_ gho_ ghu_ ghs_ ghr_ share one gate
+        r"g(?:h[pousr]_(?<![A-Za-z0-9_]gh[pousr]_)(?P<a>[A-Za-z0-9]{36,251}+)(?![A-Za-z0-9_])"
         r"|ithub_pat_(?<![A-Za-z0-9_]github_pat_)(?P<b>[A-Za-z0-9_]{82,244}+))",
         _first_group(("a", "b"), _random_enough),
     ),
@@ -840,7 +845,7 @@ class _Machine:
         """All redaction spans of matches starting in buf[start:end] (endpos ``end``), merged."""
         buf = self.buf
         low = _lower(buf[start:end])
-        raw: list[tuple[int, int, str]] = []
+        raw: list[tuple[int, int, int]] = []  # (start, end, rule index)
         # scanned rules: gate on keywords, then finditer over the block
         present: set[str] = set()
         active: set[int] = set()
@@ -855,7 +860,7 @@ class _Machine:
             select = rule.select
             for m in rule.pattern.finditer(buf, start, end):
                 for s, e in select(m):
-                    raw.append((s, e, rule.name))
+                    raw.append((s, e, index))
         # anchored rules: the keyword search is the gate; match where a keyword occurs
         find = low.find
         last = len(low)
@@ -878,19 +883,20 @@ class _Machine:
                 hit = pattern.match(buf, start + i, end)
                 if hit is not None:
                     for s, e in select(hit):
-                        raw.append((s, e, rule.name))
+                        raw.append((s, e, index))
         if not raw:
             return []
-        raw.sort(key=lambda item: (item[0], -item[1]))
-        merged: list[tuple[int, int, str]] = []
-        for s, e, name in raw:
+        # Overlapping matches become one span, named after the most specific rule among them
+        # (RULES is in priority order: token formats first, context rules, the generic last).
+        raw.sort()
+        merged: list[tuple[int, int, int]] = []
+        for s, e, index in raw:
             if merged and s < merged[-1][1]:
-                ps, pe, pname = merged[-1]
-                if e > pe:
-                    merged[-1] = (ps, e, pname)
+                ps, pe, pindex = merged[-1]
+                merged[-1] = (ps, max(pe, e), min(pindex, index))
             else:
-                merged.append((s, e, name))
-        return merged
+                merged.append((s, e, index))
+        return [(s, e, RULES[index].name) for s, e, index in merged]
 
     def _pem_marker(self, start: int, end: int, spans: list[tuple[int, int, str]]) -> int:
         """First BEGIN … PRIVATE KEY marker in buf[start:end] that no span covers, or -1."""
@@ -1080,6 +1086,35 @@ def redact_text(text: str) -> tuple[str, list[Finding]]:
     machine = _Machine(keep_findings=True, buf=text)
     machine.advance(final=True)
     return machine.take(), machine.findings
+
+
+def redact_argv(argv: Sequence[str]) -> list[str]:
+    """Redact a command line argument by argument, each seen in the context of its neighbours.
+
+    ``["curl", "-u", "bob:pw"]`` or ``["mysql", "--password", "pw"]`` only reveal a secret
+    together with the argument before it, so the arguments are redacted as one space-joined line
+    and every argument keeps its own place in the list.
+    """
+    joined = " ".join(argv)
+    _, findings = redact_text(joined)
+    if not findings:
+        return list(argv)
+    result: list[str] = []
+    offset = 0
+    for arg in argv:
+        start, end = offset, offset + len(arg)
+        pieces: list[str] = []
+        cursor = start
+        for finding in findings:
+            s, e = max(finding.start, start), min(finding.end, end)
+            if s < e:
+                pieces.append(joined[cursor:s])
+                pieces.append(f"[REDACTED:{finding.rule}]")
+                cursor = e
+        pieces.append(joined[cursor:end])
+        result.append("".join(pieces))
+        offset = end + 1
+    return result
 
 
 def redact_bytes(data: bytes) -> bytes:
