@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import re
 import secrets
@@ -1082,7 +1083,7 @@ class Engine:
         """Run every restore check on a checkpoint; the run is stored and audited."""
         inputs = self._validation_inputs(ref, into, offline)
         report = run_checks(inputs, progress)
-        seq = inputs.checkpoint.seq if inputs.checkpoint else None
+        seq = inputs.seq
         now = clock.now_iso()
         with write_txn(self.db):
             store.insert_validation(
@@ -1111,14 +1112,20 @@ class Engine:
     def _validation_inputs(
         self, ref: str, into: str | os.PathLike[str] | None, offline: bool
     ) -> ValidationInputs:
-        task_id, _seq = parse_checkpoint_ref(ref)
+        task_id, seq = parse_checkpoint_ref(ref)
         task = store.get_task(self.db, task_id)
+        if seq is None:
+            seq = store.latest_seq(self.db, task_id)
+            if seq is None:
+                raise NotFoundError(f"task {task_id} has no checkpoints yet")
         checkpoint: Checkpoint | None = None
         schema_error = None
         try:
-            checkpoint = self.get_checkpoint(ref)
+            checkpoint = self.get_checkpoint(f"{task_id}@{seq}")
         except SchemaTooNewError as exc:
             schema_error = exc.message
+        if checkpoint is not None and checkpoint.commit and schema_error is None:
+            schema_error = self._header_schema_error(task, checkpoint)
         damage = (
             self.verify(checkpoint)
             if checkpoint and checkpoint.state is CheckpointState.COMPLETE
@@ -1132,6 +1139,7 @@ class Engine:
             source_error = f"the task's repository is gone: {exc.message}"
         return ValidationInputs(
             task=task,
+            seq=seq,
             checkpoint=checkpoint,
             schema_error=schema_error,
             damage=damage,
@@ -1148,6 +1156,24 @@ class Engine:
             into=Path(into).expanduser().absolute() if into else None,
             offline=offline,
         )
+
+    def _header_schema_error(self, task: Task, checkpoint: Checkpoint) -> str | None:
+        """A `pitstop.json` header from a newer Pitstop makes the checkpoint unsupported."""
+        assert checkpoint.commit
+        try:
+            raw = snapshot.read_blob(
+                self.paths.repos / task.store_repo, checkpoint.commit, "pitstop.json"
+            )
+            header = json.loads(raw)
+        except (PitstopError, ValueError):
+            return None  # a missing or unreadable header is damage, reported by `complete`
+        schema = header.get("schema") if isinstance(header, dict) else None
+        if schema != manifest.HEADER_SCHEMA:
+            return (
+                f"checkpoint header schema {schema!r} is not {manifest.HEADER_SCHEMA!r}; "
+                "it was written by a newer Pitstop"
+            )
+        return None
 
     def _live_leases(self, task_id: str) -> list[str]:
         """Descriptions of resume leases on the task that are still live."""
@@ -1177,8 +1203,8 @@ class Engine:
         """Validate, take the lease, restore the snapshot and write the brief (no launch yet)."""
         if into and in_place:
             raise UsageError("choose --into DIR or --in-place, not both")
-        checkpoint = self.get_checkpoint(ref)
-        task = store.get_task(self.db, checkpoint.task_id)
+        task_id, _seq = parse_checkpoint_ref(ref)
+        task = store.get_task(self.db, task_id)
         source = snapshot.resolve_source_repo(task.repo_root)
         target = (
             source.toplevel
@@ -1187,7 +1213,7 @@ class Engine:
             if into
             else _default_resume_dir(source.toplevel, task.id)
         )
-        report = self.validate(checkpoint.ref, into=None if in_place else target, offline=offline)
+        report = self.validate(ref, into=None if in_place else target, offline=offline)
         if report.verdict in (Verdict.BLOCKED, Verdict.UNSUPPORTED) or (
             report.verdict is Verdict.STALE and not accept_stale
         ):
@@ -1198,9 +1224,10 @@ class Engine:
                 else ""
             )
             raise ResumeRefusedError(
-                f"{checkpoint.ref} is {report.verdict.value}: {worst.message}; {worst.fix}{hint}",
+                f"{report.ref} is {report.verdict.value}: {worst.message}; {worst.fix}{hint}",
                 report.verdict.exit_code,
             )
+        checkpoint = self.get_checkpoint(report.ref)
         resume_id = self._take_lease(checkpoint, report.verdict.value, target)
         try:
             started = time.monotonic()
@@ -1208,15 +1235,21 @@ class Engine:
             assert checkpoint.commit and checkpoint.worktree_tree and checkpoint.index_tree
             branch = self._restore(source, store_repo, checkpoint, target, in_place)
             restore_ms = int((time.monotonic() - started) * 1000)
+            # Accepted stale: the agent must know why it was stale, not only what warned.
             warnings = [
                 f"{f.check}: {f.message}"
+                + (f" (fix: {f.fix})" if f.status is FindingStatus.FAIL else "")
                 for f in report.findings
-                if f.status in (FindingStatus.WARN, FindingStatus.UNKNOWN)
+                if f.status is not FindingStatus.PASS
             ]
             brief = build_brief(
                 task=task,
                 checkpoint=checkpoint,
-                evidence=self.list_evidence(checkpoint.ref),
+                evidence=[
+                    item
+                    for item in self.list_evidence(task.id)
+                    if item.checkpoint_seq is not None and item.checkpoint_seq <= checkpoint.seq
+                ],
                 effects=self.list_effects(task.id),
                 approvals=self.list_approvals(task.id),
                 warnings=warnings,
@@ -1286,7 +1319,11 @@ class Engine:
         with write_txn(self.db):
             live = self._live_leases(checkpoint.task_id)
             if live:
-                raise ConflictError(f"cannot resume {checkpoint.ref}: {live[0]} holds the lease")
+                raise ResumeRefusedError(
+                    f"{checkpoint.ref} is blocked: {live[0]} holds the lease; wait for it to "
+                    "finish, or release it if its holder is gone",
+                    Verdict.BLOCKED.exit_code,
+                )
             for row in store.active_resumes(self.db, checkpoint.task_id):
                 store.update_resume(
                     self.db, row["id"], state="expired", finished_at=clock.to_iso(now)
@@ -1337,6 +1374,14 @@ class Engine:
             worktree.bring_objects(source, store_repo, checkpoint.commit)
             worktree.restore_into(source.toplevel, checkpoint.worktree_tree, checkpoint.index_tree)
             return checkpoint.branch
+        if (
+            target.is_dir()
+            and any(target.iterdir())
+            and worktree.tree_equals_directory(
+                store_repo, checkpoint.worktree_tree, target, self.paths.tmp
+            )
+        ):
+            return None  # already restored there (validation passed it): reuse it as it is
         worktree.require_empty_target(target)
         worktree.bring_objects(source, store_repo, checkpoint.commit)
         branch = worktree.add_worktree(

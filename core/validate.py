@@ -105,6 +105,7 @@ class ValidationInputs:
     """Everything the checks look at, gathered by the engine."""
 
     task: Task
+    seq: int
     checkpoint: Checkpoint | None
     schema_error: str | None
     damage: list[str]
@@ -143,7 +144,7 @@ def run_checks(
     """Run every check in order (reporting each finding as it comes) and decide the verdict."""
     started = time.monotonic()
     findings: list[Finding] = []
-    ref = inputs.checkpoint.ref if inputs.checkpoint else inputs.task.id
+    ref = f"{inputs.task.id}@{inputs.seq}"
     for check in CHECKS:
         try:
             produced = check(inputs)
@@ -392,13 +393,13 @@ def check_runtime(inputs: ValidationInputs) -> list[Finding]:
                 f"use Python {'.'.join(recorded_py.split('.')[:2])} or reinstall the environment",
             )
         )
-    findings.extend(_harness_findings(inputs))
     if not findings:
         findings.append(
             Finding(
                 "runtime", Status.PASS, f"same OS, arch and Python ({now_py}) as the checkpoint"
             )
         )
+    findings.extend(_harness_findings(inputs))
     return findings
 
 
@@ -509,7 +510,8 @@ def check_upstream(inputs: ValidationInputs) -> list[Finding]:
         ]
     remote, _, branch = name.partition("/")
     try:
-        out = _git(["ls-remote", "--heads", remote, branch], cwd=inputs.source.toplevel)
+        wanted = f"refs/heads/{branch}"
+        out = _git(["ls-remote", remote, wanted], cwd=inputs.source.toplevel)
     except Exception as exc:
         return [
             Finding(
@@ -519,7 +521,10 @@ def check_upstream(inputs: ValidationInputs) -> list[Finding]:
                 "check the network or run with --offline",
             )
         ]
-    now = out.decode().split()[0] if out.strip() else None
+    now = next(
+        (line.split()[0] for line in out.decode().splitlines() if line.split()[1:] == [wanted]),
+        None,
+    )
     if now is None:
         return [
             Finding(
