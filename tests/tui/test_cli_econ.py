@@ -6,6 +6,8 @@ import base64
 import hashlib
 import json
 import os
+import re
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -294,3 +296,12 @@ def test_metrics_shape_and_text(cli_env: dict[str, str], repo: Path) -> None:
     ):
         assert label in text.stdout, label
     assert_one_line_error(run(cli_env, "metrics", "--task", "ghost"), 2)
+
+
+def test_the_readme_cost_example_is_what_pitstop_prints(cli_env: dict[str, str]) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"```\n\$ pitstop (cost [^\n]*)\n(.*?)```", readme, re.S)
+    assert match, "README has no `$ pitstop cost` example"
+    result = run(cli_env, *shlex.split(match.group(1)))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == match.group(2)
