@@ -16,6 +16,7 @@ Protection always wins over the rules, and is reported:
   of its checkpoints expire. Effects are recorded per task, not per checkpoint, and whoever
   settles one may need any earlier state, so the whole chain stays until it is settled.
 - The newest complete checkpoint of a live task (not done, cancelled or expired) never expires.
+- A checkpoint under a live resume lease never expires while the lease lasts.
 
 A protected set that alone exceeds a byte cap is reported as a warning, never silently kept.
 
@@ -253,7 +254,8 @@ def plan_gc(
         hold = _hold_reason(db, task, now)
         if hold:
             holds[task_id] = hold
-        _apply_task_rules(task, by_task[task_id], settings, now, hold, warnings)
+        leased = _leased_seqs(db, task_id, now)
+        _apply_task_rules(task, by_task[task_id], settings, now, hold, warnings, leased)
     _apply_store_cap(by_task, settings, warnings)
     expiries: list[Expiry] = []
     protected: list[Protected] = []
@@ -286,6 +288,21 @@ def _mark(candidate: _Candidate, rule: str, reason: str) -> None:
         candidate.rule, candidate.reason = rule, reason
 
 
+def _leased_seqs(db: sqlite_utils.Database, task_id: str, now: datetime) -> dict[int, str]:
+    """Checkpoints a resume is restoring right now (a lease not yet past its end)."""
+    if "resumes" not in store.table_names(db):
+        return {}
+    leased: dict[int, str] = {}
+    for row in store.active_resumes(db, task_id):
+        try:
+            until = clock.parse(str(row["lease_until"]))
+        except (KeyError, ValueError):
+            continue
+        if until > now:
+            leased[int(row["seq"])] = f"being resumed (lease until {clock.to_iso(until)[:19]}Z)"
+    return leased
+
+
 def _apply_task_rules(
     task: Task,
     candidates: list[_Candidate],
@@ -293,12 +310,15 @@ def _apply_task_rules(
     now: datetime,
     hold: str | None,
     warnings: list[str],
+    leased: Mapping[int, str],
 ) -> None:
     complete = [c for c in candidates if c.state is CheckpointState.COMPLETE]
     newest = complete[-1] if complete else None
     for candidate in candidates:
         if hold:
             candidate.protected_by = f"task held: {hold}"
+        elif candidate.seq in leased:
+            candidate.protected_by = leased[candidate.seq]
         elif candidate is newest and not task.status.is_final:
             candidate.protected_by = f"newest complete checkpoint of {task.status.value} task"
     if task.status.is_final:

@@ -284,3 +284,27 @@ def test_byte_caps_expire_oldest_first_and_warn_when_protection_exceeds_them(
         assert [e.ref for e in plan.expiries] == ["caps@1", "caps@2", "caps@3"]
         assert len(plan.warnings) == 1 and "max_store_bytes" in plan.warnings[0]
         assert "protected" in plan.warnings[0]
+
+
+def test_a_checkpoint_under_a_live_resume_lease_stays(
+    store_root: Path, make_repo: Callable[..., Path], timeline: Timeline
+) -> None:
+    repo = make_repo("leased")
+    with open_engine(store_root) as engine:
+        timeline.at(30)
+        engine.start_task(repo=repo, objective="leased", task_id="leased")
+        checkpoints(engine, "leased", 3, repo)
+        timeline.now()
+        lease = {"task_id": "leased", "seq": 1, "state": "active"}
+        lease["lease_until"] = clock.to_iso(NOW + timedelta(hours=1))
+        required = engine.db.execute("PRAGMA table_info(resumes)").fetchall()
+        for _cid, name, kind, notnull, default, primary in required:
+            if notnull and default is None and not primary and name not in lease:
+                lease[name] = 0 if "INT" in str(kind).upper() else "x"
+        engine.db.table("resumes").insert(lease)
+        plan = engine.gc(dry_run=True).plan
+        assert [e.ref for e in plan.expiries] == ["leased@2"]
+        why = {p.ref: p.why for p in plan.protected}
+        assert why["leased@1"].startswith("being resumed (lease until")
+        timeline.at(-0.5)  # half a day later the lease has run out
+        assert [e.ref for e in engine.gc(dry_run=True).plan.expiries] == ["leased@1", "leased@2"]
