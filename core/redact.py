@@ -774,8 +774,13 @@ class _Machine:
             return
         self.pending.append(chunk)
         self.pending_len += len(chunk)
-        has_end = "\n" in chunk or "\r" in chunk
-        if has_end or self.pending_len + len(self.buf) - self.pos >= PEM_LINE_MAX:
+        if "\n" in chunk or "\r" in chunk:
+            ready = True  # a line (or a PEM block's line) may be complete
+        elif self.pem is not None:
+            ready = self.pending_len + len(self.buf) - self.pem.scan >= PEM_LINE_MAX
+        else:
+            ready = self.pending_len + len(self.buf) - self.pos >= MAX_LINE
+        if ready:
             self._join()
             self.advance(final=False)
 
@@ -788,9 +793,15 @@ class _Machine:
         self.out.clear()
         return text
 
+    def keep_from(self) -> int:
+        """The first character of buf that must be kept: the context before what is held."""
+        held = self.pos
+        if self.pem is not None and not self.pem.swallowing:
+            held = min(held, self.pem.begin)
+        return max(0, held - CONTEXT)
+
     def _join(self) -> None:
-        keep = self.pos if self.pem is None else min(self.pos, self.pem.begin)
-        drop = max(0, keep - CONTEXT)
+        drop = self.keep_from()
         if drop or self.pending:
             self.buf = self.buf[drop:] + "".join(self.pending)
             self.pending.clear()
@@ -800,7 +811,7 @@ class _Machine:
             self.skip = max(0, self.skip - drop)
             self.no_terminator_before = max(self.pos, self.no_terminator_before - drop)
             if self.pem is not None:
-                self.pem.begin -= drop
+                self.pem.begin = max(0, self.pem.begin - drop)  # only used while holding
                 self.pem.scan -= drop
                 self.pem.last = max(0, self.pem.last - drop)
             if self.cache is not None and drop:
@@ -1158,6 +1169,6 @@ class StreamRedactor:
 
     @property
     def held(self) -> int:
-        """Characters currently held back (for memory checks)."""
+        """Characters kept between calls: held back for a decision, plus a little context."""
         m = self._machine
-        return len(m.buf) - m.pos + m.pending_len
+        return len(m.buf) - m.keep_from() + m.pending_len
