@@ -342,7 +342,9 @@ class Ledger:
             effect = self._validate_move(task, key, to_state, reason)
             settling = effect.state is EffectState.UNCERTAIN
             now = clock.now_iso()
-            changes: dict[str, object] = {"updated_at": now, "note": note}
+            changes: dict[str, object] = {"updated_at": now}
+            if note is not None:
+                changes["note"] = note
             if to_state is EffectState.IN_PROGRESS:
                 changes.update(
                     attempts=effect.attempts + 1,

@@ -18,7 +18,8 @@ from tui.cli_base import Context, emit, json_option, pass_ctx
 
 EXIT_CODES_HELP = """\b
 Exit codes: 0 success; 1 failure (damaged checkpoint, git or store error);
-2 usage error or unknown task/checkpoint id.
+2 usage error or unknown task/checkpoint id; 3, 4 and 5 from `effect` and `approval`
+(needs settling, needs approval, busy: see `pitstop effect --help`).
 """
 
 

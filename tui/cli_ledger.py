@@ -19,11 +19,12 @@ if TYPE_CHECKING:
 EFFECT_STATES = ["proposed", "in_progress", "confirmed", "failed", "uncertain"]
 
 EXIT_CODES_HELP = """\b
-Exit codes: 0 done (or already done); 1 refused (illegal transition, not an approver,
-finished task) or failure; 2 usage error or unknown task/key; 3 needs settling (uncertain or
-in_progress, and no check could tell); 4 needs approval (none, pending, rejected or expired);
-5 busy (another guard is running this key). `effect guard` also ends with the action's own
-exit code when it failed, 124 when it timed out and 128+N when signal N ended it.
+Exit codes: 0 done (or already done); 1 refused (illegal transition, not an approver, an
+approval already decided or expired, a finished task) or failure; 2 usage error or unknown
+task, key or approval; 3 needs settling (uncertain or in_progress, and no check could tell);
+4 needs approval (none, pending, rejected or expired); 5 busy (another guard is running this
+key). `effect guard` also ends with the action's own exit code when it failed, 124 when it
+timed out and 128+N when signal N ended it.
 """
 
 
