@@ -146,6 +146,7 @@ _PLACEHOLDER_PARTS = (
     "password",
     "passwd",
     "token",
+    "bearer",
     "<",
     ">",
     "${",
@@ -188,11 +189,12 @@ _PLACEHOLDER_WORDS = frozenset(
         "value",
     }
 )
+_CODE_CHARS = frozenset("+(){}[]:;,=`")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _WORDISH = re.compile(
     r"[A-Z]?[a-z]+(?:[A-Z][a-z]+)*"  # word, camelCase, PascalCase
     r"|[A-Z][A-Z0-9]*(?:[_.-][A-Z0-9]+)+"  # CONSTANT_CASE, KEBAB-CASE
-    r"|[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+",  # snake_case, kebab-case, dotted.names
+    r"|_*[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+_*",  # snake_case, kebab-case, dotted.names
     re.ASCII,
 )
 _FILENAME = re.compile(
@@ -233,13 +235,18 @@ def looks_like_secret(value: str, min_len: int = 8) -> bool:
     ``{{ x }}``, ``<token>``), masked or example values (``xxxx``, ``****``, ``1234``,
     ``EXAMPLE``), plain words and identifiers (``hunter``, ``K8S_CRED``, ``ultraPictureBox``),
     paths, URLs and file names, numbers, and strings whose Shannon entropy is low for their length.
-    UUIDs count as credentials (API keys are often UUIDs).
+    UUIDs count as credentials (API keys are often UUIDs). Values with spaces that look like code
+    between two string literals (``" + token + "``, ``: lambda n: b``) are not values at all.
     """
-    v = value.strip().rstrip("\\").strip()
+    if value[:1].isspace() or value[-1:].isspace():
+        return False
+    v = value.rstrip("\\")
     if len(v) < min_len:
         return False
+    if " " in v and any(c in v for c in _CODE_CHARS):
+        return False
     lowered = v.lower()
-    if v[0] in "$%<[" or lowered in _PLACEHOLDER_WORDS:
+    if v[0] in "$%<[{`" or lowered in _PLACEHOLDER_WORDS:
         return False
     if any(part in lowered for part in _PLACEHOLDER_PARTS):
         return False
@@ -349,6 +356,8 @@ def _select_generic(m: re.Match[str]) -> list[Span]:
         return []
     if m.group("kw").lower() == "key" and not _KEY_QUALIFIED.search(name):
         return []
+    if m.group("bare") is not None and text.startswith("(", m.end()):
+        return []  # password = read_secret(…): a call, not a value
     for group in ("dq", "sq", "bare"):
         value = m.group(group)
         if value is not None:
@@ -372,7 +381,7 @@ def _credential_ok(value: str) -> bool:
     v = value.strip("\"'")
     if len(v) >= 2 and v[0] == "{" and v[-1] == "}" and not v.startswith("{{"):
         v = v[1:-1]
-    if len(v) < 6 or v.lower() in _CURL_PLACEHOLDERS:
+    if len(v) < 6 or v.lower() in _CURL_PLACEHOLDERS or any(c.isspace() for c in v):
         return False
     if v[0] in "$%<[{" or any(c in v for c in "<>") or "${" in v or "$(" in v:
         return False
@@ -627,7 +636,7 @@ RULES: tuple[Rule, ...] = (
         r"authorization[\"']?[ \t]{0,8}[:=][ \t]{0,8}[\"']?"
         r"(?:(?:bearer|basic|token|api-token|apikey|api-key|key|jwt|dpop|sso-key|otp|"
         r"gitlab-token|negotiate|ntlm|digest)[ \t]{1,8})?"
-        r"(?P<s>[^\s\"',;]{1,4096}+)",
+        r"(?P<s>[^\s\"'`,;]{1,4096}+)",
         _group("s", looks_like_secret),
         flags=_AI,
         anchored=True,
