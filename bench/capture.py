@@ -1,0 +1,270 @@
+"""Benchmark `pitstop run -- CMD` against `CMD > /dev/null` on a command printing 200 MB.
+
+Issue 3's target: wrapping a command in `pitstop run` (live passthrough, sha256, streaming
+redaction, summary scan, tail, zstd chunks, AES-GCM, SQLite) costs at most 1.5x running the
+command with its output thrown away. Both sides run as real processes, the real CLI for Pitstop,
+with stdout to /dev/null (so `pitstop run` uses pipes, as under an agent harness).
+
+The command is a small Python program writing realistic agent-log lines (test progress, HTTP
+access lines, compiler warnings, a few lines mentioning keys and tokens that the redactor's
+keyword gates must look at) as fast as the pipe takes them: a 1 MiB block of varied lines built
+once from a fixed seed, written over and over. Runs alternate (A, B, A, B, ...), medians are
+compared. Nothing here asserts a time.
+
+    .venv/bin/python bench/capture.py                  # 200 MB, 5 interleaved runs each
+    .venv/bin/python bench/capture.py --mb 50 --runs 3
+    .venv/bin/python bench/capture.py --rate 20        # a command printing at 20 MB/s
+    .venv/bin/python bench/capture.py --profile        # plus cProfile of Engine.run_command
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import cProfile
+import io
+import os
+import pstats
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+TASK = "bench-capture"
+
+GENERATOR = textwrap.dedent(
+    """
+    import random, sys
+
+    def block(seed=20240602, size=1 << 20):
+        rng = random.Random(seed)
+        words = ("auth cache client config cursor daemon digest event fetch filter handler index "
+                 "job ledger loader mapper metric module node parser payment policy query queue "
+                 "render request resolver route runner schema session shard sink stream task "
+                 "tenant trace user validator worker").split()
+        lines, total, n = [], 0, 0
+        while total < size:
+            n += 1
+            w = [rng.choice(words) for _ in range(4)]
+            kind = rng.random()
+            if kind < 0.45:
+                line = (f"tests/test_{w[0]}_{w[1]}.py::test_{w[2]}_{w[3]}[{rng.randint(0, 99)}] "
+                        f"{rng.choice(['PASSED', 'PASSED', 'PASSED', 'SKIPPED', 'FAILED'])} "
+                        f"[{rng.randint(0, 100):3d}%]")
+            elif kind < 0.75:
+                line = (f"2024-06-02T10:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}."
+                        f"{rng.randint(0, 999999):06d}Z INFO {w[0]}.{w[1]} GET /api/v2/{w[2]}/"
+                        f"{rng.randint(1, 99999)}?page={rng.randint(1, 50)} 200 "
+                        f"{rng.randint(1, 900)}ms req={rng.getrandbits(64):016x}")
+            elif kind < 0.93:
+                line = (f"src/{w[0]}/{w[1]}.rs:{rng.randint(1, 2000)}:{rng.randint(1, 80)}: "
+                        f"warning: unused variable `{w[2]}_{w[3]}`")
+            else:
+                line = (f"DEBUG {w[0]}: loaded config key {w[1]}_timeout={rng.randint(1, 60)} "
+                        f"(token refresh in {rng.randint(1, 3600)}s, password policy {w[2]})")
+            lines.append(line)
+            total += len(line) + 1
+        return ("\\n".join(lines) + "\\n").encode()[:size]
+
+    if __name__ == "__main__":
+        import time
+        total = int(sys.argv[1])
+        rate = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0  # MB/s; 0: as fast as possible
+        data = block()
+        out = sys.stdout.buffer
+        started, sent = time.perf_counter(), 0
+        while sent < total:
+            piece = data[: min(len(data), total - sent)]
+            out.write(piece)
+            sent += len(piece)
+            if rate:
+                out.flush()
+                ahead = sent / (rate * 1e6) - (time.perf_counter() - started)
+                if ahead > 0:
+                    time.sleep(ahead)
+        out.flush()
+    """
+)
+
+
+def isolate_environment(workdir: Path) -> dict[str, str]:
+    """Point Pitstop and git at throwaway places, with a fresh master key."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PITSTOP_"))}
+    env.update(
+        {
+            "PITSTOP_HOME": str(workdir / "store"),
+            "PITSTOP_CONFIG_DIR": str(workdir / "config"),
+            "PITSTOP_KEY": base64.b64encode(os.urandom(32)).decode(),
+            "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_AUTHOR_NAME": "Bench",
+            "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+            "GIT_COMMITTER_NAME": "Bench",
+            "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+        }
+    )
+    return env
+
+
+def pitstop(env: dict[str, str], *args: str) -> list[str]:
+    return [sys.executable, "-m", "tui.cli", *args]
+
+
+def setup(workdir: Path, env: dict[str, str]) -> None:
+    repo = workdir / "repo"
+    repo.mkdir()
+    for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "init"]):
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+    subprocess.run(
+        pitstop(env, "task", "start", "--repo", str(repo), "--objective", "bench", "--id", TASK),
+        env=env,
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+    )
+
+
+def timed(argv: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    result = subprocess.run(
+        argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False, cwd=ROOT
+    )
+    elapsed = time.perf_counter() - started
+    if result.returncode != 0:
+        raise SystemExit(f"bench: {argv[:6]} failed: {result.stderr.decode(errors='replace')}")
+    return elapsed
+
+
+def profile_run_command(env: dict[str, str], command: list[str], top: int) -> None:
+    """cProfile `Engine.run_command` in-process, pipes, output to /dev/null."""
+    os.environ.update(env)
+    from core.engine import Engine
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    profiler = cProfile.Profile()
+    try:
+        with Engine() as engine:
+            started = time.perf_counter()
+            profiler.enable()
+            outcome, item = engine.run_command(
+                TASK, command, out_fd=devnull, err_fd=devnull, use_pty=False, label="profile"
+            )
+            profiler.disable()
+            wall = time.perf_counter() - started
+    finally:
+        os.close(devnull)
+    assert outcome.exit_code == 0
+    stats = pstats.Stats(profiler)
+    raw: dict[tuple[str, int, str], tuple[int, int, float, float, object]] = stats.stats  # type: ignore[attr-defined]
+    print(
+        f"\nprofile: Engine.run_command, {item.bytes_total / 1e6:.0f} MB, "
+        f"{wall:.2f} s wall under cProfile ({item.bytes_total / 1e6 / wall:.0f} MB/s), "
+        f"{item.chunk_count} chunks, {item.stored_bytes / 1e6:.1f} MB stored"
+    )
+
+    def total(match: str, name: str | None = None) -> float:
+        return sum(
+            value[3]
+            for (path, _, func), value in raw.items()
+            if match in path and (name is None or func == name)
+        )
+
+    # Where the time goes, by stage (cumulative times; stages nest, so they do not add up).
+    stages = [
+        ("run_captured (pump: select/read/write + sink)", total("capture.py", "run_captured")),
+        ("EvidenceRecorder.feed (everything per piece)", total("evidence.py", "feed")),
+        ("  StreamRedactor.feed (redaction)", total("redact.py", "feed")),
+        ("  EvidenceRecorder._consume (after redaction)", total("evidence.py", "_consume")),
+        ("    _scan_lines (summary pre-filter)", total("evidence.py", "_scan_lines")),
+        ("    _store_chunk (zstd + AES-GCM + SQLite)", total("evidence.py", "_store_chunk")),
+        ("EvidenceRecorder.finish", total("evidence.py", "finish")),
+    ]
+    for label, seconds in stages:
+        print(f"  {label:<52} {seconds:7.2f} s  {seconds / wall:6.1%}")
+    buffer = io.StringIO()
+    pstats.Stats(profiler, stream=buffer).sort_stats("tottime").print_stats(top)
+    lines = buffer.getvalue().splitlines()
+    start = next(i for i, line in enumerate(lines) if "ncalls" in line)
+    print(f"\n  top {top} functions by own time:")
+    for line in lines[start : start + top + 1]:
+        print("  " + line)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, default=200.0, help="MB the command prints")
+    parser.add_argument("--runs", type=int, default=5, help="interleaved runs of each")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="MB/s the command prints at (default: as fast as the pipe takes it)",
+    )
+    parser.add_argument("--profile", action="store_true", help="cProfile Engine.run_command")
+    parser.add_argument("--top", type=int, default=15, help="functions listed by --profile")
+    parser.add_argument("--keep", action="store_true", help="keep the temp directory")
+    args = parser.parse_args(argv)
+    size = int(args.mb * 1_000_000)
+
+    workdir = Path(tempfile.mkdtemp(prefix="pitstop-bench-capture-"))
+    try:
+        env = isolate_environment(workdir)
+        setup(workdir, env)
+        generator = workdir / "generate.py"
+        generator.write_text(GENERATOR)
+        command = [sys.executable, str(generator), str(size), str(args.rate)]
+        wrapped = pitstop(env, "run", "--task", TASK, "--quiet", "--", *command)
+
+        # One warm-up of each (page cache, .pyc files), not counted.
+        timed(command, env)
+        timed(wrapped, env)
+        fixed = statistics.median(
+            timed(pitstop(env, "run", "--task", TASK, "--quiet", "--", "true"), env)
+            for _ in range(3)
+        )
+        plain: list[float] = []
+        wrapped_times: list[float] = []
+        for _ in range(args.runs):
+            plain.append(timed(command, env))
+            wrapped_times.append(timed(wrapped, env))
+        base, ours = statistics.median(plain), statistics.median(wrapped_times)
+        mb = size / 1e6
+        print(
+            f"command: python generator printing {mb:.0f} MB of log lines; "
+            f"{args.runs} interleaved runs each, medians"
+        )
+        print(
+            f"  CMD > /dev/null                 {base:7.2f} s   {mb / base:8.1f} MB/s"
+            f"   runs: {' '.join(f'{t:.2f}' for t in plain)}"
+        )
+        print(
+            f"  pitstop run -- CMD > /dev/null  {ours:7.2f} s   {mb / ours:8.1f} MB/s"
+            f"   runs: {' '.join(f'{t:.2f}' for t in wrapped_times)}"
+        )
+        print(f"  pitstop run -- true (fixed cost: start, imports, store)  {fixed:.2f} s")
+        through = mb / max(ours - fixed, 1e-9)
+        print(f"  capture throughput excluding the fixed cost: {through:.1f} MB/s")
+        ratio = ours / base
+        verdict = "meets" if ratio <= 1.5 else "MISSES"
+        print(f"ratio: {ratio:.2f}x  ({verdict} the 1.5x target)")
+        if args.profile:
+            profile_run_command(env, command, args.top)
+    finally:
+        if args.keep:
+            print(f"kept {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
