@@ -21,8 +21,16 @@ Guarantees:
   every decision it makes depends only on the data, never on where chunks were split, so any
   chunking gives exactly ``redact_bytes(whole)``. Lines longer than :data:`MAX_LINE` are processed
   in overlapping windows, which bounds memory.
-- **Linear time.** Quantifiers are bounded or possessive and token rules check a left boundary, so
-  no input makes a rule backtrack more than a bounded amount per keyword occurrence.
+- **Linear time.** Quantifiers are bounded or possessive and most token rules check a left
+  boundary, so no input makes a rule backtrack more than a bounded amount per keyword occurrence;
+  a run of BEGIN lines that are not keys reuses the block's scan instead of repeating it.
+- **Overlaps** between rules become one redaction, named after the most specific rule (token
+  formats before context rules such as ``authorization-header``, the generic rule last).
+
+API: :func:`redact_text` (with findings in original offsets), :func:`redact_bytes`,
+:class:`StreamRedactor` (``feed``/``flush``, per-rule ``counts``), :func:`redact_argv` (a command
+line, each argument seen next to its neighbours: ``-u user:pw``, ``--password pw``), and
+:data:`RULESET_VERSION`, which callers record with everything they redact.
 
 Bytes are handled as latin-1 text (one character per byte), so ``redact_bytes`` round-trips every
 byte exactly; the rules themselves are ASCII.
