@@ -15,6 +15,7 @@ import errno
 import fcntl
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import termios
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from core.errors import UsageError
+from core.errors import CommandStartError, UsageError
 
 READ_BYTES = 64 * 1024
 KILL_GRACE_SECONDS = 5.0
@@ -71,6 +72,21 @@ def _copy_window_size(from_fd: int, to_fd: int) -> None:
     with contextlib.suppress(OSError):
         size = fcntl.ioctl(from_fd, termios.TIOCGWINSZ, b"\0" * 8)
         fcntl.ioctl(to_fd, termios.TIOCSWINSZ, size)
+
+
+def check_startable(argv: Sequence[str], cwd: Path | None = None) -> None:
+    """Refuse, before anything is recorded, a command that cannot start at all."""
+    if not argv:
+        raise UsageError("no command given; put it after --, e.g. pitstop run --task T -- pytest")
+    program = argv[0]
+    if "/" in program:
+        path = Path(program) if Path(program).is_absolute() else (cwd or Path.cwd()) / program
+        if not path.exists():
+            raise CommandStartError(f"command not found: {program}")
+        if path.is_dir() or not os.access(path, os.X_OK):
+            raise CommandStartError(f"command not executable: {program}")
+    elif shutil.which(program) is None:
+        raise CommandStartError(f"command not found: {program}")
 
 
 def run_captured(
@@ -122,11 +138,11 @@ def run_captured(
             assert process.stdout is not None and process.stderr is not None
             routes = {process.stdout.fileno(): out_fd, process.stderr.fileno(): err_fd}
     except FileNotFoundError as exc:
-        raise UsageError(f"command not found: {argv[0]}") from exc
+        raise CommandStartError(f"command not found: {argv[0]}") from exc
     except PermissionError as exc:
-        raise UsageError(f"command not executable: {argv[0]}") from exc
+        raise CommandStartError(f"command not executable: {argv[0]}") from exc
     except NotADirectoryError as exc:
-        raise UsageError(f"cannot run {argv[0]}: {exc}") from exc
+        raise CommandStartError(f"cannot run {argv[0]}: {exc}") from exc
     finally:
         if slave_fd >= 0:
             os.close(slave_fd)

@@ -38,6 +38,7 @@ from core.effects import (
     ProposeResult,
 )
 from core.errors import (
+    CommandStartError,
     ConflictError,
     DamagedCheckpointError,
     NotFoundError,
@@ -806,10 +807,11 @@ class Engine:
     ) -> tuple[RunOutcome, evidence.Evidence]:
         """Run a command with live output and record what it showed as evidence on the task."""
         from core import evidence
-        from core.capture import run_captured
+        from core.capture import check_startable, run_captured
 
         self._require_open_task(task_id)
         workdir = Path(cwd).expanduser().absolute() if cwd else Path.cwd()
+        check_startable(argv, workdir)
         recorder = evidence.EvidenceRecorder(
             self.db,
             self.keys,
@@ -829,6 +831,9 @@ class Engine:
                 err_fd=err_fd,
                 use_pty=use_pty,
             )
+        except CommandStartError:
+            recorder.discard()  # nothing ran, so nothing is recorded (invariant 7)
+            raise
         except BaseException as exc:
             recorder.abort(getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}")
             raise

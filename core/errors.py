@@ -91,3 +91,7 @@ class ResumeRefusedError(PitstopError):
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class CommandStartError(UsageError):
+    """A command to run or guard could not be started (not found, not executable)."""

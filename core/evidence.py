@@ -37,7 +37,8 @@ REDACTION_MARK = b"[REDACTED:"
 
 # Lines worth showing the summary scanner; everything else is skipped at C speed.
 _SUMMARY_CANDIDATE = re.compile(
-    rb"^(?:\x1b\[[0-9;]*m)*\s*(?:=+ |Ran \d|OK\b|FAILED|Tests[: ]|ok\s|FAIL|--- |test result:|"
+    rb"^(?:\x1b\[[0-9;]*m)*[ \t]*(?:=+ |\d+ (?:passed|failed)|Ran \d|OK\b|FAILED|Tests[: ]|ok\s|"
+    rb"FAIL|--- |test result:|up to date|"
     rb"Found \d|All checks|Success:|Successfully installed|ERROR: |npm |added |removed |"
     rb"changed |found \d)[^\n]*",
     re.M,
@@ -154,7 +155,7 @@ class EvidenceRecorder:
                 task_id=task_id,
                 state="writing",
                 source=source,
-                label=label,
+                label=redact_text(label)[0] if label else None,
                 started_at=started_at or clock.now_iso(),
                 cap_bytes=limits.cap_bytes,
                 ruleset=RULESET_VERSION,
@@ -179,6 +180,7 @@ class EvidenceRecorder:
         self._tail = b""
         self._chunk_buffer = bytearray()
         self._chunk_seq = 0
+        self._dropped_chunks = 0
         self._stored_bytes = 0
         self._kept_bytes = 0
         self._omitted_bytes = 0
@@ -259,6 +261,7 @@ class EvidenceRecorder:
                     store.delete_chunk(self._db, self.id, old_seq)
                     window.tail_bytes -= old_stored
                     self._omitted_bytes += old_raw
+                    self._dropped_chunks += 1
                     self._kept_bytes -= old_raw
                     self._stored_bytes -= old_stored
         self._stored_bytes += len(sealed)
@@ -273,10 +276,8 @@ class EvidenceRecorder:
             lines.pop()
         if len(self._tail) >= self.limits.tail_bytes * 2 and len(lines) > 1:
             lines = lines[1:]  # the first line of the window may be cut
-        lines = [
-            line.rsplit(b"\r", 1)[-1] if b"\r" in line.rstrip(b"\r") else line.rstrip(b"\r")
-            for line in lines
-        ]
+        # A terminal shows what follows the last carriage return of each line.
+        lines = [line.rstrip(b"\r").rsplit(b"\r", 1)[-1] for line in lines]
         kept: list[bytes] = []
         size = 0
         for line in reversed(lines[-self.limits.tail_lines :]):
@@ -323,13 +324,18 @@ class EvidenceRecorder:
                 kept_bytes=self._kept_bytes,
                 truncated=int(self._omitted_bytes > 0),
                 omitted_bytes=self._omitted_bytes,
-                chunk_count=self._chunk_seq,
+                chunk_count=self._chunk_seq - self._dropped_chunks,
                 summary=summary.as_dict() if summary else None,
                 tail=self._keys.seal(self.task_id, self._item("tail"), tail),
                 tail_lines=tail_lines,
                 redactions=self._redactions,
             )
-        return evidence_from_row(store.get_evidence(self._db, self.id))
+        return load_evidence(self._db, self._keys, self.id)
+
+    def discard(self) -> None:
+        """Remove the item entirely (the command never started: there is nothing to keep)."""
+        with write_txn(self._db):
+            store.delete_evidence(self._db, self.id)
 
     def abort(self, failure: str) -> None:
         """Mark the item failed (its chunks so far stay readable)."""
@@ -406,11 +412,19 @@ def last_lines(
     if not chunks and evidence.stored_bytes:
         keys.data_key(evidence.task_id, create=False)  # gc took the output with the key: say so
     collected = b""
+    next_offset: int | None = None
     for chunk in reversed(chunks):
+        if next_offset is not None and chunk["offset"] + chunk["raw_len"] < next_offset:
+            # The middle was dropped over the cap: never join head and tail silently.
+            gap = next_offset - chunk["offset"] - chunk["raw_len"]
+            marker = f"[… {gap} bytes of output omitted here: over the storage cap …]\n"
+            collected = marker.encode() + collected
+            break
         collected = next(read_chunks(db, keys, evidence, [chunk["seq"]])) + collected
+        next_offset = chunk["offset"]
         if collected.count(b"\n") > count:
             break
-    lines = collected.split(b"\n")
+    lines = [line.rstrip(b"\r") for line in collected.split(b"\n")]
     if lines and lines[-1] == b"":
         lines.pop()
     return lines[-count:] if count else []

@@ -881,3 +881,9 @@ def task_decision_events(db: sqlite_utils.Database, task_id: str | None = None) 
         sql += " AND task_id = ?"
         params.append(task_id)
     return {row[0]: row[1] for row in db.execute(sql + " ORDER BY id", params).fetchall()}
+
+
+def delete_evidence(db: sqlite_utils.Database, evidence_id: int) -> None:
+    """Remove an evidence item and its chunks (only for a command that never started)."""
+    db.execute("DELETE FROM evidence_chunks WHERE evidence_id = ?", [evidence_id])
+    db.execute("DELETE FROM evidence WHERE id = ?", [evidence_id])

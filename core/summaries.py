@@ -30,6 +30,10 @@ _COUNT_WORDS = {
 _PYTEST_FINAL = re.compile(
     r"^=+ (?P<body>.*?\b(?:passed|failed|error|errors|skipped|no tests ran)\b.*?) in [\d.]+s"
 )
+_PYTEST_QUIET = re.compile(
+    r"^(?P<body>\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected)"
+    r"(?:, \d+ \w+)*) in [\d.]+s"
+)
 _PYTEST_PART = re.compile(
     r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected)"
 )
@@ -46,6 +50,7 @@ _MYPY_OK = re.compile(r"^Success: no issues found in (\d+) source files?")
 _PIP_OK = re.compile(r"^Successfully installed (.+)$")
 _PIP_ERROR = re.compile(r"^ERROR: ")
 _NPM_ADDED = re.compile(r"^(?:added|removed|changed) (\d+) packages?")
+_NPM_UP_TO_DATE = re.compile(r"^up to date, audited (\d+) packages?")
 _NPM_VULN = re.compile(r"^found (\d+) vulnerabilit")
 _NPM_ERR = re.compile(r"^npm (?:ERR!|error) ")
 
@@ -115,7 +120,7 @@ class SummaryScanner:
         return self._summary
 
     def _pytest(self, line: str) -> bool:
-        match = _PYTEST_FINAL.match(line)
+        match = _PYTEST_FINAL.match(line) or _PYTEST_QUIET.match(line)
         if not match:
             return False
         counts = _parts(match.group("body"))
@@ -215,9 +220,11 @@ class SummaryScanner:
     def _pip(self, line: str) -> bool:
         if _PIP_ERROR.match(line):
             self._pip_errors += 1
-            if self._summary and self._summary.tool == "pip install":
-                self._summary.counts["errors"] = self._pip_errors
-            return False
+            if self._summary is None or self._summary.tool == "pip install":
+                counts = dict(self._summary.counts) if self._summary else {"installed": 0}
+                counts["errors"] = self._pip_errors
+                self._summary = Summary("pip install", counts)
+            return True
         match = _PIP_OK.match(line)
         if not match:
             return False
@@ -238,6 +245,13 @@ class SummaryScanner:
             self._npm_errors += 1
             counts = self._npm_counts()
             counts["errors"] = self._npm_errors
+            self._summary = Summary("npm install", counts)
+            return True
+        current = _NPM_UP_TO_DATE.match(line)
+        if current:
+            counts = self._npm_counts()
+            counts["packages"] = 0
+            counts["audited"] = int(current.group(1))
             self._summary = Summary("npm install", counts)
             return True
         added = _NPM_ADDED.match(line)

@@ -7,6 +7,7 @@ it can wrap any command in an agent's loop; the evidence line it adds goes to st
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import Any, BinaryIO
 
 import click
@@ -66,7 +67,8 @@ def run(
         task_id, argv, label=label, timeout=timeout, limits=_limits(cap_mib, tail_lines)
     )
     if as_json:
-        emit(True, {"exit_code": outcome.exit_code, "evidence": item}, "")
+        # The tail was just shown live; `evidence show ID` has it for later.
+        emit(True, {"exit_code": outcome.exit_code, "evidence": replace(item, tail=None)}, "")
     elif not quiet:
         click.echo(f"pitstop: {_one_line(item)}", err=True)
     sys.exit(outcome.exit_code)
