@@ -17,7 +17,7 @@ from typing import Protocol
 
 import sqlite_utils
 
-from core import clock, store
+from core import clock, redact, store
 from core.db import write_txn
 from core.errors import ConflictError, NotAllowedError, NotFoundError, UsageError
 from core.models import (
@@ -51,6 +51,22 @@ class Audit(Protocol):
         reason: str | None,
         at: str,
     ) -> None: ...
+
+
+def persistable(text: str) -> str:
+    """Free text as it may be stored: any secret in it replaced by `[REDACTED:rule]` (inv. 2)."""
+    return redact.redact_text(text.strip())[0]
+
+
+def refuse_secrets(text: str, what: str) -> str:
+    """Refuse text that must be kept exactly (a key, a command) when it holds a secret."""
+    findings = redact.redact_text(text)[1]
+    if findings:
+        raise UsageError(
+            f"the {what} holds what looks like a secret ({findings[0].rule}), and Pitstop never "
+            "stores one; pass it through an environment variable instead"
+        )
+    return text
 
 
 def parse_duration(text: str, option: str = "--expires-in") -> timedelta:
@@ -185,7 +201,7 @@ class Approvals:
                 id=f"{task_id}:{seq}",
                 task_id=task_id,
                 seq=seq,
-                action=action.strip(),
+                action=persistable(action),
                 risk=risk,
                 state=ApprovalState.PENDING,
                 requested_by=self.actor,
@@ -279,7 +295,7 @@ class Approvals:
                 to_state,
                 decided_by=self.actor,
                 decided_at=at,
-                reason=reason.strip(),
+                reason=persistable(reason),
             ):
                 raise ConflictError(f"approval {approval_id} was decided by someone else just now")
             self.audit(
@@ -289,7 +305,7 @@ class Approvals:
                 verb,
                 ApprovalState.PENDING.value,
                 to_state.value,
-                reason.strip(),
+                persistable(reason),
                 at,
             )
             self._end_wait_if_done(task, at, approval_id, to_state)

@@ -127,9 +127,13 @@ def _check_text(value: str, what: str, limit: int, *, single_line: bool = True) 
     return value
 
 
+def _persistable_or_none(text: str | None) -> str | None:
+    return approvals.persistable(text) if text else None
+
+
 def validate_key(key: str) -> str:
-    """An idempotency key: 1-200 printable characters, taken exactly as given."""
-    return _check_text(key, "--key", MAX_KEY_CHARS)
+    """An idempotency key: 1-200 printable characters, taken exactly as given, no secrets."""
+    return approvals.refuse_secrets(_check_text(key, "--key", MAX_KEY_CHARS), "--key")
 
 
 class CheckVerdict(StrEnum):
@@ -259,6 +263,7 @@ class Ledger:
             _check_text(target, "--target", MAX_TEXT_CHARS)
         if check is not None:
             _check_text(check, "--check", MAX_TEXT_CHARS, single_line=False)
+            approvals.refuse_secrets(check, "--check")
         with write_txn(self.db):
             task = store.get_task(self.db, task_id)
             existing = store.find_effect(self.db, task_id, key)
@@ -273,11 +278,11 @@ class Ledger:
             effect = SideEffect(
                 task_id=task_id,
                 key=key,
-                kind=kind,
+                kind=approvals.persistable(kind),
                 state=EffectState.PROPOSED,
                 created_at=now,
                 updated_at=now,
-                target=target,
+                target=approvals.persistable(target) if target is not None else None,
                 check=check,
                 needs_approval=needs_approval,
             )
@@ -344,7 +349,7 @@ class Ledger:
             now = clock.now_iso()
             changes: dict[str, object] = {"updated_at": now}
             if note is not None:
-                changes["note"] = note
+                changes["note"] = approvals.persistable(note)
             if to_state is EffectState.IN_PROGRESS:
                 changes.update(
                     attempts=effect.attempts + 1,
@@ -365,7 +370,7 @@ class Ledger:
                 action,
                 effect.state.value,
                 to_state.value,
-                reason or note,
+                _persistable_or_none(reason or note),
                 now,
             )
         return self.get(task_id, key)

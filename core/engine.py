@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import sqlite_utils
 
 from core import clock, economics, manifest, snapshot, store, worktree
-from core.approvals import Approvals, parse_duration, validate_operator_names
+from core.approvals import Approvals, parse_duration, persistable, validate_operator_names
 from core.config import Config, load_config
 from core.db import open_database, write_txn
 from core.effects import (
@@ -1018,7 +1018,7 @@ class Engine:
                 task_id,
                 CheckpointRequest(
                     reason=CheckpointReason.BEFORE_WAIT,
-                    note=f"waiting for approval: {action.strip()[:200]}",
+                    note=f"waiting for approval: {persistable(action)[:200]}",
                     force=True,
                 ),
             )

@@ -328,3 +328,26 @@ def test_approval_ids() -> None:
     for bad in ("deploy", "deploy:x", ":1", "Bad:1"):
         with pytest.raises(UsageError):
             parse_approval_id(bad)
+
+
+SECRET = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def test_free_text_is_redacted_and_exact_text_with_a_secret_is_refused(
+    engine: Engine, task_id: str, store_root: Path
+) -> None:
+    with pytest.raises(UsageError, match="looks like a secret"):
+        engine.propose_effect(task_id, f"deploy-{SECRET}", "deploy")
+    with pytest.raises(UsageError, match="--check holds what looks like a secret"):
+        engine.propose_effect(task_id, "deploy", "deploy", check=f"curl -u me:{SECRET} x")
+    engine.propose_effect(task_id, "deploy", "deploy", target=f"https://x?token={SECRET}")
+    engine.move_effect(task_id, "deploy", EffectState.IN_PROGRESS, note=f"used {SECRET}")
+    made = engine.request_approval(task_id, f"push with {SECRET}", effect_key="deploy")
+    engine.decide_approval(made.id, False, f"never paste {SECRET}")
+    shown = engine.get_effect(task_id, "deploy")
+    assert "[REDACTED:" in (shown.target or "") and "[REDACTED:" in (shown.note or "")
+    assert engine.get_approval(made.id).action == "push with [REDACTED:github-token]"
+    engine.close()
+    for path in store_root.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path

@@ -7,10 +7,12 @@ README's side-effects example runs as written.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -20,6 +22,8 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+# Content is encrypted at rest: every store these tests make needs a master key.
+MASTER_KEY = base64.b64encode(secrets.token_bytes(32)).decode()
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test",
     "GIT_AUTHOR_EMAIL": "test@example.com",
@@ -39,6 +43,7 @@ class Pitstop:
         self.env.update(GIT_ENV)
         self.env["PITSTOP_HOME"] = str(store)
         self.env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
+        self.env["PITSTOP_KEY"] = MASTER_KEY
         self.store = store
 
     def as_operator(self, name: str) -> dict[str, str]:
