@@ -36,6 +36,9 @@ ENVELOPE_MAGIC = b"PSE"
 ENVELOPE_VERSION = 1
 _HEADER = struct.Struct(">3sBB")  # magic, version, key-id length
 
+# The demo store's key: public on purpose (the demo's content is made up). Never a real store's.
+DEMO_KEY = hashlib.sha256(b"pitstop demo store: this key is public, the content is fake").digest()
+
 UNSAFE_BACKENDS = ("keyring.backends.fail", "keyring.backends.null", "keyrings.alt")
 HOW_TO_PROVIDE = (
     "set PITSTOP_KEY to a base64 32-byte key (`pitstop key init --print` makes one) "
@@ -173,7 +176,10 @@ def envelope_key_id(envelope: bytes) -> str:
             f"the stored blob uses envelope version {version}, which this Pitstop does not "
             "read; upgrade pitstop"
         )
-    return envelope[_HEADER.size : _HEADER.size + kid_len].decode()
+    kid = envelope[_HEADER.size : _HEADER.size + kid_len]
+    if len(kid) != kid_len or not kid.isascii():
+        raise DecryptError("the stored blob's key id is damaged; it was altered")
+    return kid.decode()
 
 
 def open_envelope(key: bytes, envelope: bytes, aad: bytes, what: str) -> bytes:

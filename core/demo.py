@@ -1077,6 +1077,11 @@ def build_demo_store(store_root: Path) -> list[str]:
         existing = {task.id for task in engine.list_tasks()} & set(DEMO_TASK_IDS)
         if existing == set(DEMO_TASK_IDS):
             return list(DEMO_TASK_IDS)
+        if not existing and engine.list_tasks():
+            raise ConflictError(
+                f"{store_root} holds other tasks; build the demo in a new directory"
+            )
+        engine.keys.use_demo_key()
         if existing:
             raise ConflictError(
                 f"{store_root} holds part of the demo ({', '.join(sorted(existing))}) from a "

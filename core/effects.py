@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import sqlite_utils
 
@@ -860,7 +861,7 @@ def _run_action(
         with suppress(ProcessLookupError):
             os.killpg(proc.pid, signum)
 
-    previous: dict[int, object] = {}
+    previous: dict[int, Any] = {}  # whatever signal.signal() hands back
     if threading.current_thread() is threading.main_thread():
         for sig in _FORWARDED:
             previous[sig] = signal.signal(sig, forward)
@@ -874,7 +875,8 @@ def _run_action(
             returncode = proc.wait()
     finally:
         for forwarded, handler in previous.items():
-            signal.signal(forwarded, handler)  # type: ignore[arg-type]
+            # A handler installed outside Python reads back as None: restore the default then.
+            signal.signal(forwarded, signal.SIG_DFL if handler is None else handler)
     return _ActionResult(
         returncode=returncode,
         duration_s=time.monotonic() - started,

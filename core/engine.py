@@ -28,6 +28,7 @@ import sqlite_utils
 from core import clock, economics, manifest, snapshot, store, worktree
 from core.approvals import Approvals, parse_duration, persistable, validate_operator_names
 from core.config import Config, load_config
+from core.crypto import DecryptError, MasterKeyError
 from core.db import open_database, write_txn
 from core.effects import (
     CheckOutcome,
@@ -358,6 +359,7 @@ class Engine:
                 f"task {task_id} is {task.status.value}; a finished task takes no checkpoints"
             )
         self._validate_consumption(request)
+        self.keys.data_key(task_id, create=True)  # no key: refuse before anything is written
         with self._task_lock(task_id):
             self._expire_stale_writers(task_id)
             if request.reason is CheckpointReason.TURN:  # DESIGN §4: no every-turn snapshots
@@ -372,6 +374,8 @@ class Engine:
             source = snapshot.resolve_source_repo(task.repo_root)
             store_repo = snapshot.ensure_store_repo(self.paths.repos, source)
             previous = store.latest_complete(self.db, task_id)
+            if previous is not None:
+                previous = self._open(previous)
             previous_trees: tuple[str, str] | None = None
             if previous and previous.worktree_tree and previous.index_tree:
                 trees = (previous.worktree_tree, previous.index_tree)
@@ -465,7 +469,7 @@ class Engine:
                 task_id=task.id,
                 seq=seq,
                 reason=request.reason,
-                note=request.note,
+                note=self._seal_note(task.id, seq, request.note),
                 created_at=created_at,
                 writer_pid=os.getpid(),
                 writer_host=socket.gethostname(),
@@ -557,15 +561,21 @@ class Engine:
             evidence=[manifest.evidence_entry(item) for item in pending],
         )
         document["side_effects"], document["pending_approvals"] = self._ledger_sections(task.id)
-        manifest_bytes = manifest.encode(document)
-        manifest_sha256 = hashlib.sha256(manifest_bytes).hexdigest()
+        sealed_manifest = self.keys.seal(
+            task.id, f"checkpoint/{seq}/manifest", manifest.encode(document)
+        )
+        manifest_sha256 = hashlib.sha256(sealed_manifest).hexdigest()
         header = manifest.build_header(
-            task_id=task.id, seq=seq, created_at=created_at, manifest_sha256=manifest_sha256
+            task_id=task.id,
+            seq=seq,
+            created_at=created_at,
+            manifest_sha256=manifest_sha256,
+            key_ids=[self.keys.data_key_id(task.id)],
         )
         commit, commit_bytes = snapshot.write_checkpoint_commit(
             store_repo,
             header=manifest.encode(header),
-            manifest=manifest_bytes,
+            manifest=sealed_manifest,
             snapshot=snap,
             parent=previous.commit if previous else None,
             message=f"pitstop checkpoint {task.id}@{seq} ({request.reason.value})",
@@ -601,7 +611,7 @@ class Engine:
                 index_tree=snap.index_tree,
                 base_commit=snap.base_commit,
                 branch=snap.branch,
-                manifest=document,
+                manifest=sealed_manifest,
                 manifest_sha256=manifest_sha256,
                 completed_at=completed_at,
                 creation_ms=creation_ms,
@@ -642,7 +652,7 @@ class Engine:
                     f"checkpoint {seq} ({request.reason.value})",
                     completed_at,
                 )
-        return CheckpointResult(store.get_checkpoint(self.db, task.id, seq))
+        return CheckpointResult(self._open(store.get_checkpoint(self.db, task.id, seq)))
 
     @contextmanager
     def _task_lock(self, task_id: str) -> Iterator[None]:
@@ -703,13 +713,55 @@ class Engine:
             )
         return checkpoint
 
+    def _seal_note(self, task_id: str, seq: int, note: str | None) -> bytes | None:
+        if not note:
+            return None
+        return self.keys.seal(task_id, f"checkpoint/{seq}/note", note.encode())
+
+    def _open(self, checkpoint: Checkpoint, *, strict: bool = True) -> Checkpoint:
+        """Decrypt a checkpoint's note and manifest (refusing a manifest from the future).
+
+        With `strict` off (lists), content that cannot be decrypted shows as a marker instead.
+        """
+        task_id, seq = checkpoint.task_id, checkpoint.seq
+        try:
+            note = (
+                self.keys.open(
+                    task_id,
+                    f"checkpoint/{seq}/note",
+                    checkpoint.sealed_note,
+                    f"the note of {checkpoint.ref}",
+                ).decode("utf-8", "replace")
+                if checkpoint.sealed_note
+                else None
+            )
+            document = None
+            if checkpoint.sealed_manifest:
+                plain = self.keys.open(
+                    task_id,
+                    f"checkpoint/{seq}/manifest",
+                    checkpoint.sealed_manifest,
+                    f"the manifest of {checkpoint.ref}",
+                )
+                document = manifest.parse(plain, checkpoint.ref)
+        except (MasterKeyError, DecryptError):
+            if strict:
+                raise
+            return replace(checkpoint, note="[encrypted: the key to read it is not available]")
+        return replace(
+            checkpoint, note=note, manifest=document, sealed_note=None, sealed_manifest=None
+        )
+
     def list_checkpoints(self, task_id: str) -> list[Checkpoint]:
         """A task's checkpoints, oldest first; half-written ones show as incomplete."""
         store.get_task(self.db, task_id)
-        return [self._displayed(c) for c in store.list_checkpoints(self.db, task_id)]
+        return [
+            self._displayed(self._open(c, strict=False))
+            for c in store.list_checkpoints(self.db, task_id)
+        ]
 
-    def get_checkpoint(self, ref: str) -> Checkpoint:
-        """A checkpoint by `TASK@SEQ`; `TASK` alone means its newest one."""
+    def get_checkpoint(self, ref: str, *, with_content: bool = True) -> Checkpoint:
+        """A checkpoint by `TASK@SEQ` (`TASK` alone: its newest), note and manifest decrypted."""
         task_id, seq = parse_checkpoint_ref(ref)
         store.get_task(self.db, task_id)
         if seq is None:
@@ -718,7 +770,8 @@ class Engine:
                 raise NotFoundError(
                     f"task {task_id} has no checkpoints yet; run `pitstop checkpoint {task_id}`"
                 )
-        return self._displayed(store.get_checkpoint(self.db, task_id, seq))
+        found = store.get_checkpoint(self.db, task_id, seq)
+        return self._displayed(self._open(found) if with_content else found)
 
     def _store_repo_for(self, task_id: str) -> Path:
         return self.paths.repos / store.get_task(self.db, task_id).store_repo
@@ -752,7 +805,7 @@ class Engine:
 
     def diff(self, ref: str, against: str = "base", paths: Sequence[str] = ()) -> str:
         """A unified diff of a checkpoint's snapshot against its base commit or the previous one."""
-        checkpoint = self.get_checkpoint(ref)
+        checkpoint = self.get_checkpoint(ref, with_content=False)
         store_repo = self._require_sound(checkpoint)
         old_tree = self._comparison_tree(checkpoint, against, store_repo)
         assert checkpoint.worktree_tree
@@ -776,7 +829,7 @@ class Engine:
 
     def changed_files(self, ref: str, against: str = "base") -> list[Any]:
         """Per-file status and line counts of a checkpoint against base or previous."""
-        checkpoint = self.get_checkpoint(ref)
+        checkpoint = self.get_checkpoint(ref, with_content=False)
         store_repo = self._require_sound(checkpoint)
         assert checkpoint.worktree_tree
         old_tree = self._comparison_tree(checkpoint, against, store_repo)
@@ -784,7 +837,7 @@ class Engine:
 
     def checkout(self, ref: str, into: str | os.PathLike[str]) -> int:
         """Materialise a complete checkpoint's working tree, byte-exact, into a new directory."""
-        checkpoint = self.get_checkpoint(ref)
+        checkpoint = self.get_checkpoint(ref, with_content=False)
         store_repo = self._require_sound(checkpoint, deep=False)
         assert checkpoint.worktree_tree
         target = Path(into).expanduser().absolute()

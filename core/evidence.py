@@ -24,7 +24,7 @@ import zstandard
 from core import clock, store
 from core.db import write_txn
 from core.keys import TaskKeys
-from core.redact import RULESET_VERSION, StreamRedactor, redact_text
+from core.redact import RULESET_VERSION, StreamRedactor, redact_argv, redact_text
 from core.summaries import SummaryScanner
 
 DEFAULT_TAIL_LINES = 200
@@ -105,7 +105,8 @@ class Evidence:
 
 def command_record(argv: Sequence[str], cwd: str | None, file: str | None = None) -> dict[str, Any]:
     """The command line as stored (encrypted): every argument redacted first."""
-    record: dict[str, Any] = {"argv": [redact_text(arg)[0] for arg in argv], "cwd": cwd}
+    # Whole-argv redaction also catches `curl -u user:pw` and `--password pw` pairs.
+    record: dict[str, Any] = {"argv": redact_argv(argv), "cwd": cwd}
     if file is not None:
         record["file"] = file
     return record

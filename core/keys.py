@@ -11,6 +11,8 @@ import sqlite_utils
 from core import clock, crypto, store
 from core.db import write_txn
 
+DEMO_KEY_META = "demo_master_key"
+
 
 class TaskKeys:
     """Hands out the data key of each task in one store."""
@@ -30,8 +32,25 @@ class TaskKeys:
     @property
     def master(self) -> crypto.MasterKey:
         if self._master is None:
-            self._master = crypto.load_master_key()
+            demo = store.get_meta(self._db, DEMO_KEY_META)
+            if demo is not None:
+                self._master = crypto.MasterKey(
+                    crypto.decode_key(demo, "the demo store's key"), "the demo store's own key"
+                )
+            else:
+                self._master = crypto.load_master_key()
         return self._master
+
+    def use_demo_key(self) -> None:
+        """Make this a demo store: its fake content is encrypted under a published key.
+
+        Only `pitstop demo` does this, so that the demo runs on a machine with no keyring and
+        no PITSTOP_KEY. A real store never stores its master key.
+        """
+        with write_txn(self._db):
+            store.set_meta(self._db, DEMO_KEY_META, crypto.encode_key(crypto.DEMO_KEY))
+        self._master = None
+        self._cache.clear()
 
     def data_key(self, task_id: str, *, create: bool) -> bytes:
         """The task's data key; created (and wrapped) on first use when `create` is set."""
@@ -61,6 +80,10 @@ class TaskKeys:
         key = crypto.unwrap_data_key(self.master, wrapped, self.store_id, task_id)
         self._cache[task_id] = key
         return key
+
+    def data_key_id(self, task_id: str) -> str:
+        """The public id of the task's data key (recorded in checkpoint headers)."""
+        return crypto.key_id(self.data_key(task_id, create=True))
 
     def seal(self, task_id: str, item: str, plaintext: bytes) -> bytes:
         """Encrypt content that belongs to `item` of `task_id`."""

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
+from core.errors import DamagedCheckpointError, SchemaTooNewError
 from core.models import ChangedFile, CheckpointReason, NamedVersion, Task
 from core.snapshot import RepoFacts, Snapshot
 from core.store import MANIFEST_SCHEMA
@@ -110,8 +111,24 @@ def encode(document: dict[str, Any]) -> bytes:
     return json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False).encode() + b"\n"
 
 
+def parse(plain: bytes, ref: str) -> dict[str, Any]:
+    """Read a decrypted manifest, refusing a schema this Pitstop does not know (never half-read)."""
+    try:
+        document = json.loads(plain)
+    except ValueError as exc:
+        raise DamagedCheckpointError(f"the manifest of {ref} is not valid JSON") from exc
+    schema = document.get("schema") if isinstance(document, dict) else None
+    if schema != MANIFEST_SCHEMA:
+        raise SchemaTooNewError(
+            f"checkpoint {ref} has manifest schema {schema!r}, which this Pitstop does not read "
+            f"({MANIFEST_SCHEMA}); upgrade pitstop"
+        )
+    result: dict[str, Any] = document
+    return result
+
+
 def build_header(
-    *, task_id: str, seq: int, created_at: str, manifest_sha256: str
+    *, task_id: str, seq: int, created_at: str, manifest_sha256: str, key_ids: list[str]
 ) -> dict[str, Any]:
     """The plain `pitstop.json` header: what a listing needs, and no content."""
     return {
@@ -120,7 +137,8 @@ def build_header(
         "seq": seq,
         "created_at": created_at,
         "manifest_sha256": manifest_sha256,
-        "key_ids": [],
+        "manifest_encrypted": True,
+        "key_ids": key_ids,
     }
 
 

@@ -165,6 +165,9 @@ class Checkpoint:
     failure: str | None = None
     manifest_sha256: str | None = None
     manifest: dict[str, Any] | None = None
+    # Content as stored (encrypted envelopes); the engine opens them into `note`/`manifest`.
+    sealed_note: bytes | None = field(default=None, repr=False)
+    sealed_manifest: bytes | None = field(default=None, repr=False)
 
     @property
     def ref(self) -> str:

@@ -36,6 +36,8 @@ NULL_OID = "0" * 40
 GITLINK_MODE = "160000"
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_IGNORED_LISTED = 500
+# The manifest is stored sealed (AES-GCM under the task's data key); only the header is plain.
+MANIFEST_FILE = "manifest.enc"
 PITSTOP_IDENT = {
     "GIT_AUTHOR_NAME": "Pitstop",
     "GIT_AUTHOR_EMAIL": "pitstop@localhost",
@@ -710,7 +712,7 @@ def write_checkpoint_commit(
     manifest_oid = _hash_blob(store_repo, manifest)
     listing = (
         f"100644 blob {header_oid}\tpitstop.json\n"
-        f"100644 blob {manifest_oid}\tmanifest.json\n"
+        f"100644 blob {manifest_oid}\t{MANIFEST_FILE}\n"
         f"040000 tree {snapshot.worktree_tree}\tworktree\n"
         f"040000 tree {snapshot.index_tree}\tindex\n"
     )
@@ -740,7 +742,7 @@ def update_checkpoint_ref(store_repo: Path, task_id: str, commit: str) -> None:
 
 
 def read_blob(store_repo: Path, commit: str, path: str) -> bytes:
-    """Read one file of a checkpoint commit's top-level tree (e.g. `manifest.json`)."""
+    """Read one file of a checkpoint commit's top-level tree (e.g. `pitstop.json`)."""
     return _git(["cat-file", "blob", f"{commit}:{path}"], git_dir=store_repo)
 
 
@@ -776,12 +778,12 @@ def verify_checkpoint(
         problems.append("the commit's index/ tree differs from the recorded staged tree")
     if manifest_sha256 is not None:
         try:
-            manifest = read_blob(store_repo, commit, "manifest.json")
+            manifest = read_blob(store_repo, commit, MANIFEST_FILE)
         except GitError:
-            problems.append("manifest.json cannot be read from the checkpoint commit")
+            problems.append(f"{MANIFEST_FILE} cannot be read from the checkpoint commit")
         else:
             if hashlib.sha256(manifest).hexdigest() != manifest_sha256:
-                problems.append("manifest.json does not match its recorded sha256")
+                problems.append(f"{MANIFEST_FILE} does not match its recorded sha256")
     if deep:
         missing = _missing_tree_objects(store_repo, [worktree_tree, index_tree])
     else:  # the restore walks the worktree tree itself; check what only the index holds
@@ -791,9 +793,7 @@ def verify_checkpoint(
     return problems
 
 
-def _missing_tree_objects(
-    store_repo: Path, trees: list[str], exclude: Sequence[str] = ()
-) -> int:
+def _missing_tree_objects(store_repo: Path, trees: list[str], exclude: Sequence[str] = ()) -> int:
     """Count objects reachable from `trees` (and not from `exclude`) the store cannot produce."""
     presence = _has_objects(store_repo, trees)
     missing = sum(1 for present in presence.values() if not present)

@@ -12,7 +12,7 @@ from typing import Any
 
 import sqlite_utils
 
-from core.errors import ConflictError, NotFoundError, SchemaTooNewError
+from core.errors import ConflictError, NotFoundError
 from core.models import (
     Approval,
     ApprovalState,
@@ -129,23 +129,21 @@ def update_task(db: sqlite_utils.Database, task_id: str, **changes: Any) -> None
     db.table("tasks").update(task_id, columns)
 
 
+def _blob(value: Any) -> bytes | None:
+    if value is None:
+        return None
+    return bytes(value) if not isinstance(value, str) else value.encode()
+
+
 def _checkpoint_from_row(row: Mapping[str, Any], *, with_manifest: bool) -> Checkpoint:
-    manifest = None
-    if with_manifest and row.get("manifest"):
-        manifest = json.loads(row["manifest"])
-        schema = manifest.get("schema")
-        if schema != MANIFEST_SCHEMA:
-            raise SchemaTooNewError(
-                f"checkpoint {row['task_id']}@{row['seq']} has manifest schema {schema!r}, which "
-                f"this Pitstop does not read ({MANIFEST_SCHEMA}); upgrade pitstop"
-            )
+    """A checkpoint with its note and manifest still sealed (the engine opens them)."""
     return Checkpoint(
         task_id=row["task_id"],
         seq=row["seq"],
         state=CheckpointState(row["state"]),
         reason=CheckpointReason(row["reason"]),
         created_at=row["created_at"],
-        note=row["note"],
+        sealed_note=_blob(row["note"]),
         commit=row["commit_sha"],
         worktree_tree=row["worktree_tree"],
         index_tree=row["index_tree"],
@@ -158,7 +156,7 @@ def _checkpoint_from_row(row: Mapping[str, Any], *, with_manifest: bool) -> Chec
         left_out_count=row["left_out_count"],
         failure=row["failure"],
         manifest_sha256=row["manifest_sha256"],
-        manifest=manifest,
+        sealed_manifest=_blob(row.get("manifest")) if with_manifest else None,
     )
 
 
@@ -174,7 +172,7 @@ def insert_writing_checkpoint(
     task_id: str,
     seq: int,
     reason: CheckpointReason,
-    note: str | None,
+    note: bytes | None,
     created_at: str,
     writer_pid: int,
     writer_host: str,
@@ -197,8 +195,6 @@ def insert_writing_checkpoint(
 def complete_checkpoint(db: sqlite_utils.Database, task_id: str, seq: int, **columns: Any) -> None:
     """Flip a `writing` checkpoint to `complete` with its verified parts; anything else refuses."""
     columns["state"] = CheckpointState.COMPLETE.value
-    if "manifest" in columns and not isinstance(columns["manifest"], str):
-        columns["manifest"] = json.dumps(columns["manifest"], sort_keys=True)
     if "commit" in columns:
         columns["commit_sha"] = columns.pop("commit")
     assignments = ", ".join(f"{name} = ?" for name in columns)
@@ -887,3 +883,18 @@ def delete_evidence(db: sqlite_utils.Database, evidence_id: int) -> None:
     """Remove an evidence item and its chunks (only for a command that never started)."""
     db.execute("DELETE FROM evidence_chunks WHERE evidence_id = ?", [evidence_id])
     db.execute("DELETE FROM evidence WHERE id = ?", [evidence_id])
+
+
+def get_meta(db: sqlite_utils.Database, key: str) -> str | None:
+    """One fact about this store (`store_meta`), if recorded."""
+    row = db.execute("SELECT value FROM store_meta WHERE key = ?", [key]).fetchone()
+    return str(row[0]) if row else None
+
+
+def set_meta(db: sqlite_utils.Database, key: str, value: str) -> None:
+    """Record a fact about this store."""
+    db.execute(
+        "INSERT INTO store_meta (key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        [key, value],
+    )

@@ -6,7 +6,9 @@ Pitstop store can never leak into (or be touched by) the suite.
 
 from __future__ import annotations
 
+import base64
 import os
+import secrets
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,9 @@ _SCRUBBED = (
     "PITSTOP_KEY",
     "PITSTOP_FROZEN_NOW",
 )
+
+
+TEST_MASTER_KEY = base64.b64encode(secrets.token_bytes(32)).decode()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -61,6 +66,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, P
     monkeypatch.setenv("PITSTOP_HOME", str(store))
     monkeypatch.setenv("PITSTOP_CONFIG_DIR", str(config))
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
+    # Content is encrypted at rest, so every store needs a master key; tests about a missing
+    # or wrong key remove or replace this one themselves.
+    monkeypatch.setenv("PITSTOP_KEY", TEST_MASTER_KEY)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Test Author")

@@ -6,12 +6,14 @@ Everything here works on real files; nothing replaces a Pitstop component.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import stat
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 SUBMODULE_ALLOW = ("-c", "protocol.file.allow=always")
 
@@ -199,3 +201,34 @@ def copy_repo(source: Path, target: Path) -> Path:
     """A full copy of a repository directory (symlinks preserved)."""
     shutil.copytree(source, target, symlinks=True)
     return target
+
+
+def rewrite_manifests(
+    store_root: Path, task_id: str, change: Callable[[dict[str, Any]], None]
+) -> None:
+    """Rewrite a task's stored (sealed) manifests as a newer Pitstop might have written them.
+
+    Manifests are encrypted at rest, so a test opens each one with the task's data key,
+    changes the document and seals it again, exactly as the engine stores it.
+    """
+    import sqlite3
+
+    from core.engine import Engine
+
+    with Engine(store_root) as engine:
+        rows = engine.db.execute(
+            "SELECT seq, manifest FROM checkpoints WHERE task_id = ? AND manifest IS NOT NULL",
+            [task_id],
+        ).fetchall()
+        sealed = []
+        for seq, blob in rows:
+            item = f"checkpoint/{seq}/manifest"
+            document = json.loads(engine.keys.open(task_id, item, bytes(blob), "manifest"))
+            change(document)
+            sealed.append((seq, engine.keys.seal(task_id, item, json.dumps(document).encode())))
+    with sqlite3.connect(store_root / "pitstop.db") as db:
+        for seq, blob in sealed:
+            db.execute(
+                "UPDATE checkpoints SET manifest = ? WHERE task_id = ? AND seq = ?",
+                [blob, task_id, seq],
+            )

@@ -162,8 +162,14 @@ def test_unsafe_keyrings_are_refused_naming_both_ways(
         crypto.store_master_key_in_keyring(crypto.generate_key())
 
 
+@pytest.fixture(autouse=True)
+def _no_master_key_unless_a_test_sets_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """conftest gives every test a PITSTOP_KEY; these tests are about where a key comes from."""
+    monkeypatch.delenv("PITSTOP_KEY", raising=False)
+
+
 def test_the_real_null_keyring_is_refused() -> None:
-    # conftest sets PYTHON_KEYRING_BACKEND to the null backend and clears PITSTOP_KEY.
+    # conftest sets the null keyring backend; the fixture above clears PITSTOP_KEY.
     with pytest.raises(MasterKeyError, match=r"keyring\.backends\.null.*PITSTOP_KEY"):
         crypto.load_master_key()
 

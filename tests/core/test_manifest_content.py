@@ -85,9 +85,16 @@ def test_manifest_records_the_repository_and_snapshot(
     assert env["git"] and env["git"][0].isdigit()
 
     store = only_store_repo(store_root)
-    stored = git_bytes(store, "cat-file", "blob", f"{cp.commit}:manifest.json")
-    assert json.loads(stored) == doc
+    stored = git_bytes(store, "cat-file", "blob", f"{cp.commit}:manifest.enc")
+    # Stored sealed (invariant 2): the objective is not readable, yet it opens to the manifest.
+    assert doc["task"]["objective"].encode() not in stored
+    assert stored.startswith(b"PSE")
+    opened = engine.keys.open("t1", f"checkpoint/{cp.seq}/manifest", stored, "manifest")
+    assert json.loads(opened) == doc
     assert hashlib.sha256(stored).hexdigest() == cp.manifest_sha256
+    header = json.loads(git_bytes(store, "cat-file", "blob", f"{cp.commit}:pitstop.json"))
+    assert header["manifest_sha256"] == cp.manifest_sha256
+    assert header["key_ids"] == [engine.keys.data_key_id("t1")]
     second = engine.checkpoint("t1", CheckpointRequest(force=True)).checkpoint
     assert second and second.manifest["checkpoint"]["parent_commit"] == cp.commit
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corekit import git, init_repo, tree_state
+from corekit import git, init_repo, rewrite_manifests, tree_state
 
 from core.engine import CheckpointRequest, Engine
 from core.errors import NotFoundError, ResumeRefusedError, UsageError
@@ -363,12 +363,7 @@ def test_a_manifest_from_a_newer_pitstop_refuses_resume_as_unsupported(
     paused: Paused, tmp_path: Path, store_root: Path
 ) -> None:
     """Validate says unsupported (exit 5); resume must refuse with the same verdict and code."""
-    with sqlite3.connect(store_root / "pitstop.db") as db:
-        db.execute(
-            "UPDATE checkpoints SET manifest = json_set(manifest, '$.schema', "
-            "'pitstop.manifest/9') WHERE task_id = ?",
-            [paused.task_id],
-        )
+    rewrite_manifests(store_root, paused.task_id, lambda d: d.update(schema="pitstop.manifest/9"))
     assert paused.engine.validate(paused.ref).verdict.exit_code == 5
     with pytest.raises(ResumeRefusedError) as refused:
         paused.engine.resume(paused.ref, into=tmp_path / "never")

@@ -257,7 +257,7 @@ def test_checkpoint_commit_layout_and_parents(engine: Engine, repo: Path, store_
     store = only_store_repo(store_root)
 
     top = git_bytes(store, "ls-tree", "--name-only", second.commit or "").decode().split()
-    assert sorted(top) == ["index", "manifest.json", "pitstop.json", "worktree"]
+    assert sorted(top) == ["index", "manifest.enc", "pitstop.json", "worktree"]
     parents = git_bytes(store, "rev-list", "--parents", "-n", "1", second.commit or "")
     _self, *parent_ids = parents.decode().split()
     base = git(repo, "rev-parse", "HEAD").strip()

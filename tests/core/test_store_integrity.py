@@ -149,7 +149,7 @@ def test_missing_checkpoint_commit_and_manifest_are_reported(
     engine: Engine, repo: Path, store_root: Path, tmp_path: Path
 ) -> None:
     cp, store = _damage_setup(engine, repo, store_root)
-    manifest_oid = git_bytes(store, "rev-parse", f"{cp.commit}:manifest.json").decode().strip()
+    manifest_oid = git_bytes(store, "rev-parse", f"{cp.commit}:manifest.enc").decode().strip()
     delete_loose_object(store, manifest_oid)
     assert any("manifest" in problem for problem in engine.verify(cp))
     delete_loose_object(store, cp.commit or "")

@@ -18,6 +18,7 @@ import subprocess
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from corekit import (
@@ -27,6 +28,7 @@ from corekit import (
     ls_tree,
     make_objects_loose,
     only_store_repo,
+    rewrite_manifests,
     tree_state,
 )
 
@@ -601,17 +603,12 @@ def test_manifest_from_a_newer_pitstop_is_unsupported_and_not_half_read(
     start_paused: Callable[..., Paused], store_root: Path
 ) -> None:
     paused = start_paused()
-    with sqlite3.connect(store_root / "pitstop.db") as db:
-        (raw,) = db.execute(
-            "SELECT manifest FROM checkpoints WHERE task_id = ? AND seq = 1", [paused.task_id]
-        ).fetchone()
-        document = json.loads(raw)
+
+    def future(document: dict[str, Any]) -> None:
         document["schema"] = "pitstop.manifest/9"
         document["repository"] = {"future": "layout"}
-        db.execute(
-            "UPDATE checkpoints SET manifest = ? WHERE task_id = ? AND seq = 1",
-            [json.dumps(document), paused.task_id],
-        )
+
+    rewrite_manifests(store_root, paused.task_id, future)
     seen: list[Finding] = []
     report = paused.engine.validate(paused.ref, progress=seen.append)
     assert report.verdict is Verdict.UNSUPPORTED
@@ -628,12 +625,7 @@ def test_validation_of_an_unsupported_checkpoint_is_stored_under_its_seq(
     start_paused: Callable[..., Paused], store_root: Path
 ) -> None:
     paused = start_paused()
-    with sqlite3.connect(store_root / "pitstop.db") as db:
-        db.execute(
-            "UPDATE checkpoints SET manifest = json_set(manifest, '$.schema', "
-            "'pitstop.manifest/9') WHERE task_id = ?",
-            [paused.task_id],
-        )
+    rewrite_manifests(store_root, paused.task_id, lambda d: d.update(schema="pitstop.manifest/9"))
     report = paused.validate()
     assert report.verdict is Verdict.UNSUPPORTED
     assert report.ref == paused.ref

@@ -32,6 +32,7 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     env["PITSTOP_HOME"] = str(tmp_path / "store")
     env["PITSTOP_CONFIG_DIR"] = str(tmp_path / "config")
     env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
+    env["PITSTOP_KEY"] = os.environ["PITSTOP_KEY"]
     return env
 
 

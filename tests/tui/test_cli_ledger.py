@@ -504,3 +504,46 @@ def test_readme_side_effects_example_runs(tmp_path: Path) -> None:
     assert "refused with exit 4" in result.stdout
     assert (tmp_path / "site" / "preview.txt").read_text() == "deployed\n"
     assert (tmp_path / "site" / "releases.txt").read_text() == "published\n"
+
+
+def test_a_signalled_guard_passes_the_signal_on_and_records_uncertain(
+    pitstop: Pitstop, tmp_path: Path
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    pitstop.ok("task", "start", "--repo", str(repo), "--objective", "sig", "--id", "sig")
+    started, stopped = tmp_path / "started", tmp_path / "stopped"
+    action = (
+        f"trap 'touch {stopped}; exit 9' TERM; touch {started}; while true; do sleep 0.05; done"
+    )
+    guard = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tui.cli",
+            "effect",
+            "guard",
+            "--task",
+            "sig",
+            "--key",
+            "k",
+            "--kind",
+            "x",
+            "--",
+            "sh",
+            "-c",
+            action,
+        ],
+        env=pitstop.as_operator("agent"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    while not started.exists():
+        assert guard.poll() is None
+    guard.terminate()
+    _, stderr = guard.communicate(timeout=60)
+    assert guard.returncode == 128 + 15, stderr
+    assert stopped.exists()  # the action got the signal too, and could clean up
+    assert "is uncertain (the guard was interrupted by SIGTERM" in stderr
+    shown = pitstop.ok("effect", "show", "--task", "sig", "--key", "k")
+    assert (shown["effect"]["state"], shown["effect"]["exit_code"]) == ("uncertain", 9)
