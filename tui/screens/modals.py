@@ -1,0 +1,148 @@
+"""Small modal dialogs the screens share: ask for a reason, confirm a destructive action.
+
+Both dismiss with a value and never touch the store themselves: the screen that pushed them does
+the write (in a worker) once it has the answer, so the same dialogs serve the task screen's tabs
+and the approvals inbox.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+_MODAL_CSS = """
+ReasonModal, ConfirmModal {
+    align: center middle;
+    background: $background 60%;
+}
+
+ReasonModal > Vertical, ConfirmModal > Vertical {
+    width: 72;
+    max-width: 90%;
+    height: auto;
+    padding: 1 2;
+    border: thick $primary;
+    background: $surface;
+}
+
+ReasonModal .modal-title, ConfirmModal .modal-title {
+    text-style: bold;
+    color: $primary;
+    margin-bottom: 1;
+}
+
+ReasonModal .modal-prompt, ConfirmModal .modal-prompt {
+    margin-bottom: 1;
+}
+
+ReasonModal .modal-error {
+    color: $error;
+    height: auto;
+}
+
+ReasonModal .modal-buttons, ConfirmModal .modal-buttons {
+    height: auto;
+    margin-top: 1;
+    align-horizontal: right;
+}
+
+ReasonModal Button, ConfirmModal Button {
+    margin-left: 2;
+}
+"""
+
+
+class ReasonModal(ModalScreen[str | None]):
+    """Ask for a reason; dismiss with the stripped text, or None when cancelled.
+
+    An empty reason is refused in place: every decision Pitstop records says why.
+    """
+
+    DEFAULT_CSS = _MODAL_CSS
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="modal.cancel", tooltip="Close without deciding"),
+    ]
+
+    def __init__(
+        self, title: str, prompt: str, *, action_label: str = "OK", placeholder: str = "Reason"
+    ) -> None:
+        super().__init__()
+        self.title_text = title
+        self.prompt_text = prompt
+        self.action_label = action_label
+        self.placeholder = placeholder
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="reason-dialog"):
+            yield Label(Content(self.title_text), classes="modal-title")
+            yield Static(Content(self.prompt_text), classes="modal-prompt")
+            yield Input(placeholder=self.placeholder, id="reason-input")
+            yield Static("", id="reason-error", classes="modal-error")
+            with Horizontal(classes="modal-buttons"):
+                yield Button("Cancel", id="reason-cancel")
+                yield Button(self.action_label, id="reason-ok", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#reason-input", Input).focus()
+
+    @on(Input.Submitted, "#reason-input")
+    @on(Button.Pressed, "#reason-ok")
+    def _submit(self) -> None:
+        reason = self.query_one("#reason-input", Input).value.strip()
+        if not reason:
+            self.query_one("#reason-error", Static).update("A reason is required.")
+            return
+        self.dismiss(reason)
+
+    @on(Button.Pressed, "#reason-cancel")
+    def action_cancel(self) -> None:
+        """Close the dialog without a reason."""
+        self.dismiss(None)
+
+
+class ConfirmModal(ModalScreen[bool]):
+    """Ask yes or no before a destructive or slow action; `y`/`enter` yes, `n`/`esc` no."""
+
+    DEFAULT_CSS = _MODAL_CSS
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes", id="confirm.yes", tooltip="Go ahead"),
+        Binding("n,escape", "answer(False)", "No", id="confirm.no", tooltip="Do nothing"),
+    ]
+
+    def __init__(self, title: str, prompt: str, *, action_label: str = "Yes") -> None:
+        super().__init__()
+        self.title_text = title
+        self.prompt_text = prompt
+        self.action_label = action_label
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-dialog"):
+            yield Label(Content(self.title_text), classes="modal-title")
+            yield Static(Content(self.prompt_text), classes="modal-prompt")
+            with Horizontal(classes="modal-buttons"):
+                yield Button("No", id="confirm-no")
+                yield Button(self.action_label, id="confirm-yes", variant="warning")
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm-yes", Button).focus()
+
+    @on(Button.Pressed, "#confirm-yes")
+    def _yes(self) -> None:
+        self.dismiss(True)
+
+    @on(Button.Pressed, "#confirm-no")
+    def _no(self) -> None:
+        self.dismiss(False)
+
+    def action_answer(self, answer: bool) -> None:
+        """Dismiss with `answer`."""
+        self.dismiss(answer)
