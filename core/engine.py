@@ -117,6 +117,9 @@ class TaskSummary:
     task: Task
     checkpoint_count: int
     last_checkpoint_at: str | None
+    pending_approvals: int = 0
+    uncertain_effects: int = 0
+    last_verdict: str | None = None
 
 
 @dataclass
@@ -289,9 +292,9 @@ class Engine:
         return store.list_tasks(self.db, tuple(statuses))
 
     def task_summaries(self) -> list[TaskSummary]:
-        """Tasks with their checkpoint counts, for lists and the dashboard."""
-        counts = store.checkpoint_counts(self.db)
-        return [TaskSummary(task, *counts.get(task.id, (0, None))) for task in self.list_tasks()]
+        """Tasks with their checkpoint counts, pending approvals, uncertain effects and last
+        verdict, most recently updated first: one aggregate query, for lists and the dashboard."""
+        return [TaskSummary(*row) for row in store.task_rollups(self.db, clock.now_iso())]
 
     def finish_task(self, task_id: str, status: TaskStatus, reason: str | None = None) -> Task:
         """Mark a task `done` or `cancelled`; a finished task stays finished."""

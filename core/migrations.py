@@ -308,3 +308,12 @@ def schema_version(db: sqlite_utils.Database) -> str | None:
     """The name of the newest migration applied, or None for an empty database."""
     applied = migrations.applied(db)
     return applied[-1].name if applied else None
+
+
+@migrations(name="0006_dashboard_indexes")
+def _dashboard_indexes(db: sqlite_utils.Database) -> None:
+    # Covering indexes for the dashboard's rollup (`store.task_rollups`): each per-task aggregate
+    # reads one index, never the table, so 10,000 tasks and 100,000 checkpoints stay one scan.
+    db.execute("CREATE INDEX checkpoints_rollup ON checkpoints (state, task_id, created_at)")
+    db.execute("CREATE INDEX approvals_rollup ON approvals (state, task_id, expires_at)")
+    db.execute("CREATE INDEX validations_rollup ON validations (task_id, id, verdict)")
