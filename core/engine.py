@@ -1516,6 +1516,32 @@ class Engine:
             self._event(task_id, "resume", str(latest["id"]), verdict, None, verdict, reason, now)
         return {"task": task_id, "resume": latest["id"], "accepted": accepted, "reason": reason}
 
+    # --- evidence output, read chunk by chunk (the dashboard's lazy log view) -----------------
+
+    def evidence_chunk_index(self, evidence_id: int) -> list[dict[str, Any]]:
+        """Where each stored chunk of an item's output sits: seq, offset, raw_len, lines."""
+        item = self.get_evidence(evidence_id, decrypt=False)
+        chunks = store.list_chunks(self.db, evidence_id)
+        if not chunks and item.stored_bytes:
+            self.keys.data_key(item.task_id, create=False)  # gc took the output with the key
+        return [
+            {
+                "seq": c["seq"],
+                "offset": c["offset"],
+                "raw_len": c["raw_len"],
+                "first_line": c["first_line"],
+                "line_count": c["line_count"],
+            }
+            for c in chunks
+        ]
+
+    def evidence_chunk(self, evidence_id: int, seq: int) -> bytes:
+        """One chunk of an item's kept (redacted) output, decrypted and decompressed."""
+        from core import evidence
+
+        item = self.get_evidence(evidence_id, decrypt=False)
+        return next(evidence.read_chunks(self.db, self.keys, item, [seq]))
+
     # --- audit -----------------------------------------------------------------------------
 
     def events(self, task_id: str | None = None) -> list[AuditEvent]:

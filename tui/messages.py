@@ -6,10 +6,17 @@ handler that receives it, on the UI thread, changes widgets (STYLE.md example 3)
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from textual.message import Message
 
 from core.engine import TaskSummary
-from core.models import ChangedFile, Checkpoint, Task
+from core.models import Approval, ChangedFile, Checkpoint, SideEffect, Task
+from core.resume import ResumePlan
+from core.validate import Finding, ValidationReport
+
+if TYPE_CHECKING:  # evidence pulls in zstd and the redactor; only its type is needed here
+    from core.evidence import Evidence
 
 
 class TasksLoaded(Message):
@@ -56,3 +63,103 @@ class LoadFailed(Message):
         self.what = what
         self.message = message
         self.ref = ref
+
+
+# --- the task screen's evidence, side-effect, approval, validation and resume tabs ------------
+
+
+class EvidenceListed(Message):
+    """The evidence items recorded up to checkpoint `ref` (oldest first, without secrets)."""
+
+    def __init__(self, ref: str, items: list[Evidence]) -> None:
+        super().__init__()
+        self.ref = ref
+        self.items = items
+
+
+class EvidenceLoaded(Message):
+    """One evidence item with its command decrypted, and the last lines of its output."""
+
+    def __init__(self, item: Evidence, tail: list[str]) -> None:
+        super().__init__()
+        self.item = item
+        self.tail = tail
+
+
+class EvidenceIndexLoaded(Message):
+    """Where an evidence item's stored chunks sit in its output: enough to scroll it lazily."""
+
+    def __init__(self, evidence_id: int, chunks: list[dict[str, Any]]) -> None:
+        super().__init__()
+        self.evidence_id = evidence_id
+        self.chunks = chunks
+
+
+class EvidenceChunkLoaded(Message):
+    """One decrypted, decompressed chunk of an evidence item's output."""
+
+    def __init__(self, evidence_id: int, seq: int, data: bytes) -> None:
+        super().__init__()
+        self.evidence_id = evidence_id
+        self.seq = seq
+        self.data = data
+
+
+class EffectsLoaded(Message):
+    """A task's side effects, in the order they were proposed."""
+
+    def __init__(self, task_id: str, effects: list[SideEffect]) -> None:
+        super().__init__()
+        self.task_id = task_id
+        self.effects = effects
+
+
+class ApprovalsLoaded(Message):
+    """A task's approvals, oldest first."""
+
+    def __init__(self, task_id: str, approvals: list[Approval]) -> None:
+        super().__init__()
+        self.task_id = task_id
+        self.approvals = approvals
+
+
+class ActionDone(Message):
+    """A write the user asked for finished: `message` says what happened (or why it failed)."""
+
+    def __init__(self, what: str, message: str, *, ok: bool = True) -> None:
+        super().__init__()
+        self.what = what
+        self.message = message
+        self.ok = ok
+
+
+class ValidationProgress(Message):
+    """Findings of a running validation so far; a burst of these coalesces into the newest."""
+
+    def __init__(self, ref: str, findings: tuple[Finding, ...]) -> None:
+        super().__init__()
+        self.ref = ref
+        self.findings = findings
+
+    def can_replace(self, message: Message) -> bool:
+        """A newer progress message for the same run carries every finding of the older one."""
+        return isinstance(message, ValidationProgress) and message.ref == self.ref
+
+
+class ValidationFinished(Message):
+    """A validation run finished and was stored: its report, or why it could not run."""
+
+    def __init__(self, ref: str, report: ValidationReport | None, error: str | None = None) -> None:
+        super().__init__()
+        self.ref = ref
+        self.report = report
+        self.error = error
+
+
+class ResumePrepared(Message):
+    """A resume holds its lease and has its worktree and brief: ready to launch."""
+
+    def __init__(self, plan: ResumePlan, brief: str) -> None:
+        super().__init__()
+        self.plan = plan
+        self.brief = brief
