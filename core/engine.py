@@ -562,6 +562,7 @@ class Engine:
             max_file_bytes=request.max_file_bytes or self.config.max_file_bytes,
             creation_ms=int((time.monotonic() - started) * 1000),
             evidence=[manifest.evidence_entry(item) for item in pending],
+            harness_session=store.latest_harness_session(self.db, task.id),
         )
         document["side_effects"], document["pending_approvals"] = self._ledger_sections(task.id)
         sealed_manifest = self.keys.seal(
@@ -1144,6 +1145,8 @@ class Engine:
         """Run every restore check on a checkpoint; the run is stored and audited."""
         inputs = self._validation_inputs(ref, into, offline)
         report = run_checks(inputs, progress)
+        if report.verdict is Verdict.STALE:
+            report = replace(report, advice=self._stale_advice(inputs.task.id))
         seq = inputs.seq
         now = clock.now_iso()
         with write_txn(self.db):
@@ -1216,6 +1219,38 @@ class Engine:
             harness_config=self.config.harness(task.harness.name) if task.harness else {},
             into=Path(into).expanduser().absolute() if into else None,
             offline=offline,
+        )
+
+    def _stale_advice(self, task_id: str) -> str | None:
+        """DESIGN §5: weigh resuming a stale checkpoint against a fresh run, with §4's terms."""
+        from core import economics
+
+        try:
+            estimate = self.estimate(task_id)
+        except PitstopError:
+            return None
+        result = estimate.result
+        fresh = result.exposure_usd
+        cost = result.scenario.checkpoint
+        resume = cost.restore_usd + cost.validation_usd
+        rate = result.scenario.replay.human_usd_per_hour
+        if fresh <= resume:
+            return (
+                f"a fresh run is cheaper: replaying costs about {economics.money(fresh)}, "
+                f"restoring and validating about {economics.money(resume)} before fixing the drift"
+            )
+        if rate <= 0:
+            return (
+                "resuming is cheaper unless fixing the drift costs more than "
+                f"{economics.money(fresh - resume)} "
+                f"(a fresh run costs about {economics.money(fresh)})"
+            )
+        minutes = (fresh - resume) / rate * 60
+        return (
+            f"resuming is cheaper unless fixing the drift takes more than {minutes:.0f} minutes "
+            f"at {economics.money(rate)}/h: a fresh run costs about {economics.money(fresh)} "
+            f"({result.replay_minutes:.0f} min to rebuild and re-orient), restore and validation "
+            f"about {economics.money(resume)}"
         )
 
     def _header_schema_error(self, task: Task, checkpoint: Checkpoint) -> str | None:
@@ -1541,6 +1576,98 @@ class Engine:
 
         item = self.get_evidence(evidence_id, decrypt=False)
         return next(evidence.read_chunks(self.db, self.keys, item, [seq]))
+
+    # --- harness sessions (hooks) ------------------------------------------------------------
+
+    def session_task(self, harness: str, session_id: str) -> Task | None:
+        """The task a harness session already feeds, or None for a session never seen."""
+        task_id = store.session_task_id(self.db, harness, session_id)
+        return store.get_task(self.db, task_id) if task_id else None
+
+    def link_harness_session(
+        self,
+        task_id: str,
+        harness: str,
+        session_id: str,
+        *,
+        transcript_path: str | None = None,
+        cwd: str | None = None,
+    ) -> None:
+        """Record that a harness session feeds a task; the newest one is what a resume continues."""
+        if not session_id.strip() or len(session_id) > 200:
+            raise UsageError("a harness session id is 1-200 characters")
+        now = clock.now_iso()
+        with write_txn(self.db):
+            store.get_task(self.db, task_id)
+            known = store.session_task_id(self.db, harness, session_id)
+            store.upsert_harness_session(
+                self.db,
+                harness=harness,
+                session_id=session_id,
+                task_id=task_id,
+                transcript_path=transcript_path,
+                cwd=cwd,
+                at=now,
+            )
+            if known != task_id:
+                self._event(task_id, "session", session_id, "link", known, harness, None, now)
+
+    def harness_session(self, task_id: str) -> dict[str, Any] | None:
+        """The task's newest harness session: harness, session_id, transcript_path, cwd."""
+        store.get_task(self.db, task_id)
+        return store.latest_harness_session(self.db, task_id)
+
+    def set_task_activity(self, task_id: str, status: TaskStatus, reason: str) -> Task:
+        """A harness says its agent waits for input (`waiting`) or works again (`running`)."""
+        if status not in (TaskStatus.WAITING, TaskStatus.RUNNING):
+            raise UsageError(f"a harness marks a task waiting or running, not {status.value}")
+        now = clock.now_iso()
+        with write_txn(self.db):
+            task = store.get_task(self.db, task_id)
+            if task.status.is_final or task.status is status:
+                return task
+            if status is TaskStatus.RUNNING and self.list_approvals(task_id, pending_only=True):
+                return task  # still waiting for an approver, whatever the agent does meanwhile
+            store.update_task(self.db, task_id, status=status, updated_at=now)
+            self._event(
+                task_id, "task", task_id, "status", task.status.value, status.value, reason, now
+            )
+        return replace(task, status=status, updated_at=now)
+
+    def add_evidence_output(
+        self,
+        task_id: str,
+        output: bytes,
+        *,
+        argv: Sequence[str],
+        cwd: str | None = None,
+        exit_code: int | None = None,
+        duration_s: float | None = None,
+        label: str | None = None,
+        source: str = "hook",
+        limits: evidence.EvidenceLimits | None = None,
+    ) -> evidence.Evidence:
+        """Record output a harness already captured in memory (a hook's tool response)."""
+        from core import evidence
+
+        self._require_open_task(task_id)
+        recorder = evidence.EvidenceRecorder(
+            self.db,
+            self.keys,
+            task_id,
+            source=source,
+            label=label,
+            command=evidence.command_record(list(argv), cwd),
+            limits=limits or evidence.EvidenceLimits(),
+        )
+        for start in range(0, len(output), evidence.DEFAULT_CHUNK_BYTES):
+            recorder.feed(output[start : start + evidence.DEFAULT_CHUNK_BYTES])
+        item = recorder.finish(
+            exit_code=exit_code,
+            duration_ms=int(duration_s * 1000) if duration_s is not None else None,
+        )
+        self._record_evidence_event(item)
+        return item
 
     # --- audit -----------------------------------------------------------------------------
 

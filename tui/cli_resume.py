@@ -41,6 +41,8 @@ def validate(ctx: Context, ref: str, into: str | None, offline: bool, as_json: b
         emit(True, report.as_dict(), "")
     else:
         click.echo(f"\nverdict: {report.verdict.value}  ({report.duration_ms} ms)")
+        if report.advice:
+            click.echo(f"advice:  {report.advice}")
     sys.exit(report.verdict.exit_code)
 
 

@@ -795,3 +795,16 @@ def test_runtime_identity_is_reported_beside_a_harness_finding(
     assert finding(report, "harness").status is Status.WARN
     runtime = finding(report, "runtime")
     assert runtime.status is Status.PASS and platform.python_version() in runtime.message
+
+
+def test_a_stale_verdict_says_whether_resuming_or_a_fresh_run_is_cheaper(
+    start_paused: Callable[..., Paused],
+) -> None:
+    """DESIGN §5: a stale verdict weighs re-validation against a fresh run with §4's model."""
+    paused = start_paused()
+    (paused.repo / "uv.lock").write_text("# changed behind the agent's back\n")
+    report = paused.validate()
+    assert report.verdict is Verdict.STALE
+    assert report.advice is not None
+    assert "fresh run" in report.advice and "$" in report.advice
+    assert report.as_dict()["advice"] == report.advice
