@@ -7,19 +7,23 @@ SQLite or git.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
+from textual import on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 
 from core.engine import Engine, TaskSummary
 from core.errors import UsageError
 from core.models import Interface
+from tui import live
 from tui.commands import PitstopCommands
 from tui.screens.dashboard import DashboardScreen
+from tui.screens.inbox import InboxScreen
 from tui.screens.task import TaskScreen
 from tui.themes import (
     DEFAULT_THEME,
@@ -39,6 +43,13 @@ class PitstopApp(App[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit Pitstop"),
+        Binding(
+            "a",
+            "open_inbox",
+            "Approvals",
+            id="app.inbox",
+            tooltip="Every pending approval across tasks, oldest first",
+        ),
         Binding(
             "question_mark",
             "toggle_help",
@@ -74,8 +85,11 @@ class PitstopApp(App[None]):
         theme: str | None = None,
         *,
         engine: Engine | None = None,
+        live: bool = False,
     ) -> None:
         super().__init__()
+        self.live = live
+        self._stop_watching = threading.Event()
         self._owns_engine = engine is None
         self.engine = engine or Engine(store_root, interface=Interface.TUI)
         self.known_tasks: dict[str, str] = {}
@@ -134,10 +148,32 @@ class PitstopApp(App[None]):
             self.notify(
                 problem, title="Theme problem", severity="warning", timeout=10, markup=False
             )
+        if self.live:
+            self.watch_store()
 
     def on_unmount(self) -> None:
+        self._stop_watching.set()
         if self._owns_engine:
             self.engine.close()
+
+    # --- live refresh --------------------------------------------------------------------
+
+    @work(thread=True, exit_on_error=False, group="live", exclusive=True)
+    def watch_store(self) -> None:
+        """Post `StoreChanged` whenever another connection commits; runs until the app exits."""
+        for _version in live.store_commits(self.engine.paths.database, self._stop_watching):
+            self.post_message(live.StoreChanged())
+
+    @on(live.StoreChanged)
+    def _store_changed(self) -> None:
+        """Re-read what every open screen shows; each keeps its selection."""
+        for screen in self.screen_stack:
+            if isinstance(screen, DashboardScreen):
+                screen.load_tasks()
+            elif isinstance(screen, TaskScreen):
+                screen.load_checkpoints()
+            elif isinstance(screen, InboxScreen):
+                screen.load_approvals()
 
     def remember_tasks(self, summaries: Sequence[TaskSummary]) -> None:
         """Keep task ids and objectives for the command palette."""
@@ -157,6 +193,12 @@ class PitstopApp(App[None]):
         assert isinstance(screen, DashboardScreen), "the dashboard is the default screen"
         return screen
 
+    def action_open_inbox(self) -> None:
+        """Show the approvals inbox (from any screen but a dialog)."""
+        if isinstance(self.screen, InboxScreen | ModalScreen):
+            return
+        self.push_screen(InboxScreen())
+
     def command_filter(self) -> None:
         """Back to the dashboard, typing into its filter."""
         self.dashboard().action_filter()
@@ -172,7 +214,7 @@ class PitstopApp(App[None]):
     def command_refresh(self) -> None:
         """Read the current screen's data from the store again."""
         screen = self.screen
-        if isinstance(screen, DashboardScreen | TaskScreen):
+        if isinstance(screen, DashboardScreen | TaskScreen | InboxScreen):
             screen.action_refresh()
 
     def action_toggle_help(self) -> None:
@@ -185,4 +227,4 @@ class PitstopApp(App[None]):
 
 def run_dashboard(store_root: Path | None, theme: str | None = None) -> None:
     """Open the dashboard on the store at `store_root` (or the default one) until the user quits."""
-    PitstopApp(store_root, theme=theme).run()
+    PitstopApp(store_root, theme=theme, live=True).run()

@@ -53,6 +53,11 @@ class PitstopCommands(Provider):
             for column in SORTABLE_COLUMNS
         ]
         found += [
+            (
+                "approvals: open inbox",
+                app.action_open_inbox,
+                "Every pending approval across tasks; y approve, n reject (also `a`)",
+            ),
             ("help: keys", app.action_toggle_help, "Show or hide every key of this screen (`?`)"),
             ("app: quit", app.action_quit, "Quit Pitstop"),
         ]

@@ -63,6 +63,9 @@ VARIABLE_FALLBACKS: dict[str, str] = {
     "budget-bar": "primary",
     "budget-over": "error",
     "selection": "panel",
+    "risk-low": "success",
+    "risk-medium": "warning",
+    "risk-high": "error",
 }
 
 
