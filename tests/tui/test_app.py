@@ -42,7 +42,7 @@ async def settle(pilot: Pilot[None]) -> None:
 
 def table_ids(app: PitstopApp) -> list[str]:
     table = app.screen.query_one(TaskTable)
-    return [str(row.value) for row in table.rows]
+    return [summary.task.id for summary in table.shown]
 
 
 def text_of(widget: Static) -> str:

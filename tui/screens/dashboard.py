@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import Footer, Header, Input, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from core.errors import PitstopError
@@ -111,24 +111,19 @@ class DashboardScreen(Screen[None]):
         self.query_one(SummaryBar).show(table.summaries, len(table.shown), table.filter_text)
 
     def _update_preview(self) -> None:
-        table = self.query_one(TaskTable)
-        selected = table.selected_task_id
-        summary = next((s for s in table.summaries if s.task.id == selected), None)
-        self.query_one(TaskPreview).show(summary)
+        self.query_one(TaskPreview).show(self.query_one(TaskTable).selected_summary)
 
-    @on(DataTable.RowHighlighted, "#tasks")
+    @on(TaskTable.RowHighlighted, "#tasks")
     def _row_highlighted(self) -> None:
         self._update_preview()
 
-    @on(DataTable.RowSelected, "#tasks")
-    def _row_selected(self, event: DataTable.RowSelected) -> None:
-        if event.row_key.value is not None:
-            self.pitstop.open_task(str(event.row_key.value))
+    @on(TaskTable.RowSelected, "#tasks")
+    def _row_selected(self, event: TaskTable.RowSelected) -> None:
+        self.pitstop.open_task(event.task_id)
 
-    @on(DataTable.HeaderSelected, "#tasks")
-    def _header_selected(self, event: DataTable.HeaderSelected) -> None:
-        if event.column_key.value is not None:
-            self.query_one(TaskTable).sort_by(str(event.column_key.value))
+    @on(TaskTable.HeaderSelected, "#tasks")
+    def _header_selected(self, event: TaskTable.HeaderSelected) -> None:
+        self.query_one(TaskTable).sort_by(event.column)
 
     def action_refresh(self) -> None:
         """Read the task list again."""

@@ -1,22 +1,37 @@
-"""The dashboard's task table: status-coloured rows, a filter, sorting, and a stable cursor.
+"""The dashboard's task table: a virtualised, line-based view that renders only what is visible.
 
-A `DataTable` for now; DESIGN's 10,000-task target needs a virtualised line widget later, and
-this class's small surface (`show`, `filter_text`, `selected_task_id`) is what would stay.
+Textual's `DataTable` builds every row up front (seconds for 10,000 tasks); this table keeps the
+task list as plain data and draws one `Strip` per visible line in `render_line`, so start-up,
+scrolling and filtering cost the height of the window, not the size of the store (STYLE.md 9:
+toolong's line-based lazy views). Line 0 is the header and does not scroll; the other lines show
+`shown[scroll_y + y - 1]`.
+
+What stays fixed is the small surface the dashboard and palette use: `show`, `set_filter`,
+`sort_by`, `shown`, `selected_task_id`, and the `RowHighlighted`, `RowSelected` and
+`HeaderSelected` messages.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import suppress
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rich.text import Text
+from rich.cells import cell_len, set_cell_size
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
+from textual.cache import LRUCache
+from textual.color import Color
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from core import clock
 from core.engine import TaskSummary
+from core.models import TaskStatus
 from tui.widgets.formatting import (
     STATUS_ATTENTION,
     STATUS_GLYPHS,
@@ -27,18 +42,41 @@ from tui.widgets.formatting import (
     truncate,
 )
 
-MIN_OBJECTIVE_WIDTH = 16
+MIN_OBJECTIVE_WIDTH = 12
+CELL_PADDING = 1  # blank cells on each side of every column, as DataTable draws them
 
-# (column key, header, width); the objective takes whatever width the others leave.
-COLUMNS: tuple[tuple[str, str, int | None], ...] = (
-    ("status", "Status", 11),
-    ("task", "Task", 26),
-    ("objective", "Objective", None),
-    ("repo", "Repo", 9),
-    ("age", "Age", 4),
-    ("checkpoints", "Ckpt", 4),
-    ("budget", "Budget", 16),
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its key (for sorting and clicks), header, width and alignment."""
+
+    key: str
+    header: str
+    width: int | None  # None: the objective, which takes whatever width the others leave
+    right: bool = False
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("status", "Status", 11),
+    Column("task", "Task", 24),
+    Column("objective", "Objective", None),
+    Column("repo", "Repo", 9),
+    Column("age", "Age", 4, right=True),
+    Column("checkpoints", "Ckpt", 4, right=True),
+    Column("approvals", "Appr", 4, right=True),
+    Column("effects", "Unc", 3, right=True),
+    Column("verdict", "Verdict", 7),
+    Column("budget", "Budget", 16, right=True),
 )
+
+# Short names for validation verdicts, and the theme variable that colours each.
+VERDICT_LABELS = {
+    "ready": ("ready", "success"),
+    "ready_with_warnings": ("warn", "warning"),
+    "stale": ("stale", "warning"),
+    "blocked": ("blocked", "error"),
+    "unsupported": ("unsup", "error"),
+}
 
 
 def _last_activity(summary: TaskSummary) -> str:
@@ -50,17 +88,25 @@ SORT_KEYS: dict[str, Callable[[TaskSummary], Any]] = {
     "task": lambda s: s.task.id,
     "objective": lambda s: s.task.objective.lower(),
     "repo": lambda s: repo_name(s.task),
-    "age": _last_activity,  # sorted newest first: see `shown`
+    "age": _last_activity,  # sorted newest first: see `_order`
     "checkpoints": lambda s: s.checkpoint_count,
+    "approvals": lambda s: s.pending_approvals,
+    "effects": lambda s: s.uncertain_effects,
+    "verdict": lambda s: s.last_verdict or "",
     "budget": lambda s: budget_fraction(s.task) or 0.0,
 }
 
 
+def haystack(summary: TaskSummary) -> str:
+    """The lower-cased text a filter searches: id, status, repo and objective."""
+    task = summary.task
+    return " ".join((task.id, task.status.value, repo_name(task), task.objective)).lower()
+
+
 def matches(summary: TaskSummary, filter_text: str) -> bool:
     """True when every word of the filter appears in the task's id, status, repo or objective."""
-    task = summary.task
-    haystack = " ".join((task.id, task.status.value, repo_name(task), task.objective)).lower()
-    return all(word in haystack for word in filter_text.lower().split())
+    text = haystack(summary)
+    return all(word in text for word in filter_text.lower().split())
 
 
 def triage_order(summaries: Sequence[TaskSummary]) -> list[TaskSummary]:
@@ -69,8 +115,15 @@ def triage_order(summaries: Sequence[TaskSummary]) -> list[TaskSummary]:
     return sorted(by_recent, key=lambda s: STATUS_ATTENTION[s.task.status])
 
 
-class TaskTable(DataTable[Any]):
-    """Tasks as rows keyed by task id; `enter` selects (the screen opens the task)."""
+def fit(text: str, width: int, right: bool = False) -> str:
+    """`text` on one line in exactly `width` cells: cut with an ellipsis, padded to align."""
+    if cell_len(text) > width:
+        return set_cell_size(truncate(text, width), width)
+    return text.rjust(width) if right else set_cell_size(text, width)
+
+
+class TaskTable(ScrollView, can_focus=True):
+    """Tasks as lines keyed by task id; `enter` or a click on the cursor row opens one."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -84,60 +137,170 @@ class TaskTable(DataTable[Any]):
         Binding("k", "cursor_up", "Up", show=False, id="table.up"),
         Binding("g", "scroll_top", "Top", show=False, id="table.top"),
         Binding("G", "scroll_bottom", "Bottom", show=False, id="table.bottom"),
+        Binding("down", "cursor_down", "Down", show=False),
+        Binding("up", "cursor_up", "Up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("home", "scroll_top", "Top", show=False),
+        Binding("end", "scroll_bottom", "Bottom", show=False),
     ]
 
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "task-table--header",
+        "task-table--header-hover",
+        "task-table--cursor",
+        "task-table--hover",
+        "task-table--even-row",
+    }
+
+    DEFAULT_CSS = """
+    TaskTable {
+        background: $surface;
+        color: $foreground;
+        overflow-x: hidden;
+        overflow-y: auto;
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .task-table--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+            & > .task-table--header {
+                background-tint: $foreground 5%;
+            }
+        }
+        & > .task-table--header {
+            text-style: bold;
+            background: $panel;
+            color: $foreground;
+        }
+        & > .task-table--header-hover {
+            background: $accent 30%;
+        }
+        & > .task-table--even-row {
+            background: $surface-lighten-1 50%;
+        }
+        &:dark > .task-table--even-row {
+            background: $surface-darken-1 40%;
+        }
+        & > .task-table--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        & > .task-table--hover {
+            background: $block-hover-background;
+        }
+    }
+    """
+
+    class RowHighlighted(Message):
+        """The cursor moved to another task (or the table emptied: `task_id` is None)."""
+
+        def __init__(self, table: TaskTable, task_id: str | None) -> None:
+            super().__init__()
+            self.table = table
+            self.task_id = task_id
+
+        @property
+        def control(self) -> TaskTable:
+            """The table, so `@on(..., "#tasks")` selectors match."""
+            return self.table
+
+    class RowSelected(Message):
+        """The user chose a task (enter, or a click on the highlighted row)."""
+
+        def __init__(self, table: TaskTable, task_id: str) -> None:
+            super().__init__()
+            self.table = table
+            self.task_id = task_id
+
+        @property
+        def control(self) -> TaskTable:
+            """The table, so `@on(..., "#tasks")` selectors match."""
+            return self.table
+
+    class HeaderSelected(Message):
+        """A column header was clicked; `column` is its key."""
+
+        def __init__(self, table: TaskTable, column: str) -> None:
+            super().__init__()
+            self.table = table
+            self.column = column
+
+        @property
+        def control(self) -> TaskTable:
+            """The table, so `@on(..., "#tasks")` selectors match."""
+            return self.table
+
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        super().__init__(**kwargs)
         self.summaries: list[TaskSummary] = []
         self.filter_text = ""
         self.sort_column: str | None = None
         self.sort_reverse = False
+        self.cursor_row = 0
+        self.hover_row: int | None = None
+        self.hover_column: str | None = None
+        self._ordered: list[tuple[TaskSummary, str]] = []  # every task, in display order
+        self._shown: list[TaskSummary] = []
+        self._shown_pairs: list[tuple[TaskSummary, str]] = []
+        self._narrowable = False
+        self._haystacks: dict[str, str] = {}
         self._objective_width = 36
+        self._generation = 0  # bumped whenever cached lines may be stale
+        self._lines: LRUCache[tuple[Any, ...], Strip] = LRUCache(1024)
+        self._colours: dict[str, Style] = {}
 
     def on_mount(self) -> None:
-        for key, header, width in COLUMNS:
-            self.add_column(header, key=key, width=width)
-        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._render_rows())
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._invalidate())
+        self._update_virtual_size()
 
-    def on_resize(self) -> None:
-        fixed = sum(width or 0 for _, _, width in COLUMNS)
-        padding = 2 * self.cell_padding * len(COLUMNS)
-        scrollbar = self.styles.scrollbar_size_vertical
-        width = max(MIN_OBJECTIVE_WIDTH, self.size.width - fixed - padding - scrollbar)
-        if width != self._objective_width:
-            self._objective_width = width
-            self._render_rows()
+    # --- the data --------------------------------------------------------------------------
 
     @property
     def shown(self) -> list[TaskSummary]:
         """The tasks the table shows now, in display order."""
-        shown = [s for s in self.summaries if matches(s, self.filter_text)]
-        if self.sort_column is None:
-            return triage_order(shown)
-        # Youngest first is the natural order for ages, so "age" starts out reversed.
-        reverse = self.sort_reverse != (self.sort_column == "age")
-        return sorted(shown, key=SORT_KEYS[self.sort_column], reverse=reverse)
+        return self._shown
+
+    @property
+    def row_count(self) -> int:
+        """How many tasks the table shows."""
+        return len(self._shown)
+
+    @property
+    def selected_summary(self) -> TaskSummary | None:
+        """The task under the cursor, with its counts, if any."""
+        if 0 <= self.cursor_row < len(self._shown):
+            return self._shown[self.cursor_row]
+        return None
 
     @property
     def selected_task_id(self) -> str | None:
         """The task under the cursor, if any."""
-        if not self.row_count:
-            return None
-        try:
-            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
-        except CellDoesNotExist:  # the cursor can briefly point past a shrunk table
-            return None
-        return str(key.value) if key.value is not None else None
+        summary = self.selected_summary
+        return summary.task.id if summary is not None else None
 
     def show(self, summaries: Sequence[TaskSummary]) -> None:
         """Replace the rows, keeping the cursor on the same task when it is still listed."""
+        keep = self.selected_task_id
         self.summaries = list(summaries)
-        self._render_rows()
+        repos: dict[str, str] = {}
+        haystacks: dict[str, str] = {}
+        for summary in self.summaries:
+            task = summary.task
+            repo = repos.get(task.repo_root)
+            if repo is None:
+                repo = repos[task.repo_root] = repo_name(task)
+            haystacks[task.id] = f"{task.id} {task.status.value} {repo} {task.objective}".lower()
+        self._haystacks = haystacks
+        self._reorder()
+        self._apply_filter(self.filter_text, keep)
 
     def set_filter(self, text: str) -> None:
         """Show only tasks matching `text` (every word, anywhere, case-insensitive)."""
-        self.filter_text = text.strip()
-        self._render_rows()
+        self._apply_filter(text.strip(), self.selected_task_id)
 
     def sort_by(self, column: str) -> None:
         """Sort by a column; choosing it again reverses, a third time restores triage order."""
@@ -147,29 +310,261 @@ class TaskTable(DataTable[Any]):
             self.sort_reverse = True
         else:
             self.sort_column, self.sort_reverse = None, False
-        self._render_rows()
-
-    def _status_cell(self, summary: TaskSummary) -> Text:
-        status = summary.task.status
-        colour = self.app.theme_variables.get(status_variable(status), "")
-        return Text(f"{STATUS_GLYPHS[status]} {status.value}", style=colour)
-
-    def _render_rows(self) -> None:
         keep = self.selected_task_id
-        self.clear()
-        now = clock.now()
-        for summary in self.shown:
-            task = summary.task
-            self.add_row(
-                self._status_cell(summary),
-                Text(task.id),
-                Text(truncate(task.objective, self._objective_width)),
-                Text(repo_name(task)),
-                Text(clock.humanize_age(_last_activity(summary), now), justify="right"),
-                Text(str(summary.checkpoint_count), justify="right"),
-                Text(budget_summary(task), justify="right"),
-                key=task.id,
-            )
+        self._reorder()
+        self._apply_filter(self.filter_text, keep)
+
+    def _reorder(self) -> None:
+        if self.sort_column is None:
+            ordered = triage_order(self.summaries)
+        else:
+            # Youngest first is the natural order for ages, so "age" starts out reversed.
+            reverse = self.sort_reverse != (self.sort_column == "age")
+            ordered = sorted(self.summaries, key=SORT_KEYS[self.sort_column], reverse=reverse)
+        haystacks = self._haystacks
+        self._ordered = [(s, haystacks[s.task.id]) for s in ordered]
+        self._narrowable = False  # the order changed: the next filter starts from every task
+
+    def _apply_filter(self, text: str, keep: str | None) -> None:
+        # A filter that extends the previous one can only narrow it: search what is shown.
+        words = text.lower().split()
+        narrowing = (
+            self._narrowable
+            and bool(self.filter_text)
+            and text.lower().startswith(self.filter_text.lower())
+        )
+        pairs = self._shown_pairs if narrowing else self._ordered
+        for word in words:
+            pairs = [pair for pair in pairs if word in pair[1]]
+        self.filter_text = text
+        self._shown_pairs = pairs
+        self._narrowable = True
+        self._shown = [summary for summary, _ in pairs]
+        self._after_rows_changed(keep)
+
+    def _after_rows_changed(self, keep: str | None) -> None:
+        row = self.cursor_row
         if keep is not None:
-            with suppress(RowDoesNotExist):  # filtered out: the cursor stays where it is
-                self.move_cursor(row=self.get_row_index(keep), animate=False)
+            found = self._index_of(keep)
+            if found is not None:
+                row = found  # filtered out: the cursor stays where it is
+        self.cursor_row = max(0, min(row, len(self._shown) - 1))
+        self.hover_row = None
+        self._update_virtual_size()
+        self._invalidate()
+        self._scroll_cursor_into_view()
+        self.post_message(self.RowHighlighted(self, self.selected_task_id))
+
+    def _index_of(self, task_id: str) -> int | None:
+        for index, summary in enumerate(self._shown):
+            if summary.task.id == task_id:
+                return index
+        return None
+
+    # --- geometry --------------------------------------------------------------------------
+
+    def _update_virtual_size(self) -> None:
+        self.virtual_size = Size(self.scrollable_content_region.width, len(self._shown) + 1)
+
+    def on_resize(self) -> None:
+        fixed = sum(column.width or 0 for column in COLUMNS)
+        padding = 2 * CELL_PADDING * len(COLUMNS)
+        width = max(MIN_OBJECTIVE_WIDTH, self.scrollable_content_region.width - fixed - padding)
+        if width != self._objective_width:
+            self._objective_width = width
+        self._update_virtual_size()
+        self._invalidate()
+        self._scroll_cursor_into_view()
+
+    def _page_height(self) -> int:
+        """Rows visible under the header."""
+        return max(1, self.scrollable_content_region.height - 1)
+
+    def _scroll_cursor_into_view(self) -> None:
+        page = self._page_height()
+        top = round(self.scroll_y)
+        if self.cursor_row < top:
+            self.scroll_to(y=self.cursor_row, animate=False)
+        elif self.cursor_row >= top + page:
+            self.scroll_to(y=self.cursor_row - page + 1, animate=False)
+
+    # --- the cursor ------------------------------------------------------------------------
+
+    def move_cursor(self, row: int) -> None:
+        """Put the cursor on display row `row` (clamped), scrolled into view."""
+        if not self._shown:
+            return
+        row = max(0, min(row, len(self._shown) - 1))
+        if row == self.cursor_row:
+            return
+        old = self.cursor_row
+        self.cursor_row = row
+        self._refresh_row(old)
+        self._refresh_row(row)
+        self._scroll_cursor_into_view()
+        self.post_message(self.RowHighlighted(self, self.selected_task_id))
+
+    def _refresh_row(self, row: int) -> None:
+        line = row - round(self.scroll_y) + 1
+        if 1 <= line < self.size.height:
+            self.refresh_lines(line + round(self.scroll_y))
+
+    def action_cursor_down(self) -> None:
+        """Highlight the next task."""
+        self.move_cursor(self.cursor_row + 1)
+
+    def action_cursor_up(self) -> None:
+        """Highlight the previous task."""
+        self.move_cursor(self.cursor_row - 1)
+
+    def action_page_down(self) -> None:
+        """Move the cursor one screenful down."""
+        self.move_cursor(self.cursor_row + self._page_height())
+
+    def action_page_up(self) -> None:
+        """Move the cursor one screenful up."""
+        self.move_cursor(self.cursor_row - self._page_height())
+
+    def action_scroll_top(self) -> None:
+        """Highlight the first task."""
+        self.move_cursor(0)
+
+    def action_scroll_bottom(self) -> None:
+        """Highlight the last task."""
+        self.move_cursor(len(self._shown) - 1)
+
+    def action_select_cursor(self) -> None:
+        """Open the highlighted task."""
+        task_id = self.selected_task_id
+        if task_id is not None:
+            self.post_message(self.RowSelected(self, task_id))
+
+    # --- the mouse -------------------------------------------------------------------------
+
+    async def _on_click(self, event: events.Click) -> None:
+        meta = event.style.meta
+        if "column" in meta:
+            self.post_message(self.HeaderSelected(self, str(meta["column"])))
+        elif "row" in meta:
+            row = int(meta["row"])
+            if row == self.cursor_row:
+                self.action_select_cursor()
+            else:
+                self.move_cursor(row)
+
+    def _on_mouse_move(self, event: events.MouseMove) -> None:
+        meta = event.style.meta
+        row = meta.get("row")
+        column = meta.get("column")
+        if row != self.hover_row or column != self.hover_column:
+            self.hover_row = row
+            self.hover_column = column
+            self.refresh()
+
+    def _on_leave(self, _event: events.Leave) -> None:
+        if self.hover_row is not None or self.hover_column is not None:
+            self.hover_row = self.hover_column = None
+            self.refresh()
+
+    # --- drawing ---------------------------------------------------------------------------
+
+    def _invalidate(self) -> None:
+        self._generation += 1
+        self._colours.clear()
+        self.refresh()
+
+    def notify_style_update(self) -> None:
+        """Styles changed (focus, theme, CSS): drop cached lines and colours."""
+        super().notify_style_update()
+        self._generation += 1
+        self._colours.clear()
+
+    def _colour(self, variable: str) -> Style:
+        """A foreground style from a theme variable (`status-waiting`, `warning`)."""
+        style = self._colours.get(variable)
+        if style is None:
+            value = self.app.theme_variables.get(variable)
+            style = Style(color=Color.parse(value).rich_color) if value else Style()
+            self._colours[variable] = style
+        return style
+
+    def render_line(self, y: int) -> Strip:
+        """Line `y` of the viewport: the header, or the task `scroll_y + y - 1` rows down."""
+        width = self.scrollable_content_region.width
+        if y == 0:
+            key: tuple[Any, ...] = (
+                "header",
+                width,
+                self.hover_column,
+                self._generation,
+            )
+            strip = self._lines.get(key)
+            if strip is None:
+                strip = self._lines[key] = self._header_strip(width)
+            return strip
+        row = round(self.scroll_y) + y - 1
+        if row >= len(self._shown):
+            return Strip.blank(width, self.rich_style)
+        key = (row, self._shown[row].task.id, row == self.cursor_row, row == self.hover_row)
+        key += (width, self._generation)
+        strip = self._lines.get(key)
+        if strip is None:
+            strip = self._lines[key] = self._row_strip(row, width)
+        return strip
+
+    def _header_strip(self, width: int) -> Strip:
+        base = self.rich_style + self.get_component_rich_style("task-table--header")
+        hover = self.get_component_rich_style("task-table--header-hover", partial=True)
+        pad = " " * CELL_PADDING
+        segments = []
+        for column in COLUMNS:
+            cells = column.width or self._objective_width
+            label = column.header
+            if column.key == self.sort_column and cell_len(label) < cells:
+                label += "▼" if self.sort_reverse != (column.key == "age") else "▲"
+            style = base + Style.from_meta({"column": column.key})
+            if column.key == self.hover_column:
+                style += hover
+            segments.append(Segment(pad + fit(label, cells, column.right) + pad, style))
+        return Strip(segments).adjust_cell_length(width, base)
+
+    def _row_strip(self, row: int, width: int) -> Strip:
+        summary = self._shown[row]
+        style = self.rich_style
+        if row % 2 == 0:
+            style += self.get_component_rich_style("task-table--even-row", partial=True)
+        if row == self.cursor_row:
+            style += self.get_component_rich_style("task-table--cursor", partial=True)
+        elif row == self.hover_row:
+            style += self.get_component_rich_style("task-table--hover", partial=True)
+        style += Style.from_meta({"row": row})
+        pad = " " * CELL_PADDING
+        segments = []
+        for column, (text, colour) in zip(COLUMNS, self._cells(summary), strict=True):
+            cells = column.width or self._objective_width
+            cell_style = style + colour if colour is not None else style
+            segments.append(Segment(pad + fit(text, cells, column.right) + pad, cell_style))
+        return Strip(segments).adjust_cell_length(width, style)
+
+    def _cells(self, summary: TaskSummary) -> list[tuple[str, Style | None]]:
+        """Each column's text and colour for one task."""
+        task = summary.task
+        status: TaskStatus = task.status
+        dim = Style(dim=True)
+        verdict, verdict_colour = VERDICT_LABELS.get(summary.last_verdict or "", ("", ""))
+        if summary.last_verdict and not verdict:
+            verdict = summary.last_verdict
+        approvals = summary.pending_approvals
+        uncertain = summary.uncertain_effects
+        return [
+            (f"{STATUS_GLYPHS[status]} {status.value}", self._colour(status_variable(status))),
+            (task.id, None),
+            (" ".join(task.objective.split()), None),
+            (repo_name(task), None),
+            (clock.humanize_age(_last_activity(summary)), None),
+            (str(summary.checkpoint_count), None),
+            (str(approvals) if approvals else "·", self._colour("warning") if approvals else dim),
+            (str(uncertain) if uncertain else "·", self._colour("error") if uncertain else dim),
+            (verdict or "·", self._colour(verdict_colour) if verdict_colour else dim),
+            (budget_summary(task), None),
+        ]
