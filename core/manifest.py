@@ -38,6 +38,24 @@ def _named(value: NamedVersion | None) -> dict[str, str | None] | None:
     return {"name": value.name, "version": value.version} if value else None
 
 
+def harness_section(
+    task: Task, session: dict[str, Any] | None = None
+) -> dict[str, str | None] | None:
+    """The manifest's `harness`: name and version, plus the recorded session where there is one.
+
+    `session_id` lets a resume continue the same conversation; `transcript_path` lets
+    validation check that the conversation still exists.
+    """
+    section = _named(task.harness)
+    if session is None:
+        return section
+    return {
+        **(section or {"name": session.get("harness"), "version": None}),
+        "session_id": session.get("session_id"),
+        "transcript_path": session.get("transcript_path"),
+    }
+
+
 def build_manifest(
     *,
     task: Task,
@@ -60,6 +78,7 @@ def build_manifest(
     max_file_bytes: int,
     creation_ms: int,
     evidence: Sequence[dict[str, Any]] = (),
+    harness_session: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Assemble the manifest document for one checkpoint."""
     return {
@@ -87,7 +106,7 @@ def build_manifest(
             "max_file_bytes": max_file_bytes,
         },
         "steps": {"done": list(done), "todo": list(todo)},
-        "harness": _named(task.harness),
+        "harness": harness_section(task, harness_session),
         "model": _named(task.model),
         "budget": {
             "tokens": {"limit": task.budget.tokens, "used": tokens_used},

@@ -317,3 +317,24 @@ def _dashboard_indexes(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX checkpoints_rollup ON checkpoints (state, task_id, created_at)")
     db.execute("CREATE INDEX approvals_rollup ON approvals (state, task_id, expires_at)")
     db.execute("CREATE INDEX validations_rollup ON validations (task_id, id, verdict)")
+
+
+@migrations(name="0007_harness_sessions")
+def _harness_sessions(db: sqlite_utils.Database) -> None:
+    # The harness conversations that fed a task (Claude Code, Codex): a resume continues the
+    # newest one, and validation checks that its transcript still exists. One row per session.
+    db.execute(
+        """
+        CREATE TABLE harness_sessions (
+            harness TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            task_id TEXT NOT NULL REFERENCES tasks(id),
+            transcript_path TEXT,
+            cwd TEXT,
+            started_at TEXT NOT NULL,
+            seen_at TEXT NOT NULL,
+            PRIMARY KEY (harness, session_id)
+        )
+        """
+    )
+    db.execute("CREATE INDEX harness_sessions_by_task ON harness_sessions (task_id, seen_at)")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import click
 
-from tui import cli_econ, cli_evidence, cli_ledger, cli_redact, cli_resume
+from tui import cli_econ, cli_evidence, cli_hooks, cli_ledger, cli_redact, cli_resume
 
 REGISTRARS: list[Callable[[click.Group], None]] = [
     cli_evidence.register,
@@ -17,4 +17,5 @@ REGISTRARS: list[Callable[[click.Group], None]] = [
     cli_econ.register,
     cli_resume.register,
     cli_redact.register,
+    cli_hooks.register,
 ]

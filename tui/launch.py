@@ -1,0 +1,69 @@
+"""The `pitstop` entry point: a harness hook takes a fast path, everything else the full CLI.
+
+`pitstop hook claude-code` runs on every tool call an agent makes, so it must start almost as
+fast as Python itself: it loads neither click nor the command modules, only `core.hooks`, which
+opens the store only when there is something to record. Any other command line (and a hook
+command line with options the fast path does not know) goes to `tui.cli`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.hooks import HookReply
+
+_HARNESSES = ("claude-code", "codex")
+
+
+def _fast_hook(args: list[str]) -> int | None:
+    """Run `hook claude-code [--event NAME]` or `hook codex [JSON]`; None: not for the fast path."""
+    harness, rest = args[0], args[1:]
+    event_hint: str | None = None
+    if harness == "claude-code":
+        if rest[:1] == ["--event"] and len(rest) == 2:
+            event_hint = rest[1]
+        elif len(rest) == 1 and rest[0].startswith("--event="):
+            event_hint = rest[0].split("=", 1)[1]
+        elif rest:
+            return None
+    elif len(rest) > 1 or (rest and rest[0].startswith("-")):
+        return None
+    from core.hooks import HookContext, claude_code, codex_notify
+
+    context = HookContext()
+    if harness == "claude-code":
+        reply = claude_code(sys.stdin.buffer.read(), context, event_hint)
+    else:
+        payload = rest[0] if rest else sys.stdin.read()
+        reply = codex_notify(payload, context)
+    return emit_reply(reply)
+
+
+def emit_reply(reply: HookReply) -> int:
+    """Print a hook's answer (stdout for the harness, stderr for people) and return its code."""
+    if reply.stdout:
+        sys.stdout.write(reply.stdout)
+        sys.stdout.flush()
+    if reply.stderr:
+        sys.stderr.write(reply.stderr)
+        sys.stderr.flush()
+    return reply.exit_code
+
+
+def main() -> None:
+    """Dispatch to the hook fast path or to the full command line."""
+    args = sys.argv[1:]
+    wants_help = any(word in ("-h", "--help") for word in args)
+    if len(args) >= 2 and args[0] == "hook" and args[1] in _HARNESSES and not wants_help:
+        code = _fast_hook(args[1:])
+        if code is not None:
+            sys.exit(code)
+    from tui.cli import main as cli_main
+
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()
