@@ -18,12 +18,10 @@ A `PreToolUse` for a command no rule matches is decided without opening the stor
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import shlex
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,6 +111,8 @@ def load_rules(path: Path | None = None) -> tuple[Rule, ...]:
         return DEFAULT_RULES
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from exc
+    import tomllib
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -189,6 +189,8 @@ def normalise_command(command: str) -> str:
 
 def effect_key(rule_name: str, normalised: str) -> str:
     """The side effect's idempotency key: the rule's name and a hash of the normalised command."""
+    import hashlib  # OpenSSL loads only when a rule matched
+
     digest = hashlib.sha256(normalised.encode("utf-8", "surrogateescape")).hexdigest()
     return f"{rule_name}:{digest[:16]}"
 
@@ -978,6 +980,8 @@ def uninstall(path: Path) -> list[str]:
 
 def codex_notify_installed(env: Mapping[str, str] | None = None) -> bool | None:
     """Whether Codex's `config.toml` runs `pitstop hook codex` as its notify program."""
+    import tomllib
+
     environment = env if env is not None else os.environ
     path = Path(environment.get("CODEX_HOME") or Path.home() / ".codex") / "config.toml"
     try:
