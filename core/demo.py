@@ -24,7 +24,15 @@ from pathlib import Path
 from core import clock
 from core.engine import CheckpointRequest, Engine
 from core.errors import ConflictError, GitError
-from core.models import Budget, CheckpointReason, Interface, NamedVersion, TaskStatus
+from core.models import (
+    Budget,
+    CheckpointReason,
+    EffectState,
+    Interface,
+    NamedVersion,
+    Risk,
+    TaskStatus,
+)
 
 DEMO_ACTOR = "demo"
 DEMO_REPOS_DIR = "demo-repos"
@@ -38,7 +46,35 @@ CART_ROUNDING = "fix-cart-rounding"
 BUMP_DEPENDENCIES = "bump-dependencies"
 INVOICE_CURRENCY = "invoice-currency-migration"
 RATE_LIMIT = "rate-limit-checkout"
-DEMO_TASK_IDS = (SIGNED_COOKIES, CART_ROUNDING, BUMP_DEPENDENCIES, INVOICE_CURRENCY, RATE_LIMIT)
+CHECKOUT_ERRORS = "translate-checkout-errors"
+RELEASE = "release-shopfront-0-5"
+DEMO_TASK_IDS = (
+    SIGNED_COOKIES,
+    CART_ROUNDING,
+    BUMP_DEPENDENCIES,
+    INVOICE_CURRENCY,
+    CHECKOUT_ERRORS,
+    RATE_LIMIT,
+    RELEASE,
+)
+
+# Which demo task shows which situation an operator meets (DESIGN §7, issue 6).
+SITUATIONS = {
+    "ready to resume": RATE_LIMIT,
+    "waiting on a high-risk approval": INVOICE_CURRENCY,
+    "uncertain deploy": RELEASE,
+    "branch moved since the pause": CHECKOUT_ERRORS,
+    "incomplete checkpoint": BUMP_DEPENDENCIES,
+    "finished": CART_ROUNDING,
+}
+
+# Keys of the demo's side effects (idempotency keys, as a harness would choose them).
+STAGING_MIGRATION_KEY = "migrate:invoicer:staging:0002"
+RELEASE_TAG_KEY = "git-tag:shopfront:v0.5.0"
+DEPLOY_KEY = "deploy:shopfront:0.5.0:production"
+PR_KEY = "pull-request:shopfront:fix-cart-rounding"
+
+BUILD_LOG_LINES = 60_000  # about 4.5 MB: the evidence viewer must scroll it without loading it
 
 # Credentials the demo tasks name; set to harmless demo values only while the demo is built so
 # the manifests carry fingerprints without depending on the builder's own environment.
@@ -484,11 +520,11 @@ def _git_env(when: datetime) -> dict[str, str]:
     return env
 
 
-def _git(repo: Path, *args: str, when: datetime) -> str:
+def _git(repo: Path, *args: str, when: datetime, extra_env: Mapping[str, str] | None = None) -> str:
+    env = _git_env(when)
+    env.update(extra_env or {})
     try:
-        result = subprocess.run(
-            ["git", *args], cwd=repo, env=_git_env(when), capture_output=True, check=True
-        )
+        result = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, check=True)
     except subprocess.CalledProcessError as exc:
         detail = exc.stderr.decode(errors="replace").strip().splitlines()
         raise GitError(
@@ -511,6 +547,57 @@ def _replace(repo: Path, path: str, old: str, new: str) -> None:
     if old not in text:
         raise ValueError(f"demo edit of {path} expected to find {old!r}")
     target.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def _commit_behind_the_agents_back(
+    repo: Path, branch: str, path: str, text: str, message: str, when: datetime
+) -> None:
+    """A teammate's commit lands on `branch` while the task is paused; the work tree is untouched.
+
+    Plumbing only (a private index, commit-tree, update-ref), exactly what a push to the branch
+    followed by a fetch into the agent's clone would leave: the branch moved, the files did not.
+    """
+    scratch = repo.parent / ".teammate"
+    scratch.mkdir(exist_ok=True)
+    content = scratch / "blob"
+    content.write_text(text, encoding="utf-8")
+    index = {"GIT_INDEX_FILE": str(scratch / "index")}
+    blob = _git(repo, "hash-object", "-w", str(content), when=when).strip()
+    _git(repo, "read-tree", branch, when=when, extra_env=index)
+    _git(
+        repo,
+        "update-index",
+        "--add",
+        "--cacheinfo",
+        f"100644,{blob},{path}",
+        when=when,
+        extra_env=index,
+    )
+    tree = _git(repo, "write-tree", when=when, extra_env=index).strip()
+    parent = _git(repo, "rev-parse", branch, when=when).strip()
+    commit = _git(repo, "commit-tree", tree, "-p", parent, "-m", message, when=when).strip()
+    _git(repo, "update-ref", f"refs/heads/{branch}", commit, parent, when=when)
+    shutil.rmtree(scratch)
+
+
+def _build_log(path: Path, lines: int = BUILD_LOG_LINES) -> None:
+    """A long, deterministic build log: compile steps, a few warnings, then success."""
+    modules = ("app", "cart", "pricing", "auth", "ratelimit", "catalogue", "orders", "vat")
+    with path.open("w", encoding="utf-8") as log:
+        log.write("$ uv build --wheel && uv run pytest -q\nResolved 14 packages in 212ms\n")
+        for step in range(1, lines + 1):
+            module = modules[step % len(modules)]
+            elapsed = step * 0.0052
+            if step % 9973 == 0:
+                log.write(
+                    f"[{elapsed:9.3f}s] warning: shopfront/{module}.py:{step % 400 + 1}: "
+                    "datetime.utcnow() is deprecated; use datetime.now(UTC)\n"
+                )
+            log.write(
+                f"[{elapsed:9.3f}s] [{step:>6}/{lines}] compiling shopfront/{module}.py "
+                f"chunk {step:06x} -> build/lib/shopfront/{module}.cpython-312.pyc ok\n"
+            )
+        log.write("Successfully built dist/shopfront-0.4.2-py3-none-any.whl\n14 passed in 0.48s\n")
 
 
 def _make_origin(
@@ -593,6 +680,33 @@ class _Demo:
             raise ConflictError(
                 f"building the demo: checkpoint of {task_id} skipped ({result.skipped})"
             )
+
+    def run_pytest(self, task_id: str, repo: Path, *tests: str) -> None:
+        """Run the repository's own tests for real and record what they printed as evidence."""
+        import importlib.util
+
+        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests]
+        if importlib.util.find_spec("pytest") is None:  # an install without the test extra
+            argv = [sys.executable, "-c", "import shopfront.pricing, shopfront.cart"]
+        saved = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = str(repo / "src")
+        try:
+            with open(os.devnull, "wb") as quiet:
+                self.engine.run_command(
+                    task_id,
+                    argv,
+                    label="pytest",
+                    cwd=repo,
+                    out_fd=quiet.fileno(),
+                    err_fd=quiet.fileno(),
+                    use_pty=False,
+                    timeout=120,
+                )
+        finally:
+            if saved is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = saved
 
 
 # --- the tasks -----------------------------------------------------------------------------
@@ -744,6 +858,19 @@ def _cart_rounding(demo: _Demo) -> None:
             usd_used=0.93,
         ),
     )
+    with _at(demo.ago(28.8)):
+        demo.run_pytest(CART_ROUNDING, repo, "tests/test_pricing.py", "tests/test_cart.py")
+        demo.engine.propose_effect(
+            CART_ROUNDING, PR_KEY, "pull-request", target="github.com/shopfront/shopfront"
+        )
+        demo.engine.move_effect(CART_ROUNDING, PR_KEY, EffectState.IN_PROGRESS)
+        demo.engine.move_effect(
+            CART_ROUNDING,
+            PR_KEY,
+            EffectState.CONFIRMED,
+            note="opened shopfront#212",
+            reason="gh pr create printed the PR URL",
+        )
     with _at(demo.ago(28.5)):
         demo.engine.finish_task(CART_ROUNDING, TaskStatus.DONE, "Merged as shopfront#212")
 
@@ -934,6 +1061,22 @@ def _invoice_currency(demo: _Demo) -> None:
             usd_used=19.1,
         ),
     )
+    with _at(demo.ago(3.1)):
+        demo.engine.propose_effect(
+            INVOICE_CURRENCY,
+            STAGING_MIGRATION_KEY,
+            "db-migration",
+            target="invoicer staging database",
+            check="psql \"$INVOICER_DATABASE_URL\" -c '\\d invoices' | grep -q currency",
+            needs_approval=True,
+        )
+        demo.engine.request_approval(
+            INVOICE_CURRENCY,
+            "Apply migration 0002 to the staging database: adds invoices.currency, backfills "
+            "'EUR' into 48,210 rows and makes the column NOT NULL (takes a table lock)",
+            effect_key=STAGING_MIGRATION_KEY,
+            risk=Risk.HIGH,
+        )
 
 
 def _rate_limit(demo: _Demo) -> None:
@@ -950,7 +1093,6 @@ def _rate_limit(demo: _Demo) -> None:
             harness=NamedVersion("claude-code", "2.0.14"),
             model=NamedVersion("claude-sonnet-4.5"),
             budget=Budget(tokens=2_000_000, usd=25.0, minutes=240),
-            credentials=("SHOPFRONT_DEPLOY_TOKEN",),
         )
     _write(
         repo,
@@ -1049,21 +1191,152 @@ def _rate_limit(demo: _Demo) -> None:
         '    assert client.post("/checkout", headers=logged_in).status_code == 429\n\n\n'
         "def test_users_have_separate_buckets():\n",
     )
+    with _at(demo.ago(0.4)):
+        log = demo.repos / "build.log"
+        _build_log(log)
+        demo.engine.add_evidence_file(
+            RATE_LIMIT,
+            log,
+            command="uv build --wheel && uv run pytest -q",
+            exit_code=0,
+            duration_s=312.4,
+            label="build",
+        )
+        log.unlink()
     demo.checkpoint(
         RATE_LIMIT,
         0.2,
         CheckpointRequest(
-            reason=CheckpointReason.MILESTONE,
-            note="pytest: 14 passed in 0.48s",
+            reason=CheckpointReason.INTERRUPT,
+            note="Paused at end of day: pytest 14 passed, build green; ready to resume",
             done=("Tests for 429 responses", "Document the limit in README"),
             todo=("Make the limit configurable per environment", "Open the PR"),
             tokens_used=1_310_000,
             usd_used=14.2,
         ),
     )
+    with _at(demo.ago(0.1)):
+        demo.engine.validate(RATE_LIMIT, offline=True)  # ready
 
 
-_BUILDERS = (_signed_cookies, _cart_rounding, _bump_dependencies, _invoice_currency, _rate_limit)
+def _checkout_errors(demo: _Demo) -> None:
+    """Paused, then stale: a teammate's commit touched the same file on the task's branch."""
+    started = demo.ago(12)
+    repo = _clone_for_task(
+        demo.shopfront, demo.repos, CHECKOUT_ERRORS, "feat/checkout-error-messages", started
+    )
+    with _at(started):
+        demo.engine.start_task(
+            repo=repo,
+            task_id=CHECKOUT_ERRORS,
+            objective="Give checkout errors stable codes and messages the web shop can translate",
+            harness=NamedVersion("gemini-cli", "0.9.0"),
+            model=NamedVersion("gemini-2.5-pro"),
+            budget=Budget(tokens=800_000, usd=8.0, minutes=120),
+        )
+    _replace(
+        repo,
+        "src/shopfront/app.py",
+        '        abort(400, "the cart is empty")\n',
+        '        return jsonify({"error": {"code": "cart.empty", '
+        '"message": "The cart is empty."}}), 400\n',
+    )
+    demo.checkpoint(
+        CHECKOUT_ERRORS,
+        11,
+        CheckpointRequest(
+            reason=CheckpointReason.INTERRUPT,
+            note="Paused: the error format needs the web team's sign-off",
+            done=("List every checkout error", "Return cart.empty as a coded error"),
+            todo=("Code the 404 for unknown SKUs", "Document the error codes"),
+            tokens_used=122_000,
+            usd_used=1.1,
+        ),
+    )
+    _commit_behind_the_agents_back(
+        repo,
+        "feat/checkout-error-messages",
+        "src/shopfront/app.py",
+        SHOPFRONT_FILES["src/shopfront/app.py"].replace(
+            'abort(400, "the cart is empty")', 'abort(400, "Your cart is empty.")'
+        ),
+        "Friendlier empty-cart message (from the web team)",
+        demo.ago(9),
+    )
+    with _at(demo.ago(8.5)):
+        demo.engine.validate(CHECKOUT_ERRORS, offline=True)  # stale: the branch moved
+
+
+def _release(demo: _Demo) -> None:
+    """Running: a tag confirmed under its key, then a production deploy nobody knows finished."""
+    started = demo.ago(1.5)
+    repo = _clone_for_task(demo.shopfront, demo.repos, RELEASE, "release/0.5.0", started)
+    with _at(started):
+        demo.engine.start_task(
+            repo=repo,
+            task_id=RELEASE,
+            objective="Release shopfront 0.5.0 and deploy it to production",
+            harness=NamedVersion("claude-code", "2.0.14"),
+            model=NamedVersion("claude-sonnet-4.5"),
+            budget=Budget(tokens=400_000, usd=5.0, minutes=60),
+            credentials=("SHOPFRONT_DEPLOY_TOKEN",),
+        )
+    _replace(repo, "pyproject.toml", 'version = "0.4.2"', 'version = "0.5.0"')
+    _replace(repo, "src/shopfront/__init__.py", '"0.4.2"', '"0.5.0"')
+    _write(
+        repo,
+        "CHANGELOG.md",
+        "# Changelog\n\n## 0.5.0\n\n- Checkout totals in exact decimals (#212)\n"
+        "- Per-user checkout rate limit: 10 a minute, then 429\n",
+    )
+    demo.checkpoint(
+        RELEASE,
+        1.2,
+        CheckpointRequest(
+            reason=CheckpointReason.MILESTONE,
+            note="Version 0.5.0 and changelog ready; tagging and deploying next",
+            done=("Bump the version", "Write the changelog"),
+            todo=("Tag v0.5.0", "Deploy to production", "Smoke-test /products"),
+            tokens_used=64_000,
+            usd_used=0.7,
+        ),
+    )
+    with _at(demo.ago(1.1)):
+        demo.engine.propose_effect(RELEASE, RELEASE_TAG_KEY, "git-tag", target="origin v0.5.0")
+        demo.engine.move_effect(RELEASE, RELEASE_TAG_KEY, EffectState.IN_PROGRESS)
+        demo.engine.move_effect(
+            RELEASE, RELEASE_TAG_KEY, EffectState.CONFIRMED, note="pushed tag v0.5.0 (9c1e2f4)"
+        )
+    with _at(demo.ago(1.0)):
+        demo.engine.propose_effect(
+            RELEASE,
+            DEPLOY_KEY,
+            "deploy",
+            target="production (eu-west-1, 6 instances)",
+            check="curl -fsS https://shopfront.example/version | grep -qx 0.5.0",
+        )
+        demo.engine.move_effect(RELEASE, DEPLOY_KEY, EffectState.IN_PROGRESS)
+    with _at(demo.ago(0.8)):
+        demo.engine.move_effect(
+            RELEASE,
+            DEPLOY_KEY,
+            EffectState.UNCERTAIN,
+            note="the deploy command lost its connection after 600 s; the rollout may have "
+            "finished on some instances",
+        )
+    with _at(demo.ago(0.7)):
+        demo.engine.validate(RELEASE, offline=True)  # blocked: the deploy is unsettled
+
+
+_BUILDERS = (
+    _signed_cookies,
+    _cart_rounding,
+    _bump_dependencies,
+    _invoice_currency,
+    _checkout_errors,
+    _rate_limit,
+    _release,
+)
 
 
 def build_demo_store(store_root: Path) -> list[str]:
