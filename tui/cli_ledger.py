@@ -487,9 +487,18 @@ def approval_reject(ctx: Context, approval_id: str, reason: str, as_json: bool) 
 @pass_ctx
 def approval_list(ctx: Context, pending_only: bool, task_id: str | None, as_json: bool) -> None:
     """List approvals across tasks (the inbox), oldest first."""
-    items = ctx.engine().list_approvals(task_id, pending_only)
+    engine = ctx.engine()
+    items = engine.list_approvals(task_id, pending_only)
     if as_json:
-        emit(True, items, "")
+        from tui.render import jsonable
+
+        # Which door each decision came through (cli, tui, hook, api), from the audit log.
+        decided_via = {
+            event.entity_id: event.interface.value
+            for event in engine.events(task_id)
+            if event.entity == "approval" and event.action in ("approve", "reject")
+        }
+        emit(True, [{**jsonable(a), "decided_via": decided_via.get(a.id)} for a in items], "")
         return
     if not items:
         click.echo("no pending approvals" if pending_only else "no approvals recorded")
