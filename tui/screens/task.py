@@ -11,16 +11,22 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.markup import escape
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Header, OptionList, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from core.errors import PitstopError
 from core.models import Checkpoint, CheckpointState, Task
 from tui.messages import CheckpointLoaded, CheckpointsLoaded, DiffLoaded, LoadFailed
+from tui.widgets.approvals_view import ApprovalsTable, ApprovalsView
 from tui.widgets.diff_view import DiffView
+from tui.widgets.effects_view import EffectsTable, EffectsView
+from tui.widgets.evidence_view import EvidenceTable, EvidenceView
 from tui.widgets.formatting import repo_name, status_markup
 from tui.widgets.overview import CheckpointOverview
+from tui.widgets.resume_view import ResumeView
 from tui.widgets.timeline import CheckpointTimeline
+from tui.widgets.validation_view import ValidationView
 
 if TYPE_CHECKING:
     from tui.app import PitstopApp
@@ -49,6 +55,7 @@ class TaskScreen(Screen[None]):
             "o",
             "show_tab('overview')",
             "Overview",
+            show=False,
             id="task.overview",
             tooltip="What the checkpoint says: steps, agent, budgets, environment",
         ),
@@ -56,8 +63,49 @@ class TaskScreen(Screen[None]):
             "d",
             "show_tab('diff')",
             "Diff",
+            show=False,
             id="task.diff",
             tooltip="The checkpoint's changes as a unified diff",
+        ),
+        Binding(
+            "e",
+            "show_tab('evidence')",
+            "Evidence",
+            show=False,
+            id="task.evidence",
+            tooltip="What commands showed up to this checkpoint: outcomes, tails, full logs",
+        ),
+        Binding(
+            "s",
+            "show_tab('effects')",
+            "Effects",
+            show=False,
+            id="task.effects",
+            tooltip="The task's side effects: check, confirm or fail an uncertain one",
+        ),
+        Binding(
+            "p",
+            "show_tab('approvals')",
+            "Approvals",
+            show=False,
+            id="task.approvals",
+            tooltip="The task's approval requests: approve or reject a pending one",
+        ),
+        Binding(
+            "v",
+            "show_tab('validation')",
+            "Validation",
+            show=False,
+            id="task.validation",
+            tooltip="Run every restore check on this checkpoint, live",
+        ),
+        Binding(
+            "u",
+            "show_tab('resume')",
+            "Resume",
+            show=False,
+            id="task.resume",
+            tooltip="Prepare a resume of this checkpoint, read its brief, launch the agent",
         ),
         Binding(
             "b",
@@ -77,6 +125,7 @@ class TaskScreen(Screen[None]):
         self.selected_ref: str | None = None
         self.against = "base"
         self._diff_shown_for: tuple[str, str] | None = None
+        self._evidence_shown_for: str | None = None
         self._reselect: str | None = None
 
     @property
@@ -92,10 +141,20 @@ class TaskScreen(Screen[None]):
                 yield Static("Checkpoints", id="timeline-title", classes="pane-title")
                 yield CheckpointTimeline(id="timeline")
             with TabbedContent(id="tabs", initial="overview"):
-                with TabPane("Overview", id="overview"):
+                with TabPane("[u]O[/u]verview", id="overview"):
                     yield CheckpointOverview(id="overview-view")
-                with TabPane("Diff", id="diff"):
+                with TabPane("[u]D[/u]iff", id="diff"):
                     yield DiffView(id="diff-view")
+                with TabPane("[u]E[/u]vidence", id="evidence"):
+                    yield EvidenceView(id="evidence-view")
+                with TabPane("[u]S[/u]ide effects", id="effects"):
+                    yield EffectsView(id="effects-view")
+                with TabPane("A[u]p[/u]provals", id="approvals"):
+                    yield ApprovalsView(id="approvals-view")
+                with TabPane("[u]V[/u]alidation", id="validation"):
+                    yield ValidationView(id="validation-view")
+                with TabPane("Res[u]u[/u]me", id="resume"):
+                    yield ResumeView(id="resume-view")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -171,8 +230,14 @@ class TaskScreen(Screen[None]):
         self.query_one(CheckpointOverview).show_message(f"[dim]Loading {escape(ref)}…[/]")
         self.load_checkpoint(ref)
         self._diff_shown_for = None
-        if self.query_one(TabbedContent).active == "diff":
+        self._evidence_shown_for = None
+        self.query_one(ValidationView).show_checkpoint(ref)
+        self.query_one(ResumeView).show_checkpoint(ref)
+        active = self.query_one(TabbedContent).active
+        if active == "diff":
             self._refresh_diff()
+        elif active == "evidence":
+            self._refresh_evidence()
 
     @on(CheckpointLoaded)
     def _show_checkpoint(self, event: CheckpointLoaded) -> None:
@@ -226,8 +291,34 @@ class TaskScreen(Screen[None]):
 
     @on(TabbedContent.TabActivated, "#tabs")
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        if event.pane.id == "diff":
+        tab = event.pane.id
+        if tab == "diff":
             self._refresh_diff()
+        elif tab == "evidence":
+            self._refresh_evidence()
+            self._focus_in_tab(EvidenceTable)
+        elif tab == "effects":
+            self.query_one(EffectsView).load(self.task_id)
+            self._focus_in_tab(EffectsTable)
+        elif tab == "approvals":
+            self.query_one(ApprovalsView).load(self.task_id)
+            self._focus_in_tab(ApprovalsTable)
+        elif tab == "validation":
+            self.query_one(ValidationView).focus()
+        elif tab == "resume":
+            self.query_one(ResumeView).focus()
+
+    def _focus_in_tab(self, widget_type: type[Widget]) -> None:
+        """Put the keyboard in the tab's table, so its keys show in the footer."""
+        target = self.query_one(widget_type)
+        self.call_after_refresh(target.focus)
+
+    def _refresh_evidence(self) -> None:
+        ref = self.selected_ref
+        if ref is None or self._evidence_shown_for == ref:
+            return
+        self._evidence_shown_for = ref
+        self.query_one(EvidenceView).load(ref)
 
     def _refresh_diff(self) -> None:
         ref = self.selected_ref
@@ -252,7 +343,7 @@ class TaskScreen(Screen[None]):
         self.app.pop_screen()
 
     def action_show_tab(self, tab: str) -> None:
-        """Switch to the Overview or Diff tab."""
+        """Switch to one of the checkpoint's tabs."""
         self.query_one(TabbedContent).active = tab
 
     def action_toggle_against(self) -> None:
@@ -269,4 +360,10 @@ class TaskScreen(Screen[None]):
         """Read the checkpoints again, staying on the selected one."""
         self._reselect, self.selected_ref = self.selected_ref, None
         self._diff_shown_for = None
+        self._evidence_shown_for = None
         self.load_checkpoints()
+        active = self.query_one(TabbedContent).active
+        if active == "effects":
+            self.query_one(EffectsView).load(self.task_id)
+        elif active == "approvals":
+            self.query_one(ApprovalsView).load(self.task_id)

@@ -102,10 +102,10 @@ class ApprovalsView(Vertical):
         table = self.query_one(ApprovalsTable)
         table.add_column("State", key="state", width=11)
         table.add_column("Risk", key="risk", width=6)
-        table.add_column("Action", key="action")
-        table.add_column("Waited", key="waited", width=7)
-        table.add_column("Decided by", key="decided_by", width=12)
-        table.add_column("Why", key="reason", width=24)
+        table.add_column("Action", key="action", width=28)
+        table.add_column("Waited", key="waited", width=6)
+        table.add_column("By", key="decided_by", width=9)
+        table.add_column("Why", key="reason", width=10)
 
     @property
     def selected(self) -> Approval | None:
@@ -155,10 +155,10 @@ class ApprovalsView(Vertical):
             table.add_row(
                 Content.from_markup(STATE_MARKUP[approval.state]),
                 Content.from_markup(f"[{RISK_COLOURS[approval.risk]}]{approval.risk.value}[/]"),
-                Text(truncate(approval.action, 80)),
+                Text(truncate(approval.action, 28)),
                 Text(waited(approval), justify="right"),
-                Text(truncate(approval.decided_by or "—", 12)),
-                Text(truncate(approval.reason or "", 24), style="dim"),
+                Text(truncate(approval.decided_by or "—", 9)),
+                Text(truncate(approval.reason or "", 10), style="dim"),
                 key=approval.id,
             )
         table.display = bool(self.approvals)

@@ -41,7 +41,7 @@ def effect_state_markup(effect: SideEffect) -> str:
     glyph, colour = EFFECT_GLYPHS[effect.state]
     label = effect.state.value
     if effect.state is EffectState.IN_PROGRESS and not effect.runner_alive:
-        label = "in_progress (runner gone)"
+        label = "stalled"  # in progress, but its runner is gone
     return f"[{colour}]{glyph} {escape(label)}[/]"
 
 
@@ -111,12 +111,12 @@ class EffectsView(Vertical):
 
     def on_mount(self) -> None:
         table = self.query_one(EffectsTable)
-        table.add_column("State", key="state", width=16)
-        table.add_column("Key", key="key", width=22)
+        table.add_column("State", key="state", width=12)
+        table.add_column("Key", key="key", width=20)
         table.add_column("Kind", key="kind", width=10)
-        table.add_column("Target", key="target")
+        table.add_column("Target", key="target", width=18)
         table.add_column("Tries", key="attempts", width=5)
-        table.add_column("Updated", key="updated", width=9)
+        table.add_column("Updated", key="updated", width=7)
 
     @property
     def selected(self) -> SideEffect | None:
@@ -164,9 +164,9 @@ class EffectsView(Vertical):
         for effect in self.effects:
             table.add_row(
                 Content.from_markup(effect_state_markup(effect)),
-                Text(truncate(effect.key, 22)),
+                Text(truncate(effect.key, 20)),
                 Text(truncate(effect.kind, 10)),
-                Text(truncate(effect.target or "—", 60)),
+                Text(truncate(effect.target or "—", 18)),
                 Text(str(effect.attempts), justify="right"),
                 Text(clock.humanize_age(effect.updated_at), justify="right", style="dim"),
                 key=effect.key,

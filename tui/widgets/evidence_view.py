@@ -256,13 +256,37 @@ class LazyLogView(ScrollView, can_focus=True):
                 self.virtual_size = Size(cells, self.log_index.line_count)
         return Strip(segments).crop_extend(scroll_x, scroll_x + width, base)
 
+    def action_scroll_home(self) -> None:
+        """Jump to the first line (without animating through every chunk on the way)."""
+        self.scroll_home(animate=False)
+
+    def action_scroll_end(self) -> None:
+        """Jump to the last line, reading only the chunks at the end."""
+        self.scroll_end(animate=False)
+
+    def _visible_chunks(self) -> set[int]:
+        index = self.log_index
+        if index is None:
+            return set()
+        top = int(self.scroll_offset.y)
+        seqs: set[int] = set()
+        for line in range(top, min(index.line_count, top + self.size.height + 1)):
+            segment, _ = index.locate(line)
+            if segment.chunk_seq is not None:
+                seqs.add(segment.chunk_seq)
+                following = index.next_seq.get(segment.chunk_seq)
+                if following is not None:
+                    seqs.add(following)
+        return seqs
+
     def _request_wanted(self) -> None:
+        # Only what is still on screen: a fast scroll past a chunk does not read it.
+        wanted, self._wanted = self._wanted & self._visible_chunks(), set()
         if self.evidence_id is None:
             return
-        for seq in sorted(self._wanted - self._pending):
+        for seq in sorted(wanted - self._pending):
             self._pending.add(seq)
             self._load_chunk(self.evidence_id, seq)
-        self._wanted.clear()
 
 
 class EvidenceTable(DataTable[Any]):

@@ -1,0 +1,408 @@
+"""Pilot tests of the task screen's Evidence, Side effects, Approvals, Validation and Resume tabs.
+
+Each test drives the real app on a copy of the demo store and then reads the store with a fresh
+engine: a decision or a settled effect counts only once it is written, audited as the TUI.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from demo_env import TERMINAL_SIZE
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Input, Markdown, TabbedContent
+
+from core import store
+from core.demo import INVOICE_CURRENCY
+from core.engine import CheckpointRequest, Engine
+from core.models import ApprovalState, EffectState, Interface, Risk
+from tui.app import PitstopApp
+from tui.screens.modals import ConfirmModal, ReasonModal
+from tui.screens.task import TaskScreen
+from tui.widgets.approvals_view import ApprovalsTable, ApprovalsView
+from tui.widgets.effects_view import EffectsTable, EffectsView
+from tui.widgets.evidence_view import ChunkedLog, EvidenceView, LazyLogView
+from tui.widgets.resume_view import ResumeView
+from tui.widgets.validation_view import ValidationView
+
+pytestmark = pytest.mark.usefixtures("tui_environment")
+
+SIZE = TERMINAL_SIZE
+OWN_TASK = "tabs-demo"
+BIG_LOG_LINES = 120_000  # about 4.6 MiB: five stored chunks
+
+
+async def settle(pilot: Pilot[None]) -> None:
+    """Let workers finish and their messages land."""
+    for _ in range(4):
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def open_task(pilot: Pilot[None], task_id: str, *keys: str) -> TaskScreen:
+    """Open `task_id` from the dashboard, press `keys`, and return the task screen."""
+    await settle(pilot)
+    app = pilot.app
+    assert isinstance(app, PitstopApp)
+    app.open_task(task_id)
+    await settle(pilot)
+    for key in keys:
+        await pilot.press(key)
+        await settle(pilot)
+    assert isinstance(app.screen, TaskScreen)
+    return app.screen
+
+
+async def give_reason(pilot: Pilot[None], reason: str) -> None:
+    """Answer the open reason modal (typing is covered once; here it would only cost time)."""
+    modal = pilot.app.screen
+    assert isinstance(modal, ReasonModal)
+    modal.query_one(Input).value = reason
+    await pilot.press("enter")
+    await settle(pilot)
+
+
+def add_ledger(store_root: Path) -> None:
+    """Side effects in every state and two approvals on the waiting demo task, as an agent."""
+    with Engine(store_root, interface=Interface.API, actor="agent") as engine:
+        task = INVOICE_CURRENCY
+        engine.propose_effect(task, "notify-finance", "email", target="finance@invoicer.example")
+        engine.propose_effect(
+            task, "apply-0002-staging", "migration", target="staging-db", check="exit 2"
+        )
+        engine.move_effect(task, "apply-0002-staging", EffectState.IN_PROGRESS)
+        engine.move_effect(
+            task, "apply-0002-staging", EffectState.UNCERTAIN, note="the connection dropped"
+        )
+        engine.propose_effect(task, "tag-release", "git", target="v2.4.0", check="true")
+        engine.move_effect(task, "tag-release", EffectState.IN_PROGRESS)
+        engine.move_effect(task, "tag-release", EffectState.UNCERTAIN, note="killed mid-push")
+        engine.request_approval(
+            task, "Apply migration 0002 to the staging database", risk=Risk.HIGH
+        )
+        engine.request_approval(task, "Email finance about the currency switch", risk=Risk.LOW)
+
+
+@pytest.fixture
+def ledger_store(demo_store: Path) -> Path:
+    """The demo store with side effects and pending approvals on the waiting task."""
+    add_ledger(demo_store)
+    return demo_store
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture
+def own_task_store(demo_store: Path, tmp_path: Path) -> Path:
+    """The demo store plus a task on a private repository: evidence, then one checkpoint."""
+    repo = tmp_path / "work" / "calc"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    git(repo, "add", ".")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "start")
+    (repo / "calc.py").write_text("def add(a, b):\n    return a + b + 0\n")
+    big = tmp_path / "build.log"
+    with big.open("w") as handle:
+        for number in range(1, BIG_LOG_LINES + 1):
+            handle.write(f"build line {number:06d} compiling module_{number % 97:02d}.c ok\n")
+    tests = tmp_path / "tests.log"
+    tests.write_text("test_add PASSED\ntest_sub FAILED\n===== 1 failed, 1 passed in 0.12s =====\n")
+    with Engine(demo_store, interface=Interface.API, actor="agent") as engine:
+        engine.start_task(repo=repo, objective="Fix calc rounding", task_id=OWN_TASK)
+        engine.add_evidence_file(OWN_TASK, big, command="make", exit_code=0, label="build")
+        engine.add_evidence_file(OWN_TASK, tests, command="pytest", exit_code=1, label="tests")
+        engine.checkpoint(OWN_TASK, CheckpointRequest(note="tests fail on sub"))
+    return demo_store
+
+
+# --- modals ------------------------------------------------------------------------------------
+
+
+async def test_reason_modal_refuses_an_empty_reason_and_cancels_with_none(
+    ledger_store: Path,
+) -> None:
+    app = PitstopApp(ledger_store)
+    answers: list[str | bool | None] = []
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.push_screen(ReasonModal("Approve", "Why?"), answers.append)
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ReasonModal), "an empty reason must not dismiss"
+        await pilot.press("escape")
+        await pilot.pause()
+        app.push_screen(ConfirmModal("Sure?", "Really?"), answers.append)
+        await pilot.pause()
+        await pilot.press("n")
+        await pilot.pause()
+    assert answers == [None, False]
+
+
+# --- approvals -----------------------------------------------------------------------------------
+
+
+async def highlight(pilot: Pilot[None], table: DataTable[object], key: str) -> None:
+    """Put the table's cursor on the row keyed `key` (the demo's own rows come first)."""
+    table.focus()
+    table.move_cursor(row=table.get_row_index(key))
+    await pilot.pause()
+
+
+MIGRATION = "Apply migration 0002 to the staging database"
+EMAIL = "Email finance about the currency switch"
+
+
+async def test_approving_with_a_reason_writes_a_decision_audited_as_the_tui(
+    ledger_store: Path,
+) -> None:
+    app = PitstopApp(ledger_store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_task(pilot, INVOICE_CURRENCY, "p")
+        assert screen.query_one(TabbedContent).active == "approvals"
+        view = screen.query_one(ApprovalsView)
+        mine = {a.action: a.id for a in view.approvals if a.action in (MIGRATION, EMAIL)}
+        assert len(mine) == 2
+        table = view.query_one(ApprovalsTable)
+        await highlight(pilot, table, mine[MIGRATION])
+        await pilot.press("y")
+        await pilot.pause()
+        assert isinstance(app.screen, ReasonModal)
+        await pilot.press(*"staging only", "enter")
+        await settle(pilot)
+        decided = {a.id: a.state for a in view.approvals}  # the tab read the store again
+        assert decided[mine[MIGRATION]] is ApprovalState.APPROVED
+        await highlight(pilot, table, mine[EMAIL])
+        await pilot.press("n")
+        await pilot.pause()
+        await give_reason(pilot, "finance is told by the release notes")
+    with Engine(ledger_store) as engine:
+        approvals = {a.id: a for a in engine.list_approvals(INVOICE_CURRENCY)}
+        migration, email = approvals[mine[MIGRATION]], approvals[mine[EMAIL]]
+        assert (migration.state, migration.reason) == (ApprovalState.APPROVED, "staging only")
+        assert (email.state, email.reason) == (
+            ApprovalState.REJECTED,
+            "finance is told by the release notes",
+        )
+        assert migration.decided_by == email.decided_by == engine.actor
+        decisions = [
+            e
+            for e in engine.events(INVOICE_CURRENCY)
+            if e.action in ("approve", "reject") and e.entity_id in mine.values()
+        ]
+        assert len(decisions) == 2
+        assert {e.interface for e in decisions} == {Interface.TUI}
+
+
+async def test_cancelling_the_reason_decides_nothing(ledger_store: Path) -> None:
+    app = PitstopApp(ledger_store)
+    with Engine(ledger_store) as engine:
+        pending_before = len(engine.list_approvals(INVOICE_CURRENCY, pending_only=True))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_task(pilot, INVOICE_CURRENCY, "p")
+        await pilot.click("#approval-approve")  # the mouse works too
+        await pilot.pause()
+        assert isinstance(app.screen, ReasonModal)
+        await pilot.press("escape")
+        await settle(pilot)
+    with Engine(ledger_store) as engine:
+        assert len(engine.list_approvals(INVOICE_CURRENCY, pending_only=True)) == pending_before
+
+
+# --- side effects -----------------------------------------------------------------------------
+
+
+def effect_states(view: EffectsView) -> dict[str, EffectState]:
+    return {effect.key: effect.state for effect in view.effects}
+
+
+async def test_confirming_an_uncertain_effect_settles_it_with_the_reason(
+    ledger_store: Path,
+) -> None:
+    app = PitstopApp(ledger_store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_task(pilot, INVOICE_CURRENCY, "s")
+        view = screen.query_one(EffectsView)
+        keys = [e.key for e in view.effects]
+        assert keys[-3:] == ["notify-finance", "apply-0002-staging", "tag-release"]
+        table = view.query_one(EffectsTable)
+        await highlight(pilot, table, "notify-finance")
+        await pilot.press("y")  # proposed: nothing to settle, so no modal
+        await pilot.pause()
+        assert not isinstance(app.screen, ReasonModal)
+        await highlight(pilot, table, "apply-0002-staging")
+        await pilot.press("y")
+        await pilot.pause()
+        await give_reason(pilot, "row 0002 is in schema_migrations")
+        assert effect_states(view)["apply-0002-staging"] is EffectState.CONFIRMED
+    with Engine(ledger_store) as engine:
+        effect = engine.get_effect(INVOICE_CURRENCY, "apply-0002-staging")
+        assert effect.state is EffectState.CONFIRMED
+        events = [e for e in engine.events(INVOICE_CURRENCY) if e.entity_id == effect.key]
+        assert events[-1].reason == "row 0002 is in schema_migrations"
+        assert events[-1].interface is Interface.TUI
+
+
+async def test_failing_an_effect_and_running_a_precondition_check(ledger_store: Path) -> None:
+    app = PitstopApp(ledger_store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_task(pilot, INVOICE_CURRENCY, "s")
+        view = screen.query_one(EffectsView)
+        table = view.query_one(EffectsTable)
+        await highlight(pilot, table, "apply-0002-staging")
+        await pilot.press("c")  # its check exits 2: it cannot tell, nothing changes
+        await settle(pilot)
+        assert effect_states(view)["apply-0002-staging"] is EffectState.UNCERTAIN
+        await pilot.press("x")
+        await pilot.pause()
+        await give_reason(pilot, "no row in schema_migrations")
+        await highlight(pilot, table, "tag-release")
+        await pilot.click("#effect-check")  # `true`: the tag push did happen
+        await settle(pilot)
+    with Engine(ledger_store) as engine:
+        states = {e.key: e.state for e in engine.list_effects(INVOICE_CURRENCY)}
+        assert states["notify-finance"] is EffectState.PROPOSED
+        assert states["apply-0002-staging"] is EffectState.FAILED
+        assert states["tag-release"] is EffectState.CONFIRMED
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+
+async def test_validation_runs_in_a_worker_shows_each_finding_and_is_stored(
+    own_task_store: Path,
+) -> None:
+    app = PitstopApp(own_task_store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_task(pilot, OWN_TASK, "v")
+        view = screen.query_one(ValidationView)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert view.verdict is not None
+        assert view.findings
+        assert 1 <= view.progress_shown <= len(view.findings)  # live, possibly coalesced
+        shown = str(view.query_one("#validation-list").render())
+        assert all(f.check in shown for f in view.findings)
+        assert "Verdict:" in str(view.query_one("#validation-verdict").render())
+    with Engine(own_task_store) as engine:
+        row = store.latest_validation(engine.db, OWN_TASK, 1)
+        assert row is not None
+        assert row["verdict"] == view.verdict.value
+        assert row["interface"] == "tui"
+        assert len(row["findings"]) == len(view.findings)
+
+
+# --- evidence -----------------------------------------------------------------------------------
+
+
+async def test_evidence_lists_items_shows_the_tail_and_reads_the_full_log_lazily(
+    own_task_store: Path,
+) -> None:
+    app = PitstopApp(own_task_store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_task(pilot, OWN_TASK, "e")
+        view = screen.query_one(EvidenceView)
+        assert [item.label for item in view.items] == ["build", "tests"]
+        assert view.shown is not None and view.shown.label == "tests"  # newest first
+        facts = str(view.query_one("#evidence-facts").render())
+        assert "exit 1" in facts and "1 failed, 1 passed" in facts
+        assert "test_sub FAILED" in str(view.query_one("#evidence-tail").render())
+        await pilot.press("j")  # the build log
+        await settle(pilot)
+        assert "build line 120000" in str(view.query_one("#evidence-tail").render())
+        await pilot.press("f")
+        await settle(pilot)
+        log = view.query_one(LazyLogView)
+        assert log.has_focus and log.log_index is not None
+        assert len(log.log_index.segments) >= 4
+        assert log.line_text(0) == "build line 000001 compiling module_01.c ok"
+        assert log.loaded_chunks == [0]  # only what is on screen was read
+        await pilot.press("G")
+        await settle(pilot)
+        assert log.loaded_chunks[-1] == log.log_index.segments[-1].chunk_seq
+        assert not {1, 2} & set(log.loaded_chunks), "the middle of the log was never read"
+        last = f"build line {BIG_LOG_LINES:06d} compiling module_{BIG_LOG_LINES % 97:02d}.c ok"
+        assert log.line_text(BIG_LOG_LINES - 1) == last
+        await pilot.press("f")
+        await pilot.pause()
+        assert not log.display or not log.is_on_screen
+
+
+def test_chunked_log_maps_lines_across_chunks_and_marks_a_dropped_middle() -> None:
+    chunks = [
+        {"seq": 0, "offset": 0, "raw_len": 10, "first_line": 0, "line_count": 2},
+        {"seq": 1, "offset": 10, "raw_len": 10, "first_line": 2, "line_count": 1},
+        {"seq": 3, "offset": 40, "raw_len": 10, "first_line": 7, "line_count": 2},
+    ]
+    index = ChunkedLog(chunks)
+    # chunk 0 starts the stream (1 + 2 lines), chunk 1 adds 1, the gap is 1, chunk 3 starts a run.
+    assert index.line_count == 3 + 1 + 1 + 3
+    assert index.locate(3)[0].chunk_seq == 1
+    gap, _ = index.locate(4)
+    assert gap.chunk_seq is None and gap.gap_bytes == 20
+    assert index.locate(5)[0].starts_run
+    assert index.next_seq == {0: 1}
+
+
+# --- resume ---------------------------------------------------------------------------------------
+
+
+async def test_resume_asks_first_then_prepares_the_worktree_and_shows_the_brief(
+    own_task_store: Path, tmp_path: Path
+) -> None:
+    app = PitstopApp(own_task_store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_task(pilot, OWN_TASK, "u")
+        view = screen.query_one(ResumeView)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmModal)
+        await pilot.press("n")
+        await settle(pilot)
+        assert view.plan is None
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(pilot)
+        plan = view.plan
+        assert plan is not None, str(view.query_one("#resume-heading").render())
+        assert plan.workdir.is_dir() and (plan.workdir / "calc.py").read_text().endswith("+ 0\n")
+        markdown = view.query_one("#resume-brief", Markdown)
+        assert "Fix calc rounding" in plan.brief_md.read_text()
+        assert "Fix calc rounding" in markdown.source
+    with Engine(own_task_store) as engine:
+        latest = store.latest_resume(engine.db, OWN_TASK)
+        assert latest is not None and latest["state"] == "active"
+
+
+# --- snapshots ------------------------------------------------------------------------------------
+
+SnapCompare = Callable[..., bool]
+
+
+def open_tab(task_id: str, *keys: str) -> Callable[[Pilot[None]], Awaitable[None]]:
+    async def run(pilot: Pilot[None]) -> None:
+        await open_task(pilot, task_id, *keys)
+
+    return run
+
+
+def test_side_effects_tab_snapshot(snap_compare: SnapCompare, ledger_store: Path) -> None:
+    assert snap_compare(
+        PitstopApp(ledger_store),
+        terminal_size=SIZE,
+        run_before=open_tab(INVOICE_CURRENCY, "s", "j"),
+    )
+
+
+def test_approvals_tab_snapshot(snap_compare: SnapCompare, ledger_store: Path) -> None:
+    assert snap_compare(
+        PitstopApp(ledger_store), terminal_size=SIZE, run_before=open_tab(INVOICE_CURRENCY, "p")
+    )

@@ -1,0 +1,204 @@
+"""The Resume tab: prepare a resume of the selected checkpoint, read its brief, launch the agent.
+
+Preparing validates, takes the task's lease and writes a worktree and the brief, so it asks
+first and runs in a thread worker. Launching hands the terminal to the harness: the app
+suspends (`App.suspend`) until the harness exits, then comes back and reports its exit code.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from textual import on, work
+from textual.app import ComposeResult, SuspendNotSupported
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.markup import escape
+from textual.widgets import Button, Markdown, Static
+
+from core.errors import PitstopError
+from core.resume import ResumePlan
+from tui.messages import ActionDone, ResumePrepared
+from tui.screens.modals import ConfirmModal
+
+if TYPE_CHECKING:
+    from tui.app import PitstopApp
+
+
+class ResumeView(Vertical):
+    """The prepared resume's facts and brief; nothing is written until the user confirms."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "enter",
+            "prepare",
+            "Prepare resume",
+            id="resume.prepare",
+            tooltip="Validate, take the lease, restore a worktree and write the brief (asks first)",
+        ),
+        Binding(
+            "L",
+            "launch",
+            "Launch",
+            key_display="L",
+            id="resume.launch",
+            tooltip="Hand the terminal to the agent's harness in the restored worktree",
+        ),
+    ]
+
+    DEFAULT_CSS = """
+    ResumeView { height: 1fr; }
+    ResumeView #resume-heading { height: auto; padding: 0 1; background: $panel; }
+    ResumeView #resume-brief-scroll { height: 1fr; background: $background; }
+    ResumeView #resume-brief { padding: 0 1; background: $background; }
+    ResumeView .tab-buttons { height: auto; padding: 0 1; background: $panel; }
+    ResumeView .tab-buttons Button { margin-right: 1; }
+    """
+
+    can_focus = True
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.ref: str | None = None
+        self.plan: ResumePlan | None = None
+        self.preparing = False
+
+    @property
+    def pitstop(self) -> PitstopApp:
+        """The app, typed."""
+        return cast("PitstopApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="resume-heading")
+        with VerticalScroll(id="resume-brief-scroll"):
+            yield Markdown(id="resume-brief")
+        with Horizontal(classes="tab-buttons"):
+            yield Button(
+                "Prepare resume…", id="resume-prepare", variant="primary", tooltip="(enter)"
+            )
+            yield Button("Launch", id="resume-launch", variant="success", tooltip="(L)")
+
+    def on_mount(self) -> None:
+        self.show_checkpoint(None)
+
+    def show_checkpoint(self, ref: str | None) -> None:
+        """Offer to resume `ref`; a plan prepared for another checkpoint is kept only for it."""
+        if ref == self.ref:
+            return
+        self.ref = ref
+        if self.plan is not None and self.plan.ref == ref:
+            return
+        self.plan = None
+        self.query_one("#resume-launch", Button).disabled = True
+        self.query_one("#resume-heading", Static).update(
+            Content.from_markup(
+                f"[b]{escape(ref or 'No checkpoint')}[/] · [dim]enter prepares a resume: it "
+                "validates, takes the lease, restores a worktree beside the repository and "
+                "writes the agent's brief. Then L launches the agent.[/]"
+            )
+        )
+        self.query_one("#resume-brief", Markdown).update("")
+
+    @on(Button.Pressed, "#resume-prepare")
+    def action_prepare(self) -> None:
+        """Ask, then prepare the resume in a worker."""
+        ref = self.ref
+        if ref is None:
+            self.notify("Select a checkpoint first.", severity="warning")
+            return
+        if self.preparing:
+            self.notify("A resume is already being prepared.")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.preparing = True
+                self.query_one("#resume-heading", Static).update(
+                    Content.from_markup(f"[dim]Preparing the resume of {escape(ref)}…[/]")
+                )
+                self._prepare(ref)
+
+        self.app.push_screen(
+            ConfirmModal(
+                f"Resume {ref}?",
+                "Pitstop validates the checkpoint, takes the task's resume lease, creates a git "
+                "worktree beside the repository with the checkpoint's files, and writes the "
+                "brief. Nothing is launched yet.",
+                action_label="Prepare",
+            ),
+            answered,
+        )
+
+    @work(thread=True, exit_on_error=False, group="resume")
+    def _prepare(self, ref: str) -> None:
+        try:
+            with self.pitstop.engine.for_thread() as engine:
+                plan = engine.resume(ref)
+            brief = plan.brief_md.read_text(encoding="utf-8")
+        except PitstopError as exc:
+            self.post_message(ActionDone("resume", exc.message, ok=False))
+            return
+        except OSError as exc:
+            self.post_message(ActionDone("resume", f"cannot read the brief: {exc}", ok=False))
+            return
+        self.post_message(ResumePrepared(plan, brief))
+
+    @on(ResumePrepared)
+    def _prepared(self, event: ResumePrepared) -> None:
+        event.stop()
+        self.preparing = False
+        plan = self.plan = event.plan
+        self.ref = plan.ref
+        command = shlex.join(plan.command) if plan.command else "—"
+        lines = [
+            f"[b]{escape(plan.ref)}[/] prepared · verdict [b]{escape(plan.verdict)}[/] · "
+            f"worktree [b]{escape(str(plan.workdir))}[/]"
+            + (f" on {escape(plan.branch)}" if plan.branch else ""),
+            f"[dim]launch:[/] {escape(command)}  [dim]· L launches it[/]",
+        ]
+        lines += [f"[$warning]! {escape(warning)}[/]" for warning in plan.warnings]
+        self.query_one("#resume-heading", Static).update(Content.from_markup("\n".join(lines)))
+        self.query_one("#resume-brief", Markdown).update(event.brief)
+        self.query_one("#resume-launch", Button).disabled = not plan.command
+
+    @on(ActionDone)
+    def _failed(self, event: ActionDone) -> None:
+        if event.what != "resume":
+            return
+        event.stop()
+        self.preparing = False
+        heading = self.query_one("#resume-heading", Static)
+        heading.update(Content.from_markup(f"[$error b]Not resumed:[/] {escape(event.message)}"))
+        self.notify(event.message, title="Not resumed", severity="error", markup=False)
+
+    @on(Button.Pressed, "#resume-launch")
+    def action_launch(self) -> None:
+        """Suspend the app, run the harness in the worktree, and come back when it exits."""
+        plan = self.plan
+        if plan is None:
+            self.notify("Prepare the resume first (enter).", severity="warning")
+            return
+        try:
+            with self.app.suspend():
+                code = self.pitstop.engine.launch(plan)
+        except SuspendNotSupported:
+            self.notify(
+                f"This terminal cannot be handed over; run it yourself: {shlex.join(plan.command)}",
+                title="Cannot launch here",
+                severity="warning",
+                markup=False,
+            )
+            return
+        except PitstopError as exc:
+            self.notify(exc.message, title="Launch failed", severity="error", markup=False)
+            return
+        self.plan = None
+        self.query_one("#resume-launch", Button).disabled = True
+        self.notify(
+            f"The harness exited with {code}. Judge the work with `pitstop resume accept|reject`.",
+            title=f"Back from {plan.ref}",
+            severity="information" if code == 0 else "warning",
+            markup=False,
+        )

@@ -1,0 +1,194 @@
+"""The Validation tab: run every restore check on the selected checkpoint and watch them land.
+
+The checks run in a thread worker; each finding is posted as it comes (`ValidationProgress`
+coalesces a burst into the newest), and the stored report ends the run with its verdict.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.markup import escape
+from textual.widgets import Button, LoadingIndicator, Static
+
+from core.errors import PitstopError
+from core.validate import Finding, Status, Verdict
+from tui.messages import ValidationFinished, ValidationProgress
+
+if TYPE_CHECKING:
+    from tui.app import PitstopApp
+
+STATUS_MARKUP = {
+    Status.PASS: "[$success b]✓[/]",
+    Status.WARN: "[$warning b]![/]",
+    Status.FAIL: "[$error b]✗[/]",
+    Status.UNKNOWN: "[$foreground-muted b]?[/]",
+}
+
+VERDICT_MARKUP = {
+    Verdict.READY: "[$success b]ready[/] — resume it",
+    Verdict.READY_WITH_WARNINGS: "[$warning b]ready with warnings[/] — read them, then resume",
+    Verdict.STALE: "[$warning b]stale[/] — the world moved since the pause; resume only knowingly",
+    Verdict.BLOCKED: "[$error b]blocked[/] — fix what failed before resuming",
+    Verdict.UNSUPPORTED: "[$error b]unsupported[/] — this Pitstop cannot resume it",
+}
+
+
+def finding_markup(finding: Finding) -> str:
+    """`✓ check  message`, with the fix under it when the check did not pass."""
+    check = escape(finding.check.ljust(12))
+    line = f"{STATUS_MARKUP[finding.status]} [b]{check}[/] {escape(finding.message)}"
+    if finding.fix and finding.status is not Status.PASS:
+        line += f"\n    [dim]fix:[/] {escape(finding.fix)}"
+    return line
+
+
+class ValidationView(Vertical):
+    """Findings of the latest run on the selected checkpoint, live while it runs."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "enter",
+            "run",
+            "Validate",
+            id="validation.run",
+            tooltip="Run every restore check on the selected checkpoint (stored and audited)",
+        ),
+    ]
+
+    DEFAULT_CSS = """
+    ValidationView { height: 1fr; }
+    ValidationView #validation-heading { height: auto; padding: 0 1; background: $panel; }
+    ValidationView #validation-findings { height: 1fr; padding: 0 1; background: $background; }
+    ValidationView #validation-verdict { height: auto; padding: 0 1; background: $panel; }
+    ValidationView .tab-buttons { height: auto; padding: 0 1; background: $panel; }
+    ValidationView LoadingIndicator { height: 1; display: none; }
+    ValidationView.running LoadingIndicator { display: block; }
+    """
+
+    can_focus = True
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.ref: str | None = None
+        self.running_ref: str | None = None
+        self.findings: tuple[Finding, ...] = ()
+        self.verdict: Verdict | None = None
+        self.progress_shown = 0  # progress messages handled in this run (bursts coalesce)
+
+    @property
+    def pitstop(self) -> PitstopApp:
+        """The app, typed."""
+        return cast("PitstopApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="validation-heading")
+        with VerticalScroll(id="validation-findings"):
+            yield Static(id="validation-list")
+        yield LoadingIndicator()
+        yield Static(id="validation-verdict")
+        with Horizontal(classes="tab-buttons"):
+            yield Button(
+                "Run validation", id="validation-run", variant="primary", tooltip="(enter)"
+            )
+
+    def on_mount(self) -> None:
+        self.show_checkpoint(None)
+
+    def show_checkpoint(self, ref: str | None) -> None:
+        """Forget the last run's findings when another checkpoint is selected."""
+        if ref == self.ref:
+            return
+        self.ref = ref
+        self.findings, self.verdict = (), None
+        target = escape(ref) if ref else "the selected checkpoint"
+        self.query_one("#validation-heading", Static).update(
+            Content.from_markup(
+                f"[b]{target}[/] · [dim]press enter to run every restore check "
+                "(base commit, branch, lockfiles, runtime, credentials, effects, approvals…)[/]"
+            )
+        )
+        self.query_one("#validation-list", Static).update("")
+        self.query_one("#validation-verdict", Static).update("")
+
+    @on(Button.Pressed, "#validation-run")
+    def action_run(self) -> None:
+        """Validate the selected checkpoint in a worker."""
+        if self.ref is None:
+            self.notify("Select a checkpoint first.", severity="warning")
+            return
+        if self.running_ref is not None:
+            self.notify(f"Already validating {self.running_ref}.", markup=False)
+            return
+        self.running_ref = self.ref
+        self.findings, self.verdict = (), None
+        self.progress_shown = 0
+        self.add_class("running")
+        self.query_one("#validation-run", Button).disabled = True
+        self.query_one("#validation-list", Static).update(
+            Content.from_markup("[dim]Running checks…[/]")
+        )
+        self.query_one("#validation-verdict", Static).update("")
+        self._validate(self.ref)
+
+    @work(thread=True, exit_on_error=False, group="validation")
+    def _validate(self, ref: str) -> None:
+        seen: list[Finding] = []
+
+        def progress(finding: Finding) -> None:
+            seen.append(finding)
+            self.post_message(ValidationProgress(ref, tuple(seen)))
+
+        try:
+            with self.pitstop.engine.for_thread() as engine:
+                report = engine.validate(ref, progress=progress)
+        except PitstopError as exc:
+            self.post_message(ValidationFinished(ref, None, exc.message))
+            return
+        self.post_message(ValidationFinished(ref, report))
+
+    @on(ValidationProgress)
+    def _progress(self, event: ValidationProgress) -> None:
+        event.stop()
+        if event.ref == self.ref and event.ref == self.running_ref:
+            self.findings = event.findings
+            self.progress_shown += 1
+            self._render_findings()
+
+    @on(ValidationFinished)
+    def _finished(self, event: ValidationFinished) -> None:
+        event.stop()
+        self.running_ref = None
+        self.remove_class("running")
+        self.query_one("#validation-run", Button).disabled = False
+        if event.ref != self.ref:
+            return
+        verdict = self.query_one("#validation-verdict", Static)
+        if event.report is None:
+            verdict.update(
+                Content.from_markup(f"[$error b]Could not validate:[/] {escape(event.error or '')}")
+            )
+            return
+        self.findings, self.verdict = event.report.findings, event.report.verdict
+        self._render_findings()
+        counts = {status: 0 for status in Status}
+        for finding in self.findings:
+            counts[finding.status] += 1
+        verdict.update(
+            Content.from_markup(
+                f"[b]Verdict:[/] {VERDICT_MARKUP[self.verdict]}  [dim]· "
+                f"{counts[Status.PASS]} passed, {counts[Status.WARN]} warnings, "
+                f"{counts[Status.FAIL]} failed, {counts[Status.UNKNOWN]} unknown · "
+                f"stored with the checkpoint[/]"
+            )
+        )
+
+    def _render_findings(self) -> None:
+        self.query_one("#validation-list", Static).update(
+            Content.from_markup("\n".join(finding_markup(f) for f in self.findings))
+        )
