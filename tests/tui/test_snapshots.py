@@ -88,3 +88,7 @@ def test_incomplete_checkpoint_in_the_contrast_theme(
         terminal_size=TERMINAL_SIZE,
         run_before=open_task(BUMP_DEPENDENCIES, "j"),
     )
+
+
+def test_approvals_inbox(snap_compare: SnapCompare, demo_store: Path) -> None:
+    assert snap_compare(PitstopApp(demo_store), terminal_size=TERMINAL_SIZE, run_before=steps("a"))
