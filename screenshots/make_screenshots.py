@@ -45,6 +45,7 @@ SHOTS = (
     Shot("task-diff", "Pitstop — the checkpoint's diff", task=INVOICE_CURRENCY, keys=("d",)),
     Shot("dashboard-light", "Pitstop — light theme", theme="pitstop-light",
          keys=("slash", *"invoicer", "enter")),
+    Shot("approvals-inbox", "Pitstop — the approvals inbox", keys=("a",)),
 )
 
 
