@@ -296,6 +296,18 @@ class Engine:
         verdict, most recently updated first: one aggregate query, for lists and the dashboard."""
         return [TaskSummary(*row) for row in store.task_rollups(self.db, clock.now_iso())]
 
+    def first_task_summaries(
+        self, limit: int, status_order: Sequence[TaskStatus]
+    ) -> list[TaskSummary]:
+        """The first `limit` task summaries in triage order (statuses as in `status_order`, then
+        the most recent checkpoint first), without aggregating the whole store: a first screen."""
+        rows = store.first_task_rollups(self.db, clock.now_iso(), limit, tuple(status_order))
+        return [TaskSummary(*row) for row in rows]
+
+    def task_status_counts(self) -> dict[TaskStatus, int]:
+        """How many tasks have each status."""
+        return store.task_status_counts(self.db)
+
     def finish_task(self, task_id: str, status: TaskStatus, reason: str | None = None) -> Task:
         """Mark a task `done` or `cancelled`; a finished task stays finished."""
         if status not in (TaskStatus.DONE, TaskStatus.CANCELLED):

@@ -1004,3 +1004,65 @@ def latest_harness_session(db: sqlite_utils.Database, task_id: str) -> dict[str,
         return None
     keys = ("harness", "session_id", "transcript_path", "cwd", "started_at", "seen_at")
     return dict(zip(keys, row, strict=True))
+
+
+# The first screenful, before the whole list: the `limit` tasks that come first in the order the
+# dashboard triages (statuses in `order`, then the most recent activity), each figure a correlated
+# index lookup for those tasks only, so its cost does not grow with the store's checkpoints.
+_FIRST_ROLLUP_SQL = """
+WITH page AS (
+    SELECT t.id AS id,
+           (SELECT MAX(created_at) FROM checkpoints
+            WHERE state = :complete AND task_id = t.id) AS last
+    FROM tasks AS t
+    ORDER BY instr(:order, ',' || t.status || ','), COALESCE(last, t.updated_at) DESC
+    LIMIT :limit
+)
+SELECT t.*,
+       (SELECT COUNT(*) FROM checkpoints
+        WHERE state = :complete AND task_id = t.id) AS rollup_checkpoints,
+       page.last AS rollup_last_checkpoint_at,
+       (SELECT COUNT(*) FROM approvals
+        WHERE state = :pending AND task_id = t.id
+          AND (expires_at IS NULL OR expires_at > :now)) AS rollup_pending_approvals,
+       (SELECT COUNT(*) FROM effects
+        WHERE state = :uncertain AND task_id = t.id) AS rollup_uncertain_effects,
+       (SELECT verdict FROM validations
+        WHERE task_id = t.id ORDER BY id DESC LIMIT 1) AS rollup_last_verdict
+FROM page JOIN tasks AS t ON t.id = page.id
+"""
+
+
+def first_task_rollups(
+    db: sqlite_utils.Database, now_iso: str, limit: int, order: tuple[TaskStatus, ...]
+) -> list[tuple[Task, int, str | None, int, int, str | None]]:
+    """The first `limit` entries of `task_rollups` in triage order: statuses as listed in
+    `order` (others last), then the newest checkpoint (or update) first."""
+    rows = db.query(
+        _FIRST_ROLLUP_SQL,
+        {
+            "complete": CheckpointState.COMPLETE.value,
+            "pending": ApprovalState.PENDING.value,
+            "uncertain": EffectState.UNCERTAIN.value,
+            "now": now_iso,
+            "limit": limit,
+            "order": "," + ",".join(status.value for status in order) + ",",
+        },
+    )
+    return [
+        (
+            _task_from_row(row),
+            row["rollup_checkpoints"],
+            row["rollup_last_checkpoint_at"],
+            row["rollup_pending_approvals"],
+            row["rollup_uncertain_effects"],
+            row["rollup_last_verdict"],
+        )
+        for row in rows
+    ]
+
+
+def task_status_counts(db: sqlite_utils.Database) -> dict[TaskStatus, int]:
+    """How many tasks have each status (statuses with none are left out)."""
+    rows = db.execute("SELECT status, COUNT(*) FROM tasks GROUP BY status").fetchall()
+    return {TaskStatus(row[0]): row[1] for row in rows}

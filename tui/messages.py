@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 from core.engine import TaskSummary
-from core.models import Approval, ChangedFile, Checkpoint, SideEffect, Task
+from core.models import Approval, ChangedFile, Checkpoint, SideEffect, Task, TaskStatus
 from core.resume import ResumePlan
 from core.validate import Finding, ValidationReport
 
@@ -20,11 +20,20 @@ if TYPE_CHECKING:  # evidence pulls in zstd and the redactor; only its type is n
 
 
 class TasksLoaded(Message):
-    """Every task with its checkpoint count, as the dashboard lists them."""
+    """Every task with its checkpoint count, as the dashboard lists them.
 
-    def __init__(self, summaries: list[TaskSummary]) -> None:
+    With `status_counts`, only the first screenful in triage order: the whole list follows, and
+    the counts (tasks per status, store-wide) stand in for it in the summary bar meanwhile.
+    """
+
+    def __init__(
+        self,
+        summaries: list[TaskSummary],
+        status_counts: dict[TaskStatus, int] | None = None,
+    ) -> None:
         super().__init__()
         self.summaries = summaries
+        self.status_counts = status_counts
 
 
 class CheckpointsLoaded(Message):

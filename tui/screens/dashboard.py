@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import on, work
@@ -13,10 +14,11 @@ from textual.widgets import Footer, Header, Input, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from core.errors import PitstopError
+from core.models import TaskStatus
 from tui.messages import LoadFailed, TasksLoaded
 from tui.widgets.summary_bar import SummaryBar
 from tui.widgets.task_preview import TaskPreview
-from tui.widgets.task_table import TaskTable
+from tui.widgets.task_table import TRIAGE_STATUSES, TaskTable
 
 if TYPE_CHECKING:
     from tui.app import PitstopApp
@@ -61,19 +63,43 @@ class DashboardScreen(Screen[None]):
         yield TaskPreview(id="preview")
         yield Footer()
 
+    _listed = False  # a task list has arrived (later loads read it whole)
+    _first_shown: threading.Event  # the first screen is painted (made in on_mount)
+    _status_counts: dict[TaskStatus, int] | None = None  # while only the first screen is shown
+
     def on_mount(self) -> None:
+        self._first_shown = threading.Event()
         self.query_one("#filter-bar").display = False
         self.query_one(TaskPreview).show(None)
         self.load_tasks()
 
     # --- reading the store ---------------------------------------------------------------
 
+    # The first load shows this many tasks at once, then the whole list (issue 6: instant with
+    # 10,000 tasks); stores this small are read whole in one go.
+    FIRST_SCREEN = 200
+
     @work(thread=True, exit_on_error=False, group="tasks", exclusive=True)
     def load_tasks(self) -> None:
         """Read every task with its checkpoint count, off the UI thread."""
         try:
             with self.pitstop.engine.for_thread() as engine:
-                summaries = engine.task_summaries()
+                if not self._listed:
+                    first = engine.first_task_summaries(self.FIRST_SCREEN, TRIAGE_STATUSES)
+                    counts = engine.task_status_counts()
+                    if sum(counts.values()) <= len(first):
+                        summaries = first  # that was every task
+                    else:
+                        if get_current_worker().is_cancelled:
+                            return
+                        self._first_shown.clear()
+                        self.post_message(TasksLoaded(first, counts))
+                        # Let the UI paint the first screen before the long read competes with
+                        # it for the interpreter.
+                        self._first_shown.wait(timeout=2.0)
+                        summaries = engine.task_summaries()
+                else:
+                    summaries = engine.task_summaries()
         except PitstopError as exc:
             self.post_message(LoadFailed("tasks", exc.message))
             return
@@ -82,6 +108,10 @@ class DashboardScreen(Screen[None]):
 
     @on(TasksLoaded)
     def _show_tasks(self, event: TasksLoaded) -> None:
+        self._listed = True
+        self._status_counts = event.status_counts
+        if event.status_counts is not None:
+            self.call_after_refresh(self._first_shown.set)
         self.pitstop.remember_tasks(event.summaries)
         table = self.query_one(TaskTable)
         table.show(event.summaries)
@@ -108,7 +138,9 @@ class DashboardScreen(Screen[None]):
 
     def _update_summary(self) -> None:
         table = self.query_one(TaskTable)
-        self.query_one(SummaryBar).show(table.summaries, len(table.shown), table.filter_text)
+        self.query_one(SummaryBar).show(
+            table.summaries, len(table.shown), table.filter_text, self._status_counts
+        )
 
     def _update_preview(self) -> None:
         self.query_one(TaskPreview).show(self.query_one(TaskTable).selected_summary)

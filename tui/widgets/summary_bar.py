@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from textual.content import Content
 from textual.widgets import Static
@@ -19,9 +19,29 @@ ATTENTION = (TaskStatus.WAITING, TaskStatus.PAUSED)
 class SummaryBar(Static):
     """`2 need attention · ⏸ 1 waiting · ⏸ 1 paused · ▶ 1 running …`, coloured by status."""
 
-    def show(self, summaries: Sequence[TaskSummary], shown: int, filter_text: str) -> None:
-        """Update the counts; `shown` is how many rows the filter lets through."""
-        counts = Counter(summary.task.status for summary in summaries)
+    _counted: Sequence[TaskSummary] | None = None
+    _counts: Counter[TaskStatus] | None = None
+
+    def show(
+        self,
+        summaries: Sequence[TaskSummary],
+        shown: int,
+        filter_text: str,
+        status_counts: Mapping[TaskStatus, int] | None = None,
+    ) -> None:
+        """Update the counts; `shown` is how many rows the filter lets through.
+
+        `status_counts` (tasks per status, store-wide) replaces counting `summaries` while the
+        table holds only its first screenful.
+        """
+        if status_counts is not None:
+            counts = Counter(status_counts)
+        elif summaries is self._counted and self._counts is not None:
+            counts = self._counts  # typing a filter: the same list, counted once
+        else:
+            counts = Counter(summary.task.status for summary in summaries)
+            self._counted, self._counts = summaries, counts
+        total_count = sum(counts.values())
         attention = sum(counts[status] for status in ATTENTION)
         parts: list[Content | str] = []
         if attention:
@@ -36,8 +56,8 @@ class SummaryBar(Static):
                         f"{counts[status]} {status.value}[/]"
                     )
                 )
-        total = f"{len(summaries)} tasks"
+        total = f"{total_count} tasks"
         if filter_text:
-            total = f"{shown} of {len(summaries)} tasks match “{filter_text}”"
+            total = f"{shown} of {total_count} tasks match “{filter_text}”"
         parts.append(Content(total).stylize("dim"))
         self.update(Content(" · ").join(parts))

@@ -79,6 +79,12 @@ VERDICT_LABELS = {
 }
 
 
+# Statuses in triage order, for reading the first screenful in the order the table shows it.
+TRIAGE_STATUSES: tuple[TaskStatus, ...] = tuple(
+    sorted(STATUS_ATTENTION, key=STATUS_ATTENTION.__getitem__)
+)
+
+
 def _last_activity(summary: TaskSummary) -> str:
     return summary.last_checkpoint_at or summary.task.updated_at
 
@@ -252,6 +258,8 @@ class TaskTable(ScrollView, can_focus=True):
         self._generation = 0  # bumped whenever cached lines may be stale
         self._lines: LRUCache[tuple[Any, ...], Strip] = LRUCache(1024)
         self._colours: dict[str, Style] = {}
+        self._cell_cache: dict[str, list[tuple[str, Style | None]]] = {}
+        self._last_highlighted: str | None = None
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._invalidate())
@@ -295,6 +303,8 @@ class TaskTable(ScrollView, can_focus=True):
                 repo = repos[task.repo_root] = repo_name(task)
             haystacks[task.id] = f"{task.id} {task.status.value} {repo} {task.objective}".lower()
         self._haystacks = haystacks
+        self._generation += 1
+        self._cell_cache.clear()
         self._reorder()
         self._apply_filter(self.filter_text, keep)
 
@@ -351,9 +361,16 @@ class TaskTable(ScrollView, can_focus=True):
         self.cursor_row = max(0, min(row, len(self._shown) - 1))
         self.hover_row = None
         self._update_virtual_size()
-        self._invalidate()
+        self.refresh()
         self._scroll_cursor_into_view()
-        self.post_message(self.RowHighlighted(self, self.selected_task_id))
+        self._highlighted()
+
+    def _highlighted(self) -> None:
+        """Tell the screen when the task under the cursor changed (not for every redraw)."""
+        task_id = self.selected_task_id
+        if task_id != self._last_highlighted:
+            self._last_highlighted = task_id
+            self.post_message(self.RowHighlighted(self, task_id))
 
     def _index_of(self, task_id: str) -> int | None:
         for index, summary in enumerate(self._shown):
@@ -402,7 +419,7 @@ class TaskTable(ScrollView, can_focus=True):
         self._refresh_row(old)
         self._refresh_row(row)
         self._scroll_cursor_into_view()
-        self.post_message(self.RowHighlighted(self, self.selected_task_id))
+        self._highlighted()
 
     def _refresh_row(self, row: int) -> None:
         line = row - round(self.scroll_y) + 1
@@ -445,8 +462,10 @@ class TaskTable(ScrollView, can_focus=True):
         meta = event.style.meta
         if "column" in meta:
             self.post_message(self.HeaderSelected(self, str(meta["column"])))
-        elif "row" in meta:
-            row = int(meta["row"])
+        elif "task" in meta:
+            row = self._index_of(str(meta["task"]))
+            if row is None:
+                return
             if row == self.cursor_row:
                 self.action_select_cursor()
             else:
@@ -454,7 +473,7 @@ class TaskTable(ScrollView, can_focus=True):
 
     def _on_mouse_move(self, event: events.MouseMove) -> None:
         meta = event.style.meta
-        row = meta.get("row")
+        row = self._index_of(str(meta["task"])) if "task" in meta else None
         column = meta.get("column")
         if row != self.hover_row or column != self.hover_column:
             self.hover_row = row
@@ -471,6 +490,7 @@ class TaskTable(ScrollView, can_focus=True):
     def _invalidate(self) -> None:
         self._generation += 1
         self._colours.clear()
+        self._cell_cache.clear()
         self.refresh()
 
     def notify_style_update(self) -> None:
@@ -478,6 +498,7 @@ class TaskTable(ScrollView, can_focus=True):
         super().notify_style_update()
         self._generation += 1
         self._colours.clear()
+        self._cell_cache.clear()
 
     def _colour(self, variable: str) -> Style:
         """A foreground style from a theme variable (`status-waiting`, `warning`)."""
@@ -505,8 +526,10 @@ class TaskTable(ScrollView, can_focus=True):
         row = round(self.scroll_y) + y - 1
         if row >= len(self._shown):
             return Strip.blank(width, self.rich_style)
-        key = (row, self._shown[row].task.id, row == self.cursor_row, row == self.hover_row)
-        key += (width, self._generation)
+        # Keyed by task and stripe, not position: lines survive filtering, sorting and scrolling.
+        task_id = self._shown[row].task.id
+        key = (task_id, row % 2, row == self.cursor_row, row == self.hover_row)
+        key += (width, self._objective_width, self._generation)
         strip = self._lines.get(key)
         if strip is None:
             strip = self._lines[key] = self._row_strip(row, width)
@@ -537,10 +560,13 @@ class TaskTable(ScrollView, can_focus=True):
             style += self.get_component_rich_style("task-table--cursor", partial=True)
         elif row == self.hover_row:
             style += self.get_component_rich_style("task-table--hover", partial=True)
-        style += Style.from_meta({"row": row})
+        style += Style.from_meta({"task": summary.task.id})
         pad = " " * CELL_PADDING
         segments = []
-        for column, (text, colour) in zip(COLUMNS, self._cells(summary), strict=True):
+        texts = self._cell_cache.get(summary.task.id)
+        if texts is None:
+            texts = self._cell_cache[summary.task.id] = self._cells(summary)
+        for column, (text, colour) in zip(COLUMNS, texts, strict=True):
             cells = column.width or self._objective_width
             cell_style = style + colour if colour is not None else style
             segments.append(Segment(pad + fit(text, cells, column.right) + pad, cell_style))
