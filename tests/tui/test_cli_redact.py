@@ -130,10 +130,12 @@ def test_redact_streams_in_constant_memory(tmp_path: Path) -> None:
         for _ in range(40):
             handle.write(line * (1_000_000 // len(line)))
             handle.write(b"x" * 200_000)  # long lines without a line end, too
+    # VmHWM is this process's own peak: getrusage's ru_maxrss would start from the parent's
+    # (pytest's) peak, because Linux records the forked address space's high-water mark at exec.
     probe = (
-        "import atexit, resource, sys\n"
-        "atexit.register(lambda: sys.stderr.write("
-        "f'MAXRSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n'))\n"
+        "import atexit, re, sys\n"
+        "atexit.register(lambda: sys.stderr.write('MAXRSS ' + re.search(r'VmHWM:\\s+(\\d+)', "
+        "open('/proc/self/status').read()).group(1) + '\\n'))\n"
         "sys.argv = ['pitstop', 'redact']\n"
         "from tui.cli import main\n"
         "main()\n"
