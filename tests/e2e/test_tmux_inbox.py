@@ -1,8 +1,9 @@
 """The approvals inbox in a real terminal: tmux runs `pitstop demo DIR`, keys decide an approval.
 
 A person at a terminal does exactly this: builds the demo, presses `a` for the inbox, `y` to
-approve the high-risk request, types a reason, quits with `q`. The store, read afterwards with
-`pitstop approval list --json`, must say the approval was decided through the TUI.
+approve the high-risk request, types a reason, sees a request another process makes appear
+live, quits with `q`. The store, read afterwards with `pitstop approval list --json`, must say
+the approval was decided through the TUI.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from core.demo import INVOICE_CURRENCY
+from core.demo import INVOICE_CURRENCY, RELEASE
 
 pytestmark = [
     pytest.mark.e2e,
@@ -117,6 +118,27 @@ def test_approve_from_the_inbox_in_a_real_terminal(terminal: Terminal, tmp_path:
     terminal.keys(REASON, literal=True)
     terminal.keys("Enter")
     terminal.wait_for(lambda s: "No approvals are waiting" in s, "the emptied inbox")
+
+    # Live: an agent asks for another decision from its own process; the open inbox shows it.
+    subprocess.run(
+        [
+            *pitstop_command(),
+            "--store",
+            str(store),
+            "approval",
+            "request",
+            "--task",
+            RELEASE,
+            "--action",
+            "Roll production back to 0.4.2",
+            "--risk",
+            "high",
+        ],
+        env=terminal.env,
+        capture_output=True,
+        check=True,
+    )
+    terminal.wait_for(lambda s: "Roll production back" in s, "the new request, live", seconds=10)
 
     terminal.keys("q")
     deadline = time.monotonic() + 15
