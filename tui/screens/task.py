@@ -344,7 +344,11 @@ class TaskScreen(Screen[None]):
 
     def action_show_tab(self, tab: str) -> None:
         """Switch to one of the checkpoint's tabs."""
-        self.query_one(TabbedContent).active = tab
+        tabs = self.query_one(TabbedContent)
+        if tab != tabs.active and self.focused is not None and tabs in self.focused.ancestors:
+            # A focused widget in the pane being hidden would pull its pane back to the front.
+            self.set_focus(None)
+        tabs.active = tab
 
     def action_toggle_against(self) -> None:
         """Compare with the base commit, or with the previous complete checkpoint."""

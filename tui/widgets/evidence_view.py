@@ -93,7 +93,17 @@ class ChunkedLog:
             expected_offset = chunk["offset"] + chunk["raw_len"]
             previous = chunk["seq"]
         self.line_count = line
+        self._trimmed = False
         self._firsts = [segment.first_line for segment in self.segments]
+
+    def trim_final_newline(self, seq: int, data: bytes) -> bool:
+        """Drop the empty line after the stream's final newline, once its chunk is read."""
+        last = self.segments[-1] if self.segments else None
+        if self._trimmed or last is None or last.chunk_seq != seq or not data.endswith(b"\n"):
+            return False
+        self._trimmed = True
+        self.line_count -= 1
+        return True
 
     def locate(self, line: int) -> tuple[_Segment, int]:
         """The segment holding virtual line `line` and the line's index within it."""
@@ -188,6 +198,9 @@ class LazyLogView(ScrollView, can_focus=True):
             return
         newlines = [match.start() for match in re.finditer(b"\n", event.data)]
         self._chunks[event.seq] = _Chunk(event.data, newlines)
+        index = self.log_index
+        if index is not None and index.trim_final_newline(event.seq, event.data):
+            self.virtual_size = Size(self._width, max(1, index.line_count))
         while len(self._chunks) > CACHED_CHUNKS:
             self._chunks.popitem(last=False)
         self.refresh()
@@ -384,11 +397,11 @@ class EvidenceView(Vertical):
     def on_mount(self) -> None:
         table = self.query_one(EvidenceTable)
         table.add_column("#", key="id", width=4)
-        table.add_column("Label", key="label", width=22)
+        table.add_column("Label", key="label", width=16)
         table.add_column("Outcome", key="outcome", width=11)
-        table.add_column("Summary", key="summary")
+        table.add_column("Summary", key="summary", width=25)
         table.add_column("Size", key="size", width=9)
-        table.add_column("", key="truncated", width=9)
+        table.add_column("", key="truncated", width=5)
         self.show_message("[dim]Select a checkpoint to see its evidence.[/]")
 
     def show_message(self, markup: str) -> None:
@@ -463,9 +476,9 @@ class EvidenceView(Vertical):
         for item in reversed(self.items):  # newest first: what the agent saw last
             table.add_row(
                 Text(str(item.id), style="dim"),
-                Text(truncate(item.label or item.source, 22)),
+                Text(truncate(item.label or item.source, 16)),
                 Content.from_markup(outcome_markup(item)),
-                Text(truncate(item.summary_text, 60)),
+                Text(truncate(item.summary_text, 25)),
                 Text(human_bytes(item.bytes_total), justify="right"),
                 Text("✂ cut" if item.truncated else ""),
                 key=str(item.id),
