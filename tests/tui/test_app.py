@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.pilot import Pilot
 from textual.widgets import Input, Static, TabbedContent
 
-from core.demo import BUMP_DEPENDENCIES, INVOICE_CURRENCY, RATE_LIMIT
+from core.demo import BUMP_DEPENDENCIES, CHECKOUT_ERRORS, INVOICE_CURRENCY, RATE_LIMIT, RELEASE
 from core.engine import Engine
 from core.errors import UsageError
 from tui.app import PitstopApp
@@ -64,11 +64,12 @@ async def test_dashboard_lists_every_task_needing_attention_first(demo_store: Pa
         await settle(pilot)
         assert isinstance(app.screen, DashboardScreen)
         ids = table_ids(app)
-        assert ids[:2] == [INVOICE_CURRENCY, BUMP_DEPENDENCIES]  # waiting, then paused
-        assert ids[2] == RATE_LIMIT
-        assert len(ids) == 5
+        # Waiting, then paused (most recent first), then running, then finished.
+        assert ids[:4] == [INVOICE_CURRENCY, RATE_LIMIT, CHECKOUT_ERRORS, BUMP_DEPENDENCIES]
+        assert ids[4] == RELEASE
+        assert len(ids) == 7
         summary = text_of(app.screen.query_one(SummaryBar))
-        assert "2 need attention" in summary
+        assert "4 need attention" in summary
         assert "1 waiting" in summary and "1 cancelled" in summary
         assert set(app.known_tasks) == set(ids)
 
@@ -82,15 +83,15 @@ async def test_filter_narrows_the_table_and_escape_restores_it(demo_store: Path)
         bar = app.screen.query_one("#filter-bar")
         assert bar.display and box.has_focus
         await pilot.press(*"shopfront")
-        assert len(table_ids(app)) == 3
+        assert len(table_ids(app)) == 5
         await pilot.press("space", *"cookie")
         assert table_ids(app) == ["signed-cookie-sessions"]
-        assert "1 of 5 tasks match" in text_of(app.screen.query_one(SummaryBar))
+        assert "1 of 7 tasks match" in text_of(app.screen.query_one(SummaryBar))
         await pilot.press("enter")
         assert app.screen.query_one(TaskTable).has_focus
         assert bar.display  # a filter in force stays visible
         await pilot.press("escape")
-        assert len(table_ids(app)) == 5
+        assert len(table_ids(app)) == 7
         assert not bar.display and box.value == ""
 
 
@@ -109,10 +110,10 @@ async def test_j_k_move_and_enter_opens_the_task_then_escape_returns(demo_store:
         await settle(pilot)
         table = app.screen.query_one(TaskTable)
         await pilot.press("j", "j")
-        assert table.selected_task_id == RATE_LIMIT
+        assert table.selected_task_id == CHECKOUT_ERRORS
         await pilot.press("k")
-        assert table.selected_task_id == BUMP_DEPENDENCIES
-        await pilot.press("j", "enter")
+        assert table.selected_task_id == RATE_LIMIT
+        await pilot.press("enter")
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, TaskScreen) and screen.task_id == RATE_LIMIT
@@ -348,7 +349,7 @@ async def test_sorting_by_age_from_the_palette_puts_the_newest_first(demo_store:
         await settle(pilot)
         await pilot.press("enter")
         await settle(pilot)
-        assert table_ids(app)[:2] == [RATE_LIMIT, INVOICE_CURRENCY]  # 12m, then 3h
+        assert table_ids(app)[:3] == [RATE_LIMIT, RELEASE, INVOICE_CURRENCY]  # 12m, 1h, 3h
         app.command_sort("age")  # again: oldest first
         await settle(pilot)
         assert table_ids(app)[0] == "signed-cookie-sessions"
