@@ -7,7 +7,8 @@ engine: a decision or a settled effect counts only once it is written, audited a
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -358,19 +359,33 @@ def test_chunked_log_maps_lines_across_chunks_and_marks_a_dropped_middle() -> No
 # --- resume ---------------------------------------------------------------------------------------
 
 
-async def test_resume_asks_first_then_prepares_the_worktree_and_shows_the_brief(
-    own_task_store: Path, tmp_path: Path
+async def test_resume_asks_first_prepares_the_worktree_shows_the_brief_then_launches(
+    own_task_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The generic harness runs $SHELL in the worktree: a script stands in for the agent.
+    agent = tmp_path / "agent.sh"
+    agent.write_text('#!/bin/sh\necho "resumed $PITSTOP_CHECKPOINT" > launched.txt\n')
+    agent.chmod(0o755)
+    monkeypatch.setenv("SHELL", str(agent))
     app = PitstopApp(own_task_store)
+    suspended: list[bool] = []
+
+    @contextmanager
+    def suspend() -> Iterator[None]:  # the headless test driver cannot give the terminal away
+        suspended.append(True)
+        yield
+
+    monkeypatch.setattr(app, "suspend", suspend)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_task(pilot, OWN_TASK, "u")
         view = screen.query_one(ResumeView)
+        await pilot.press("L")  # nothing prepared yet: nothing launches
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, ConfirmModal)
         await pilot.press("n")
         await settle(pilot)
-        assert view.plan is None
+        assert view.plan is None and not suspended
         await pilot.press("enter")
         await pilot.pause()
         await pilot.press("y")
@@ -381,9 +396,18 @@ async def test_resume_asks_first_then_prepares_the_worktree_and_shows_the_brief(
         markdown = view.query_one("#resume-brief", Markdown)
         assert "Fix calc rounding" in plan.brief_md.read_text()
         assert "Fix calc rounding" in markdown.source
+        with Engine(own_task_store) as engine:
+            latest = store.latest_resume(engine.db, OWN_TASK)
+            assert latest is not None and latest["state"] == "active"
+        await pilot.press("L")
+        await settle(pilot)
+        assert suspended == [True]
+        assert (plan.workdir / "launched.txt").read_text() == f"resumed {OWN_TASK}@1\n"
+        assert view.plan is None
     with Engine(own_task_store) as engine:
         latest = store.latest_resume(engine.db, OWN_TASK)
-        assert latest is not None and latest["state"] == "active"
+        assert latest is not None
+        assert (latest["state"], latest["exit_code"]) == ("done", 0)
 
 
 # --- snapshots ------------------------------------------------------------------------------------
