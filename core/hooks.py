@@ -732,6 +732,8 @@ def _post_tool_use(event: Mapping[str, Any], context: HookContext, *, failed: bo
     if task is None:
         return HookReply()
     engine = context.engine(CLAUDE_CODE)
+    if task.status.value in ("waiting", "paused"):  # the user let it go on: it works again
+        engine.set_task_activity(task.id, _status("running"), "the agent ran a command")
     output, exit_code, interrupted = _tool_output(event, failed)
     tool_input = event.get("tool_input")
     description = tool_input.get("description") if isinstance(tool_input, dict) else None

@@ -305,6 +305,32 @@ def test_notifications_and_prompts_move_the_task(repo: Path) -> None:
     run(event("UserPromptSubmit", repo, prompt="go on"))
     with Engine() as engine:
         assert engine.get_task(task.id).status is TaskStatus.RUNNING
+    run(event("Notification", repo, message="Claude needs your permission to use Bash"))
+    with Engine() as engine:
+        assert engine.get_task(task.id).status is TaskStatus.WAITING
+    run(event("PostToolUse", repo, command="ls", tool_response={"stdout": "a\n"}))
+    with Engine() as engine:
+        assert engine.get_task(task.id).status is TaskStatus.RUNNING
+
+
+def test_validation_warns_when_the_transcript_is_gone(repo: Path) -> None:
+    transcript = repo.parent / "session.jsonl"
+    transcript.write_text("{}\n")
+    raw = json.loads(event("SessionStart", repo))
+    raw["transcript_path"] = str(transcript)
+    run(json.dumps(raw).encode())
+    (repo / "README.md").write_text("# changed\n")
+    assert run(event("SessionEnd", repo, reason="other")).recorded[0].startswith("checkpoint")
+    with Engine() as engine:
+        [task] = engine.list_tasks()
+        assert task.status is TaskStatus.PAUSED
+        report = engine.validate(task.id, offline=True)
+        [found] = [f for f in report.findings if f.check == "transcript"]
+        assert found.status.value == "pass"
+        transcript.unlink()
+        report = engine.validate(task.id, offline=True)
+        [found] = [f for f in report.findings if f.check == "transcript"]
+        assert found.status.value == "warn" and str(transcript) in found.message
 
 
 def test_precompact_checkpoint_and_unknown_events(repo: Path) -> None:
