@@ -6,6 +6,7 @@ engine: a decision or a settled effect counts only once it is written, audited a
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +20,7 @@ from textual.widgets import DataTable, Input, Markdown, TabbedContent
 from core import store
 from core.demo import INVOICE_CURRENCY
 from core.engine import CheckpointRequest, Engine
+from core.evidence import EvidenceLimits
 from core.models import ApprovalState, EffectState, Interface, Risk
 from tui.app import PitstopApp
 from tui.screens.modals import ConfirmModal, ReasonModal
@@ -338,6 +340,33 @@ async def test_evidence_lists_items_shows_the_tail_and_reads_the_full_log_lazily
         await pilot.press("e", "f")
         await pilot.pause()
         assert not view.has_class("full-log")
+
+
+async def test_a_truncated_log_shows_where_its_middle_was_dropped(own_task_store: Path) -> None:
+    noisy = own_task_store.parent / "soak.log"
+    with noisy.open("w") as handle:  # hex noise: it does not compress, so the cap bites
+        for number in range(1, 4001):
+            handle.write(f"soak {number:05d} {os.urandom(24).hex()}\n")
+    limits = EvidenceLimits(cap_bytes=48 * 1024, chunk_bytes=8 * 1024)
+    with Engine(own_task_store, interface=Interface.API, actor="agent") as engine:
+        item = engine.add_evidence_file(OWN_TASK, noisy, exit_code=0, label="soak", limits=limits)
+        engine.checkpoint(OWN_TASK, CheckpointRequest(note="soaked", force=True))
+    assert item.truncated
+    app = PitstopApp(own_task_store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_task(pilot, OWN_TASK, "e")
+        view = screen.query_one(EvidenceView)
+        assert view.shown is not None and view.shown.label == "soak"
+        assert "truncated" in str(view.query_one("#evidence-facts").render())
+        await pilot.press("f")
+        await settle(pilot)
+        log = view.query_one(LazyLogView)
+        assert log.log_index is not None
+        gaps = [segment for segment in log.log_index.segments if segment.chunk_seq is None]
+        assert len(gaps) == 1
+        marker = log.line_text(gaps[0].first_line)
+        assert marker is not None and marker.startswith("[… ") and "omitted" in marker
+        assert (log.line_text(0) or "").startswith("soak 00001 ")
 
 
 def test_chunked_log_maps_lines_across_chunks_and_marks_a_dropped_middle() -> None:
