@@ -317,6 +317,8 @@ def _dashboard_indexes(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX checkpoints_rollup ON checkpoints (state, task_id, created_at)")
     db.execute("CREATE INDEX approvals_rollup ON approvals (state, task_id, expires_at)")
     db.execute("CREATE INDEX validations_rollup ON validations (task_id, id, verdict)")
+    # The first screenful reads one status at a time (`store.first_task_rollups`).
+    db.execute("CREATE INDEX tasks_by_status ON tasks (status, updated_at)")
 
 
 @migrations(name="0007_harness_sessions")

@@ -1009,26 +1009,36 @@ def latest_harness_session(db: sqlite_utils.Database, task_id: str) -> dict[str,
 # The first screenful, before the whole list: the `limit` tasks that come first in the order the
 # dashboard triages (statuses in `order`, then the most recent activity), each figure a correlated
 # index lookup for those tasks only, so its cost does not grow with the store's checkpoints.
-_FIRST_ROLLUP_SQL = """
+# The page comes back as ONE row holding a JSON array: every row fetched from SQLite retakes the
+# GIL, and while the UI thread is busy painting each retake can wait a whole switch interval.
+_TASK_JSON_FIELDS = (
+    "id", "repo_root", "store_repo", "objective", "status", "harness", "harness_version", "model",
+    "model_version", "budget_tokens", "budget_usd", "budget_minutes", "tokens_used", "usd_used",
+    "credentials", "approvers", "created_at", "updated_at",
+)  # fmt: skip
+_FIRST_ROLLUP_SQL = f"""
 WITH page AS (
     SELECT t.id AS id,
            (SELECT MAX(created_at) FROM checkpoints
             WHERE state = :complete AND task_id = t.id) AS last
     FROM tasks AS t
-    ORDER BY instr(:order, ',' || t.status || ','), COALESCE(last, t.updated_at) DESC
+    WHERE t.status = :status
+    ORDER BY COALESCE(last, t.updated_at) DESC
     LIMIT :limit
 )
-SELECT t.*,
-       (SELECT COUNT(*) FROM checkpoints
-        WHERE state = :complete AND task_id = t.id) AS rollup_checkpoints,
-       page.last AS rollup_last_checkpoint_at,
-       (SELECT COUNT(*) FROM approvals
-        WHERE state = :pending AND task_id = t.id
-          AND (expires_at IS NULL OR expires_at > :now)) AS rollup_pending_approvals,
-       (SELECT COUNT(*) FROM effects
-        WHERE state = :uncertain AND task_id = t.id) AS rollup_uncertain_effects,
-       (SELECT verdict FROM validations
-        WHERE task_id = t.id ORDER BY id DESC LIMIT 1) AS rollup_last_verdict
+SELECT json_group_array(json_object(
+    {", ".join(f"'{name}', t.{name}" for name in _TASK_JSON_FIELDS)},
+    'rollup_checkpoints', (SELECT COUNT(*) FROM checkpoints
+                           WHERE state = :complete AND task_id = t.id),
+    'rollup_last_checkpoint_at', page.last,
+    'rollup_pending_approvals', (SELECT COUNT(*) FROM approvals
+                                 WHERE state = :pending AND task_id = t.id
+                                   AND (expires_at IS NULL OR expires_at > :now)),
+    'rollup_uncertain_effects', (SELECT COUNT(*) FROM effects
+                                 WHERE state = :uncertain AND task_id = t.id),
+    'rollup_last_verdict', (SELECT verdict FROM validations
+                            WHERE task_id = t.id ORDER BY id DESC LIMIT 1)
+))
 FROM page JOIN tasks AS t ON t.id = page.id
 """
 
@@ -1037,18 +1047,31 @@ def first_task_rollups(
     db: sqlite_utils.Database, now_iso: str, limit: int, order: tuple[TaskStatus, ...]
 ) -> list[tuple[Task, int, str | None, int, int, str | None]]:
     """The first `limit` entries of `task_rollups` in triage order: statuses as listed in
-    `order` (others last), then the newest checkpoint (or update) first."""
-    rows = db.query(
-        _FIRST_ROLLUP_SQL,
-        {
-            "complete": CheckpointState.COMPLETE.value,
-            "pending": ApprovalState.PENDING.value,
-            "uncertain": EffectState.UNCERTAIN.value,
-            "now": now_iso,
-            "limit": limit,
-            "order": "," + ",".join(status.value for status in order) + ",",
-        },
-    )
+    `order` (any others last), then the newest checkpoint (or update) first."""
+    # One status at a time, in triage order, until the page is full: the lookups run for the
+    # tasks that can make the page (those needing a person come first), not for every task.
+    statuses = [*order, *(status for status in TaskStatus if status not in order)]
+    rows: list[dict[str, Any]] = []
+    for status in statuses:
+        if len(rows) >= limit:
+            break
+        (page,) = db.execute(
+            _FIRST_ROLLUP_SQL,
+            {
+                "complete": CheckpointState.COMPLETE.value,
+                "pending": ApprovalState.PENDING.value,
+                "uncertain": EffectState.UNCERTAIN.value,
+                "now": now_iso,
+                "limit": limit - len(rows),
+                "status": status.value,
+            },
+        ).fetchone()
+        # The aggregate does not promise the page's order: sort it again, as the SQL did.
+        found = json.loads(page or "[]")
+        found.sort(
+            key=lambda row: row["rollup_last_checkpoint_at"] or row["updated_at"], reverse=True
+        )
+        rows.extend(found)
     return [
         (
             _task_from_row(row),
@@ -1063,6 +1086,9 @@ def first_task_rollups(
 
 
 def task_status_counts(db: sqlite_utils.Database) -> dict[TaskStatus, int]:
-    """How many tasks have each status (statuses with none are left out)."""
-    rows = db.execute("SELECT status, COUNT(*) FROM tasks GROUP BY status").fetchall()
-    return {TaskStatus(row[0]): row[1] for row in rows}
+    """How many tasks have each status (statuses with none are left out); one row fetched."""
+    (counts,) = db.execute(
+        "SELECT json_group_object(status, n) FROM "
+        "(SELECT status, COUNT(*) AS n FROM tasks GROUP BY status)"
+    ).fetchone()
+    return {TaskStatus(status): count for status, count in json.loads(counts or "{}").items()}
