@@ -18,7 +18,10 @@ if TYPE_CHECKING:
 # (label, callback, help)
 Command = tuple[str, Callable[[], object], str]
 
-SORTABLE_COLUMNS = ("status", "task", "objective", "repo", "age", "checkpoints", "budget")
+SORTABLE_COLUMNS = (
+    *("status", "task", "objective", "repo", "age", "checkpoints"),
+    *("approvals", "effects", "verdict", "budget"),
+)
 
 
 class PitstopCommands(Provider):
