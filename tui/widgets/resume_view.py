@@ -92,6 +92,7 @@ class ResumeView(Vertical):
             return
         self.plan = None
         self.query_one("#resume-launch", Button).disabled = True
+        self.query_one("#resume-prepare", Button).disabled = False
         self.query_one("#resume-heading", Static).update(
             Content.from_markup(
                 f"[b]{escape(ref or 'No checkpoint')}[/] · [dim]enter prepares a resume: it "
@@ -110,6 +111,9 @@ class ResumeView(Vertical):
             return
         if self.preparing:
             self.notify("A resume is already being prepared.")
+            return
+        if self.plan is not None and self.plan.ref == ref:
+            self.notify(f"{ref} is prepared and holds the lease; L launches it.", markup=False)
             return
 
         def answered(yes: bool | None) -> None:
@@ -143,6 +147,9 @@ class ResumeView(Vertical):
         except OSError as exc:
             self.post_message(ActionDone("resume", f"cannot read the brief: {exc}", ok=False))
             return
+        except Exception as exc:  # a bug must still end the preparing state
+            self.post_message(ActionDone("resume", f"{type(exc).__name__}: {exc}", ok=False))
+            return
         self.post_message(ResumePrepared(plan, brief))
 
     @on(ResumePrepared)
@@ -152,6 +159,8 @@ class ResumeView(Vertical):
         plan = self.plan = event.plan
         self.ref = plan.ref
         command = shlex.join(plan.command) if plan.command else "—"
+        if len(plan.command) == 3 and plan.command[:2] == ("sh", "-c"):
+            command = plan.command[2]  # what the harness template said, not its shell wrapper
         lines = [
             f"[b]{escape(plan.ref)}[/] prepared · verdict [b]{escape(plan.verdict)}[/] · "
             f"worktree [b]{escape(str(plan.workdir))}[/]"
@@ -162,6 +171,7 @@ class ResumeView(Vertical):
         self.query_one("#resume-heading", Static).update(Content.from_markup("\n".join(lines)))
         self.query_one("#resume-brief", Markdown).update(event.brief)
         self.query_one("#resume-launch", Button).disabled = not plan.command
+        self.query_one("#resume-prepare", Button).disabled = True
 
     @on(ActionDone)
     def _failed(self, event: ActionDone) -> None:
@@ -196,6 +206,7 @@ class ResumeView(Vertical):
             return
         self.plan = None
         self.query_one("#resume-launch", Button).disabled = True
+        self.query_one("#resume-prepare", Button).disabled = False
         self.notify(
             f"The harness exited with {code}. Judge the work with `pitstop resume accept|reject`.",
             title=f"Back from {plan.ref}",

@@ -41,7 +41,7 @@ VERDICT_MARKUP = {
 
 def finding_markup(finding: Finding) -> str:
     """`✓ check  message`, with the fix under it when the check did not pass."""
-    check = escape(finding.check.ljust(12))
+    check = escape(finding.check.ljust(13))
     line = f"{STATUS_MARKUP[finding.status]} [b]{check}[/] {escape(finding.message)}"
     if finding.fix and finding.status is not Status.PASS:
         line += f"\n    [dim]fix:[/] {escape(finding.fix)}"
@@ -150,6 +150,9 @@ class ValidationView(Vertical):
         except PitstopError as exc:
             self.post_message(ValidationFinished(ref, None, exc.message))
             return
+        except Exception as exc:  # a bug must still end the run, or the tab stays busy
+            self.post_message(ValidationFinished(ref, None, f"{type(exc).__name__}: {exc}"))
+            return
         self.post_message(ValidationFinished(ref, report))
 
     @on(ValidationProgress)
@@ -185,6 +188,7 @@ class ValidationView(Vertical):
                 f"{counts[Status.PASS]} passed, {counts[Status.WARN]} warnings, "
                 f"{counts[Status.FAIL]} failed, {counts[Status.UNKNOWN]} unknown · "
                 f"stored with the checkpoint[/]"
+                + (f"\n{escape(event.report.advice)}" if event.report.advice else "")
             )
         )
 
