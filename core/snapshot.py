@@ -26,8 +26,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import git as gitpython
-
 from core.errors import DamagedCheckpointError, GitError, NotAGitRepoError, UsageError
 from core.models import ChangedFile, LeftOut
 
@@ -214,6 +212,8 @@ def resolve_source_repo(path: str | os.PathLike[str]) -> SourceRepo:
         )
     if not candidate.is_dir():
         candidate = candidate.parent
+    import git as gitpython  # GitPython loads only when a repository is opened (hooks start fast)
+
     try:
         repo = gitpython.Repo(candidate, search_parent_directories=True)
     except (gitpython.InvalidGitRepositoryError, gitpython.NoSuchPathError) as exc:
@@ -273,6 +273,8 @@ def ensure_store_repo(repos_dir: Path, source: SourceRepo) -> Path:
         # Holding the init lock with no marker: any lock file here is a killed initialiser's.
         for stale in path.glob("*.lock"):
             stale.unlink(missing_ok=True)
+        import git as gitpython
+
         try:
             repo = gitpython.Repo.init(path, bare=True, shared="0600")
             try:
