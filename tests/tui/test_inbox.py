@@ -201,3 +201,20 @@ async def test_enter_opens_the_task_and_the_palette_offers_the_inbox(
         await pilot.press("escape")
         await settle(pilot)
         assert isinstance(app.screen, InboxScreen)
+
+
+async def test_a_opens_the_inbox_from_a_task_screen_too(demo_store: Path) -> None:
+    app = PitstopApp(demo_store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.open_task(RATE_LIMIT)
+        await settle(pilot)
+        assert isinstance(app.screen, TaskScreen)
+        await pilot.press("a")
+        await settle(pilot)
+        assert isinstance(app.screen, InboxScreen)
+        [pending] = app.screen.query_one(InboxTable).approvals  # the demo's one request
+        assert pending.task_id == INVOICE_CURRENCY and pending.risk is Risk.HIGH
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, TaskScreen)
