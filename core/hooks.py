@@ -635,14 +635,13 @@ def guard_command(
     from core.approvals import persistable
     from core.models import ApprovalState, EffectState, Risk
 
-    shown = persistable(found.command)
-    if len(shown) > 300:
-        shown = shown[:297] + "..."
+    one_line = re.sub(r"[\x00-\x1f\x7f]+", " ", persistable(found.command)).strip()
+    shown = one_line if len(one_line) <= 300 else one_line[:297] + "..."
     effect = engine.propose_effect(
         task_id,
         found.key,
         found.rule.name,
-        target=persistable(found.command)[:2000],
+        target=one_line[:2000],
         needs_approval=found.rule.approval,
     ).effect
     settle = (

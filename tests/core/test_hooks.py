@@ -352,6 +352,17 @@ def test_outside_a_git_repository(tmp_path: Path) -> None:
     assert reply.exit_code == 0 and "not guarded" in reply.stderr
 
 
+def test_multiline_command_is_guarded(repo: Path) -> None:
+    command = "git add -A &&\n  git commit -m 'release\n\nnotes' &&\n  git push origin main"
+    run(event("SessionStart", repo))
+    reason = denied(run(event("PreToolUse", repo, command=command)))
+    assert "waiting for approval" in reason
+    with Engine() as engine:
+        [task] = engine.list_tasks()
+        [effect] = engine.list_effects(task.id)
+        assert effect.kind == "git-push" and "\n" not in (effect.target or "")
+
+
 def test_guard_without_command_fails_closed(repo: Path) -> None:
     raw = event("PreToolUse", repo, tool_name="Bash", tool_input={"cmd": "git push"})
     reply = run(raw)

@@ -264,6 +264,31 @@ def test_malformed_observation_input_fails_open(repo: Path, event: str) -> None:
     assert not Path(os.environ["PITSTOP_HOME"]).exists()
 
 
+def test_full_cli_path_answers_the_same(repo: Path, tmp_path: Path) -> None:
+    store = tmp_path / "other-store"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tui.cli",
+            "--store",
+            str(store),
+            "hook",
+            "claude-code",
+            "--event",
+            "PreToolUse",
+        ],
+        input=b"{",
+        capture_output=True,
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    assert proc.returncode == 2 and b"blocked to be safe" in proc.stderr
+    helped = cli("hook", "claude-code", "--help")
+    assert helped.returncode == 0 and "Claude Code hook event" in helped.stdout
+
+
 def test_truncated_input_sniffs_the_guard_event(repo: Path) -> None:
     raw = b'{"session_id": "abc", "hook_event_name": "PreToolUse", "tool_input": {"comm'
     proc = hook(raw, "claude-code", cwd=repo)  # no --event: the event name is still readable
