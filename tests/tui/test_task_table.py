@@ -96,6 +96,12 @@ async def test_ten_thousand_rows_render_only_the_visible_lines() -> None:
         assert table.row_count == 10_000
         assert table.virtual_size.height == 10_001  # the header and every row, drawn lazily
         assert 0 < first[0] <= 3 * height  # a repaint or two of the viewport, not 10,000 lines
+        # The scrollbar took two cells: the objective gave them up, the budget is whole.
+        width = table.scrollable_content_region.width
+        assert table.show_vertical_scrollbar and width < SIZE[0]
+        for y in (0, 1, 2):
+            assert table.render_line(y).cell_length == width
+        assert table.render_line(1).text.rstrip().endswith("%")
 
         for _ in range(3):
             with counting() as again:

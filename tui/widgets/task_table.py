@@ -69,6 +69,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("budget", "Budget", 16, right=True),
 )
 
+# Cells taken by every column but the objective, with their padding.
+FIXED_WIDTH = sum(column.width or 0 for column in COLUMNS) + 2 * CELL_PADDING * len(COLUMNS)
+
 # Short names for validation verdicts, and the theme variable that colours each.
 VERDICT_LABELS = {
     "ready": ("ready", "success"),
@@ -384,11 +387,6 @@ class TaskTable(ScrollView, can_focus=True):
         self.virtual_size = Size(self.scrollable_content_region.width, len(self._shown) + 1)
 
     def on_resize(self) -> None:
-        fixed = sum(column.width or 0 for column in COLUMNS)
-        padding = 2 * CELL_PADDING * len(COLUMNS)
-        width = max(MIN_OBJECTIVE_WIDTH, self.scrollable_content_region.width - fixed - padding)
-        if width != self._objective_width:
-            self._objective_width = width
         self._update_virtual_size()
         self._invalidate()
         self._scroll_cursor_into_view()
@@ -511,14 +509,10 @@ class TaskTable(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         """Line `y` of the viewport: the header, or the task `scroll_y + y - 1` rows down."""
-        width = self.scrollable_content_region.width
+        width = self.scrollable_content_region.width  # narrower once the scrollbar shows
+        self._objective_width = max(MIN_OBJECTIVE_WIDTH, width - FIXED_WIDTH)
         if y == 0:
-            key: tuple[Any, ...] = (
-                "header",
-                width,
-                self.hover_column,
-                self._generation,
-            )
+            key: tuple[Any, ...] = ("header", width, self.hover_column, self._generation)
             strip = self._lines.get(key)
             if strip is None:
                 strip = self._lines[key] = self._header_strip(width)
