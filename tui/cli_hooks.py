@@ -69,6 +69,19 @@ def _harness_argument(func: F) -> F:
     return click.argument("harness", type=click.Choice(["claude-code"]))(func)
 
 
+def _program() -> str:
+    """`pitstop` when it is on PATH; else this script's absolute path, so the hook still runs."""
+    import shutil
+    from pathlib import Path
+
+    if shutil.which("pitstop"):
+        return "pitstop"
+    script = Path(sys.argv[0]).absolute() if sys.argv and sys.argv[0] else None
+    if script is not None and script.name == "pitstop" and " " not in str(script):
+        return str(script)
+    return "pitstop"
+
+
 @hook.command("install")
 @_harness_argument
 @_scope_option
@@ -78,7 +91,7 @@ def hook_install(harness: str, scope: str, as_json: bool) -> None:
     from core import hooks
 
     path = hooks.settings_path(scope)
-    added = hooks.install(path)
+    added = hooks.install(path, _program())
     emit(
         as_json,
         {"harness": harness, "settings": str(path), "added": added},

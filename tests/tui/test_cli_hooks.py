@@ -326,6 +326,43 @@ def test_codex_notify_records_turn(repo: Path, transcript: Path) -> None:
     assert cli("hook", "codex", "not json").returncode == 0
 
 
+def test_codex_thread_transcript_is_found(repo: Path, transcript: Path, tmp_path: Path) -> None:
+    codex_home = tmp_path / "codex"
+    rollout = (
+        codex_home
+        / "sessions"
+        / "2026"
+        / "11"
+        / "30"
+        / "rollout-2026-11-30T00-00-00-0199a213-81c0-7800-8aa1-bbab2a035a53.jsonl"
+    )
+    rollout.parent.mkdir(parents=True)
+    rollout.write_text("{}\n")
+    (codex_home / "config.toml").write_text('notify = ["pitstop", "hook", "codex"]\n')
+    text = payload("codex_turn_complete", repo, transcript).decode()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CODEX_HOME": str(codex_home)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui.launch", "hook", "codex", text],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    with Engine() as engine:
+        [task] = engine.list_tasks()
+        session = engine.harness_session(task.id)
+        assert session is not None and session["transcript_path"] == str(rollout)
+    status = subprocess.run(
+        [sys.executable, "-m", "tui.launch", "hook", "status", "codex", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert json.loads(status.stdout)["codex_notify"] is True
+
+
 # --- install / uninstall / status -------------------------------------------------------------
 
 USER_HOOKS = {
@@ -382,6 +419,18 @@ def test_install_and_uninstall_keep_other_hooks(repo: Path) -> None:
     assert json.loads(again.stdout)["added"] == []
     assert settings.read_bytes() == after_install  # idempotent, not rewritten
 
+    human = subprocess.run(
+        [sys.executable, "-m", "tui.launch", "hook", "status"],
+        capture_output=True,
+        text=True,
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    assert human.returncode == 0, human.stderr
+    assert f"claude-code  project  installed      {settings}" in human.stdout
+    assert "claude-code  user     not installed" in human.stdout
+    assert "codex        notify   no Codex config" in human.stdout
     status = run("status", "claude-code")
     [project] = [p for p in json.loads(status.stdout)["claude_code"] if p["scope"] == "project"]
     assert "Stop" in project["events"] and project["missing"] == []
