@@ -166,6 +166,9 @@ class PitstopApp(App[None]):
 
     @on(live.StoreChanged)
     def _store_changed(self) -> None:
+        self.reload_open_screens()
+
+    def reload_open_screens(self) -> None:
         """Re-read what every open screen shows; each keeps its selection."""
         for screen in self.screen_stack:
             if isinstance(screen, DashboardScreen):

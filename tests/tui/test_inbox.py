@@ -10,13 +10,14 @@ from textual.widgets import Input, Static
 
 from core.demo import BUMP_DEPENDENCIES, INVOICE_CURRENCY, RATE_LIMIT
 from core.engine import Engine
-from core.models import ApprovalState, Interface, Risk
+from core.models import ApprovalState, Interface, Risk, TaskStatus
 from tui.app import PitstopApp
 from tui.commands import PitstopCommands
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.inbox import InboxScreen, InboxTable
 from tui.screens.modals import ReasonModal
 from tui.screens.task import TaskScreen
+from tui.widgets.task_table import TaskTable
 
 pytestmark = pytest.mark.usefixtures("tui_environment")
 
@@ -127,6 +128,15 @@ async def test_approve_with_a_reason_is_stored_and_audited_as_tui(
         await decide(pilot, table, oldest, "y", "lockfile diff reviewed")
         assert oldest not in [a.id for a in table.approvals]
         assert isinstance(app.screen, InboxScreen)
+        await pilot.press("escape")
+        await settle(pilot)
+        # The dashboard under the inbox re-read the store: the task no longer waits on it.
+        dashboard = app.screen
+        assert isinstance(dashboard, DashboardScreen)
+        [bump] = [
+            s for s in dashboard.query_one(TaskTable).summaries if s.task.id == BUMP_DEPENDENCIES
+        ]
+        assert bump.task.status is TaskStatus.PAUSED
     with Engine(demo_store) as engine:
         decided = engine.get_approval(oldest)
         assert decided.state is ApprovalState.APPROVED

@@ -298,7 +298,7 @@ class InboxScreen(Screen[None]):
                 title="Decision recorded",
                 markup=False,
             )
-        self.load_approvals()
+        self.pitstop.reload_open_screens()  # this inbox, and the dashboard's counts under it
 
     @on(Worker.StateChanged)
     def _worker_crashed(self, event: Worker.StateChanged) -> None:
