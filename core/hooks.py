@@ -652,7 +652,8 @@ def guard_command(
         return _deny(
             f"already done at {effect.finished_at or effect.updated_at}: `{shown}` succeeded "
             f"before (side effect {found.key} of task {task_id} is confirmed); do not run it "
-            "again — go on from its result"
+            "again — go on from its result. If this is a new action and not a repeat, spell "
+            "out what is new (for a push: the commit, `git push origin <sha>:<branch>`)"
         )
     if effect.state in (EffectState.IN_PROGRESS, EffectState.UNCERTAIN):
         return _deny(
