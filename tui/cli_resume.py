@@ -40,9 +40,9 @@ def validate(ctx: Context, ref: str, into: str | None, offline: bool, as_json: b
     if as_json:
         emit(True, report.as_dict(), "")
     else:
-        click.echo(f"\nverdict: {report.verdict.value}  ({report.duration_ms} ms)")
         if report.advice:
-            click.echo(f"advice:  {report.advice}")
+            click.echo(f"\nadvice:  {report.advice}")
+        click.echo(f"\nverdict: {report.verdict.value}  ({report.duration_ms} ms)")
     sys.exit(report.verdict.exit_code)
 
 
