@@ -25,7 +25,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "tui")]
 
 from demo_env import TERMINAL_SIZE, build_reproducible_demo, isolated_env  # noqa: E402
 
-from core.demo import INVOICE_CURRENCY  # noqa: E402
+from core.demo import INVOICE_CURRENCY, RATE_LIMIT, RELEASE  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,11 @@ SHOTS = (
     Shot("dashboard-light", "Pitstop — light theme", theme="pitstop-light",
          keys=("slash", *"invoicer", "enter")),
     Shot("approvals-inbox", "Pitstop — the approvals inbox", keys=("a",)),
+    Shot("task-evidence", "Pitstop — what the agent's commands showed", task=RATE_LIMIT,
+         keys=("e",)),
+    Shot("task-effects", "Pitstop — side effects, one uncertain", task=RELEASE, keys=("s",)),
+    Shot("task-validation", "Pitstop — restore checks before a resume", task=RATE_LIMIT,
+         keys=("v", "enter")),
 )
 
 

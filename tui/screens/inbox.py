@@ -38,7 +38,8 @@ RISK_GLYPHS = {Risk.LOW: "○", Risk.MEDIUM: "◑", Risk.HIGH: "●"}
 COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("waited", "Waited", 6),
     ("risk", "Risk", 8),
-    ("approval", "Approval", 30),
+    ("task", "Task", 28),
+    ("request", "#", 3),
     ("action", "Action", None),
 )
 MIN_ACTION_WIDTH = 20
@@ -155,7 +156,8 @@ class InboxTable(DataTable[Any]):
             self.add_row(
                 Text(clock.humanize_age(approval.requested_at, now), justify="right"),
                 self._risk_cell(approval.risk),
-                Text(approval.id),
+                Text(approval.task_id),
+                Text(str(approval.seq), justify="right"),
                 Text(truncate(approval.action, self._action_width)),
                 key=approval.id,
             )
