@@ -458,7 +458,7 @@ def test_side_effects_tab_snapshot(snap_compare: SnapCompare, ledger_store: Path
     assert snap_compare(
         PitstopApp(ledger_store),
         terminal_size=SIZE,
-        run_before=open_tab(INVOICE_CURRENCY, "s", "j"),
+        run_before=open_tab(INVOICE_CURRENCY, "s"),
     )
 
 

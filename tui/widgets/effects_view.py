@@ -172,8 +172,11 @@ class EffectsView(Vertical):
                 key=effect.key,
             )
         table.display = bool(self.effects)
+        unsettled_keys = [e.key for e in self.effects if e.needs_settling]
         if keep is not None and any(e.key == keep for e in self.effects):
             table.move_cursor(row=table.get_row_index(keep))
+        elif unsettled_keys:  # what needs the operator first
+            table.move_cursor(row=table.get_row_index(unsettled_keys[0]))
         self._show_detail()
 
     @on(DataTable.RowHighlighted, "#effects-table")
@@ -190,6 +193,8 @@ class EffectsView(Vertical):
             detail.update("")
             return
         parts = [f"[b]{escape(effect.key)}[/]  {effect_state_markup(effect)}"]
+        if effect.target:
+            parts.append(f"[dim]target[/] {escape(effect.kind)} → {escape(effect.target)}")
         if effect.check:
             parts.append(f"[dim]check[/] {escape(effect.check)}")
         if effect.note:

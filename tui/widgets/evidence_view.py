@@ -464,7 +464,8 @@ class EvidenceView(Vertical):
         failed = sum(1 for item in event.items if item.outcome != "exit 0")
         self.query_one("#evidence-heading", Static).update(
             Content.from_markup(
-                f"[b]{escape(event.ref)}[/] · {len(event.items)} items"
+                f"[b]{escape(event.ref)}[/] · {len(event.items)} "
+                + ("item" if len(event.items) == 1 else "items")
                 + (f" · [$error]{failed} not passing[/]" if failed else "")
                 + " · [dim]f: full log[/]"
             )
