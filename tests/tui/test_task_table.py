@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,10 @@ from textual.pilot import Pilot
 
 from core.engine import TaskSummary
 from core.models import Budget, Task, TaskStatus
+from tui.app import PitstopApp
+from tui.messages import TasksLoaded
+from tui.screens.dashboard import DashboardScreen
+from tui.widgets.summary_bar import SummaryBar
 from tui.widgets.task_table import TaskTable, matches, triage_order
 
 pytestmark = pytest.mark.usefixtures("tui_environment")
@@ -281,3 +286,27 @@ async def test_selection_is_kept_across_a_refresh_and_a_filter() -> None:
         table.set_filter(hiding)
         assert table.selected_task_id != chosen
         assert table.cursor_row == min(row, table.row_count - 1)
+
+
+async def test_the_dashboard_paints_a_first_screen_then_the_whole_list(
+    demo_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(DashboardScreen, "FIRST_SCREEN", 2)
+    posted: list[Any] = []
+    app = PitstopApp(demo_store)
+    async with app.run_test(size=SIZE, message_hook=posted.append) as pilot:
+        for _ in range(3):
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+        await pilot.pause()
+        loads = of_type(posted, TasksLoaded)
+        assert len(loads) == 2
+        first, whole = loads
+        assert first.status_counts is not None and sum(first.status_counts.values()) == 7
+        assert [s.task.id for s in first.summaries] == [
+            s.task.id for s in triage_order(whole.summaries)
+        ][:2]
+        assert whole.status_counts is None
+        table = app.screen.query_one(TaskTable)
+        assert ids(table) == [s.task.id for s in triage_order(whole.summaries)]
+        assert "7 tasks" in str(app.screen.query_one(SummaryBar).render())
