@@ -222,6 +222,22 @@ async def test_approving_with_a_reason_writes_a_decision_audited_as_the_tui(
         assert {e.interface for e in decisions} == {Interface.TUI}
 
 
+async def test_an_approval_requested_meanwhile_appears_when_the_store_changes(
+    ledger_store: Path,
+) -> None:
+    app = PitstopApp(ledger_store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_task(pilot, INVOICE_CURRENCY, "p")
+        view = screen.query_one(ApprovalsView)
+        before = len(view.approvals)
+        with Engine(ledger_store, interface=Interface.API, actor="agent") as engine:
+            engine.request_approval(INVOICE_CURRENCY, "Drop the legacy currency table")
+        app.reload_open_screens()  # what the live watcher does when the database changes
+        await settle(pilot)
+        assert len(view.approvals) == before + 1
+        assert view.approvals[-1].action == "Drop the legacy currency table"
+
+
 # --- side effects -----------------------------------------------------------------------------
 
 

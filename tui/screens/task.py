@@ -220,6 +220,12 @@ class TaskScreen(Screen[None]):
                 f"`pitstop checkpoint {escape(self.task_id)}`.[/]"
             )
             self.query_one(DiffView).show_message("[dim]No checkpoints yet.[/]")
+        # The store changed (or the user refreshed): the task-wide ledgers may have too.
+        active = self.query_one(TabbedContent).active
+        if active == "effects":
+            self.query_one(EffectsView).load(self.task_id)
+        elif active == "approvals":
+            self.query_one(ApprovalsView).load(self.task_id)
 
     @on(OptionList.OptionHighlighted, "#timeline")
     def _checkpoint_highlighted(self, event: OptionList.OptionHighlighted) -> None:
@@ -366,8 +372,3 @@ class TaskScreen(Screen[None]):
         self._diff_shown_for = None
         self._evidence_shown_for = None
         self.load_checkpoints()
-        active = self.query_one(TabbedContent).active
-        if active == "effects":
-            self.query_one(EffectsView).load(self.task_id)
-        elif active == "approvals":
-            self.query_one(ApprovalsView).load(self.task_id)
