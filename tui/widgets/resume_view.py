@@ -63,6 +63,7 @@ class ResumeView(Vertical):
         super().__init__(**kwargs)
         self.ref: str | None = None
         self.plan: ResumePlan | None = None
+        self._brief = ""
         self.preparing = False
 
     @property
@@ -81,26 +82,49 @@ class ResumeView(Vertical):
             yield Button("Launch", id="resume-launch", variant="success", tooltip="(L)")
 
     def on_mount(self) -> None:
-        self.show_checkpoint(None)
+        self._show_state()
 
     def show_checkpoint(self, ref: str | None) -> None:
-        """Offer to resume `ref`; a plan prepared for another checkpoint is kept only for it."""
+        """Offer to resume `ref`, or show the resume prepared for it."""
         if ref == self.ref:
             return
         self.ref = ref
-        if self.plan is not None and self.plan.ref == ref:
+        self._show_state()
+
+    def _show_state(self) -> None:
+        plan = self.plan
+        heading = self.query_one("#resume-heading", Static)
+        brief = self.query_one("#resume-brief", Markdown)
+        prepared_here = plan is not None and plan.ref == self.ref
+        launchable = plan is not None and prepared_here and bool(plan.command)
+        self.query_one("#resume-launch", Button).disabled = not launchable
+        self.query_one("#resume-prepare", Button).disabled = prepared_here
+        if plan is not None and prepared_here:
+            command = shlex.join(plan.command) if plan.command else "—"
+            if len(plan.command) == 3 and plan.command[:2] == ("sh", "-c"):
+                command = plan.command[2]  # the harness template, not its shell wrapper
+            lines = [
+                f"[b]{escape(plan.ref)}[/] prepared · verdict [b]{escape(plan.verdict)}[/] · "
+                f"worktree [b]{escape(str(plan.workdir))}[/]"
+                + (f" on {escape(plan.branch)}" if plan.branch else ""),
+                f"[dim]launch:[/] {escape(command)}  [dim]· L launches it[/]",
+            ]
+            lines += [f"[$warning]! {escape(warning)}[/]" for warning in plan.warnings]
+            heading.update(Content.from_markup("\n".join(lines)))
+            brief.update(self._brief)
             return
-        self.plan = None
-        self.query_one("#resume-launch", Button).disabled = True
-        self.query_one("#resume-prepare", Button).disabled = False
-        self.query_one("#resume-heading", Static).update(
-            Content.from_markup(
-                f"[b]{escape(ref or 'No checkpoint')}[/] · [dim]enter prepares a resume: it "
-                "validates, takes the lease, restores a worktree beside the repository and "
-                "writes the agent's brief. Then L launches the agent.[/]"
+        lines = [
+            f"[b]{escape(self.ref or 'No checkpoint')}[/] · [dim]enter prepares a resume: it "
+            "validates, takes the lease, restores a worktree beside the repository and writes "
+            "the agent's brief. Then L launches the agent.[/]"
+        ]
+        if plan is not None:
+            lines.append(
+                f"[$warning]A resume of {escape(plan.ref)} is prepared and holds the task's "
+                "lease: select that checkpoint to launch it.[/]"
             )
-        )
-        self.query_one("#resume-brief", Markdown).update("")
+        heading.update(Content.from_markup("\n".join(lines)))
+        brief.update("")
 
     @on(Button.Pressed, "#resume-prepare")
     def action_prepare(self) -> None:
@@ -156,22 +180,8 @@ class ResumeView(Vertical):
     def _prepared(self, event: ResumePrepared) -> None:
         event.stop()
         self.preparing = False
-        plan = self.plan = event.plan
-        self.ref = plan.ref
-        command = shlex.join(plan.command) if plan.command else "—"
-        if len(plan.command) == 3 and plan.command[:2] == ("sh", "-c"):
-            command = plan.command[2]  # what the harness template said, not its shell wrapper
-        lines = [
-            f"[b]{escape(plan.ref)}[/] prepared · verdict [b]{escape(plan.verdict)}[/] · "
-            f"worktree [b]{escape(str(plan.workdir))}[/]"
-            + (f" on {escape(plan.branch)}" if plan.branch else ""),
-            f"[dim]launch:[/] {escape(command)}  [dim]· L launches it[/]",
-        ]
-        lines += [f"[$warning]! {escape(warning)}[/]" for warning in plan.warnings]
-        self.query_one("#resume-heading", Static).update(Content.from_markup("\n".join(lines)))
-        self.query_one("#resume-brief", Markdown).update(event.brief)
-        self.query_one("#resume-launch", Button).disabled = not plan.command
-        self.query_one("#resume-prepare", Button).disabled = True
+        self.plan, self._brief = event.plan, event.brief
+        self._show_state()
 
     @on(ActionDone)
     def _failed(self, event: ActionDone) -> None:
@@ -187,8 +197,8 @@ class ResumeView(Vertical):
     def action_launch(self) -> None:
         """Suspend the app, run the harness in the worktree, and come back when it exits."""
         plan = self.plan
-        if plan is None:
-            self.notify("Prepare the resume first (enter).", severity="warning")
+        if plan is None or plan.ref != self.ref:
+            self.notify("Prepare a resume of this checkpoint first (enter).", severity="warning")
             return
         try:
             with self.app.suspend():
@@ -205,8 +215,7 @@ class ResumeView(Vertical):
             self.notify(exc.message, title="Launch failed", severity="error", markup=False)
             return
         self.plan = None
-        self.query_one("#resume-launch", Button).disabled = True
-        self.query_one("#resume-prepare", Button).disabled = False
+        self._show_state()
         self.notify(
             f"The harness exited with {code}. Judge the work with `pitstop resume accept|reject`.",
             title=f"Back from {plan.ref}",

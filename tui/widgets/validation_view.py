@@ -98,15 +98,18 @@ class ValidationView(Vertical):
             )
 
     def on_mount(self) -> None:
-        self.show_checkpoint(None)
+        self._show_empty()
 
     def show_checkpoint(self, ref: str | None) -> None:
         """Forget the last run's findings when another checkpoint is selected."""
         if ref == self.ref:
             return
         self.ref = ref
+        self._show_empty()
+
+    def _show_empty(self) -> None:
         self.findings, self.verdict = (), None
-        target = escape(ref) if ref else "the selected checkpoint"
+        target = escape(self.ref) if self.ref else "the selected checkpoint"
         self.query_one("#validation-heading", Static).update(
             Content.from_markup(
                 f"[b]{target}[/] · [dim]press enter to run every restore check "
