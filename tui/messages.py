@@ -172,3 +172,24 @@ class ResumePrepared(Message):
         super().__init__()
         self.plan = plan
         self.brief = brief
+
+
+# --- the approvals inbox -------------------------------------------------------------------
+
+
+class InboxLoaded(Message):
+    """Every pending approval across tasks, oldest first."""
+
+    def __init__(self, approvals: list[Approval]) -> None:
+        super().__init__()
+        self.approvals = approvals
+
+
+class DecisionRecorded(Message):
+    """A decision the user made in the inbox was stored (`approval`) or refused (`error`)."""
+
+    def __init__(self, approval_id: str, approval: Approval | None, error: str | None) -> None:
+        super().__init__()
+        self.approval_id = approval_id
+        self.approval = approval
+        self.error = error

@@ -17,7 +17,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.markup import escape
-from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
@@ -26,6 +25,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from core import clock
 from core.errors import PitstopError
 from core.models import Approval, Risk
+from tui.messages import DecisionRecorded, InboxLoaded
 from tui.screens.modals import ReasonModal
 from tui.widgets.formatting import truncate
 
@@ -73,24 +73,6 @@ def detail_markup(approval: Approval) -> str:
     if facts:
         lines.append("[dim]" + " · ".join(facts) + "[/]")
     return "\n".join(lines)
-
-
-class InboxLoaded(Message):
-    """Every pending approval across tasks, oldest first."""
-
-    def __init__(self, approvals: list[Approval]) -> None:
-        super().__init__()
-        self.approvals = approvals
-
-
-class DecisionRecorded(Message):
-    """A decision the user made was stored (`approval`) or refused (`error`)."""
-
-    def __init__(self, approval_id: str, approval: Approval | None, error: str | None) -> None:
-        super().__init__()
-        self.approval_id = approval_id
-        self.approval = approval
-        self.error = error
 
 
 class InboxTable(DataTable[Any]):
