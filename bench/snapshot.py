@@ -19,10 +19,12 @@ Runs are interleaved (A, B, A, B, ...) and medians compared. Nothing here assert
 from __future__ import annotations
 
 import argparse
+import base64
 import collections
 import hashlib
 import os
 import random
+import secrets
 import shutil
 import statistics
 import subprocess
@@ -60,6 +62,8 @@ def isolate_environment(workdir: Path) -> None:
     os.environ["PITSTOP_HOME"] = str(workdir / "store")
     os.environ["PITSTOP_CONFIG_DIR"] = str(workdir / "config")
     os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
+    # Checkpoint content is encrypted at rest: a throwaway master key for the bench's store.
+    os.environ["PITSTOP_KEY"] = base64.b64encode(secrets.token_bytes(32)).decode()
     os.environ["GIT_CONFIG_GLOBAL"] = os.devnull
     os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
     os.environ["GIT_TERMINAL_PROMPT"] = "0"
@@ -431,7 +435,7 @@ def checkpoint_metadata_objects(store_repo: Path, commit: str) -> list[str]:
     root = git(["rev-parse", f"{commit}^{{tree}}"], store_repo, env=env).decode().strip()
     entries = git(["ls-tree", commit], store_repo, env=env).decode().splitlines()
     blobs = [line.split()[2] for line in entries if line.split("\t")[1] in
-             ("pitstop.json", "manifest.json")]
+             ("pitstop.json", "manifest.enc")]
     return [commit, root, *blobs]
 
 
@@ -640,7 +644,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
           f"{bytes_ratio:.2f}x the compressed files  (target <= 2x: "
           f"{verdict(bytes_ratio, 2.0)})")
     print(f"    of which file blobs {kib(blob_bytes)}, {tree_count} trees {kib(tree_bytes)}, "
-          f"commit + root tree + pitstop.json + manifest.json {kib(edited_meta_bytes)}")
+          f"commit + root tree + pitstop.json + manifest.enc (sealed) {kib(edited_meta_bytes)}")
     other = (edited.bytes_added or 0) - blob_bytes - tree_bytes - edited_meta_bytes
     if other:
         print(f"    unaccounted: {other:,} bytes")
