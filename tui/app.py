@@ -182,11 +182,21 @@ class PitstopApp(App[None]):
         """Keep task ids and objectives for the command palette."""
         self.known_tasks = {s.task.id: s.task.objective for s in summaries}
 
-    def open_task(self, task_id: str) -> None:
-        """Show one task's checkpoints (replacing another task's screen)."""
+    def known_checkpoints(self) -> dict[str, str]:
+        """Checkpoints of the task on screen (ref -> reason and state), for the palette."""
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, TaskScreen):
+                return {
+                    ref: f"{cp.reason.value} · {cp.state.value} · {cp.note or ''}"
+                    for ref, cp in screen.checkpoints.items()
+                }
+        return {}
+
+    def open_task(self, task_id: str, checkpoint_ref: str | None = None) -> None:
+        """Show a task's checkpoints, on one of them if asked (replacing another task's screen)."""
         if isinstance(self.screen, TaskScreen):
             self.pop_screen()
-        self.push_screen(TaskScreen(task_id))
+        self.push_screen(TaskScreen(task_id, select=checkpoint_ref))
 
     def dashboard(self) -> DashboardScreen:
         """Return to the dashboard and return it."""

@@ -38,6 +38,11 @@ class PitstopCommands(Provider):
         found: list[Command] = []
         for task_id, objective in app.known_tasks.items():
             found.append((f"task: open {task_id}", partial(app.open_task, task_id), objective))
+        for ref, state in app.known_checkpoints().items():
+            task_id = ref.split("@", 1)[0]
+            found.append(
+                (f"checkpoint: open {ref}", partial(app.open_task, task_id, ref), state)
+            )
         for name in app.pitstop_theme_names:
             found.append(
                 (f"theme: {name}", partial(app.command_theme, name), f"Switch to the {name} theme")

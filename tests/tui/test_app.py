@@ -353,3 +353,22 @@ async def test_sorting_by_age_from_the_palette_puts_the_newest_first(demo_store:
         app.command_sort("age")  # again: oldest first
         await settle(pilot)
         assert table_ids(app)[0] == "signed-cookie-sessions"
+
+
+async def test_palette_jumps_to_a_checkpoint_of_the_task_on_screen(demo_store: Path) -> None:
+    app = PitstopApp(demo_store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_task(pilot, RATE_LIMIT)
+        screen = app.screen
+        assert isinstance(screen, TaskScreen)
+        assert screen.selected_ref != f"{RATE_LIMIT}@1"  # the newest is selected on opening
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*f"checkpoint: open {RATE_LIMIT}@1")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, TaskScreen)
+        assert app.screen.task_id == RATE_LIMIT
+        assert app.screen.selected_ref == f"{RATE_LIMIT}@1"

@@ -117,7 +117,7 @@ class TaskScreen(Screen[None]):
         Binding("r", "refresh", "Refresh", id="task.refresh", show=False),
     ]
 
-    def __init__(self, task_id: str) -> None:
+    def __init__(self, task_id: str, select: str | None = None) -> None:
         super().__init__()
         self.task_id = task_id
         self.task_record: Task | None = None
@@ -126,7 +126,7 @@ class TaskScreen(Screen[None]):
         self.against = "base"
         self._diff_shown_for: tuple[str, str] | None = None
         self._evidence_shown_for: str | None = None
-        self._reselect: str | None = None
+        self._reselect: str | None = select  # a checkpoint to open on (from the palette)
 
     @property
     def pitstop(self) -> PitstopApp:
