@@ -51,6 +51,9 @@ SHOTS = (
     Shot("task-effects", "Pitstop — side effects, one uncertain", task=RELEASE, keys=("s",)),
     Shot("task-validation", "Pitstop — restore checks before a resume", task=RATE_LIMIT,
          keys=("v", "enter")),
+    # Last: preparing the resume takes the task's lease and adds a worktree beside the demo repo.
+    Shot("task-resume", "Pitstop — the resume brief, ready to launch", task=RATE_LIMIT,
+         keys=("u", "enter", "y")),
 )
 
 
