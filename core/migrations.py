@@ -284,23 +284,22 @@ def _unknown_applied(db: sqlite_utils.Database) -> list[str]:
     return [m.name for m in migrations.applied(db) if m.name not in known]
 
 
-def migrate(db: sqlite_utils.Database) -> None:
-    """Bring the database to this build's schema, or refuse one from a newer Pitstop."""
+def _refuse_newer(db: sqlite_utils.Database) -> None:
     unknown = _unknown_applied(db)
     if unknown:
         raise SchemaTooNewError(
             f"this store was written by a newer Pitstop (schema {unknown[-1]} is unknown here); "
             "upgrade pitstop, or use another store with --store or PITSTOP_HOME"
         )
+
+
+def migrate(db: sqlite_utils.Database) -> None:
+    """Bring the database to this build's schema, or refuse one from a newer Pitstop."""
+    _refuse_newer(db)
     if not migrations.pending(db):
         return
     with write_txn(db):
-        unknown = _unknown_applied(db)
-        if unknown:
-            raise SchemaTooNewError(
-                f"this store was written by a newer Pitstop (schema {unknown[-1]} is unknown "
-                "here); upgrade pitstop, or use another store with --store or PITSTOP_HOME"
-            )
+        _refuse_newer(db)  # another process may have migrated while we waited for the lock
         migrations.apply(db)
 
 
