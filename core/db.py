@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,7 +36,7 @@ def open_database(path: Path) -> sqlite_utils.Database:
             check_same_thread=True,
         )
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        journal_mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        journal_mode = _enable_wal(conn)
         if str(journal_mode).lower() != "wal":
             raise StoreError(f"the store database {path} cannot use WAL mode ({journal_mode})")
         conn.execute("PRAGMA synchronous = FULL")
@@ -50,6 +51,25 @@ def open_database(path: Path) -> sqlite_utils.Database:
     for suffix in ("", "-wal", "-shm"):
         ensure_private_file(Path(str(path) + suffix))
     return sqlite_utils.Database(conn, execute_plugins=False)
+
+
+def _enable_wal(conn: sqlite3.Connection) -> str:
+    """Switch to WAL once; two processes creating a store at once may briefly see it locked.
+
+    Changing the journal mode needs an exclusive lock that SQLite's busy handler does not always
+    wait for, so the switch is retried for as long as the busy timeout allows.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0])
+            if mode.lower() == "wal":
+                return mode
+            return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 @contextmanager
