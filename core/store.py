@@ -7,7 +7,7 @@ inside `core.db.write_txn()` so that a state change and its audit event commit t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlite_utils
@@ -530,21 +530,25 @@ def get_effect(db: sqlite_utils.Database, task_id: str, key: str) -> SideEffect:
     return found
 
 
+def _where(
+    equal: Mapping[str, Any], states: Sequence[EffectState] | Sequence[ApprovalState] = ()
+) -> tuple[str, list[Any]]:
+    """A WHERE clause for the columns given a value (None: no filter) and a set of states."""
+    clauses = [f"{column} = ?" for column, value in equal.items() if value is not None]
+    params: list[Any] = [value for value in equal.values() if value is not None]
+    if states:
+        clauses.append(f"state IN ({', '.join('?' for _ in states)})")
+        params.extend(state.value for state in states)
+    return (f" WHERE {' AND '.join(clauses)}" if clauses else "", params)
+
+
 def list_effects(
     db: sqlite_utils.Database,
     task_id: str | None = None,
     states: tuple[EffectState, ...] = (),
 ) -> list[SideEffect]:
     """Side effects in the order they were proposed, optionally of one task or some states."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    if task_id is not None:
-        clauses.append("task_id = ?")
-        params.append(task_id)
-    if states:
-        clauses.append(f"state IN ({', '.join('?' for _ in states)})")
-        params.extend(state.value for state in states)
-    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    where, params = _where({"task_id": task_id}, states)
     rows = db.query(f"SELECT * FROM effects{where} ORDER BY id", params)
     return [_effect_from_row(row) for row in rows]
 
@@ -628,18 +632,7 @@ def list_approvals(
     effect_key: str | None = None,
 ) -> list[Approval]:
     """Approval requests as stored, oldest first, optionally filtered."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    if task_id is not None:
-        clauses.append("task_id = ?")
-        params.append(task_id)
-    if effect_key is not None:
-        clauses.append("effect_key = ?")
-        params.append(effect_key)
-    if states:
-        clauses.append(f"state IN ({', '.join('?' for _ in states)})")
-        params.extend(state.value for state in states)
-    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    where, params = _where({"task_id": task_id, "effect_key": effect_key}, states)
     rows = db.query(f"SELECT * FROM approvals{where} ORDER BY requested_at, task_id, seq", params)
     return [_approval_from_row(row) for row in rows]
 
