@@ -22,6 +22,7 @@ class TaskKeys:
         self._master = master
         self._cache: dict[str, bytes] = {}
         self._store_id: str | None = None
+        self._scopes: dict[str, str] = {}
 
     @property
     def store_id(self) -> str:
@@ -40,6 +41,16 @@ class TaskKeys:
             else:
                 self._master = crypto.load_master_key()
         return self._master
+
+    def scope(self, task_id: str) -> str:
+        """The store id a task's content is bound to: its origin store when fetched, else ours.
+
+        A task keeps one scope for life, so checkpoints, evidence and ledger entries sealed on
+        the machine that created it open unchanged on every machine it is fetched to.
+        """
+        if task_id not in self._scopes:
+            self._scopes[task_id] = store.task_scope(self._db, task_id) or self.store_id
+        return self._scopes[task_id]
 
     def use_demo_key(self) -> None:
         """Make this a demo store: its fake content is encrypted under a published key.
@@ -88,13 +99,15 @@ class TaskKeys:
     def seal(self, task_id: str, item: str, plaintext: bytes) -> bytes:
         """Encrypt content that belongs to `item` of `task_id`."""
         key = self.data_key(task_id, create=True)
-        return crypto.seal(key, plaintext, crypto.associated_data(self.store_id, task_id, item))
+        return crypto.seal(
+            key, plaintext, crypto.associated_data(self.scope(task_id), task_id, item)
+        )
 
     def open(self, task_id: str, item: str, envelope: bytes, what: str) -> bytes:
         """Decrypt content sealed for `item` of `task_id`."""
         key = self.data_key(task_id, create=False)
         return crypto.open_envelope(
-            key, envelope, crypto.associated_data(self.store_id, task_id, item), what
+            key, envelope, crypto.associated_data(self.scope(task_id), task_id, item), what
         )
 
     def tasks_with_other_master(self, master: crypto.MasterKey) -> list[str]:

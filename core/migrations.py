@@ -339,3 +339,11 @@ def _harness_sessions(db: sqlite_utils.Database) -> None:
         """
     )
     db.execute("CREATE INDEX harness_sessions_by_task ON harness_sessions (task_id, seen_at)")
+
+
+@migrations(name="0008_task_origin")
+def _task_origin(db: sqlite_utils.Database) -> None:
+    # A task fetched from a remote keeps the id of the store that created it: its encrypted
+    # blobs are bound to that store (their associated data names it), so every store that holds
+    # the task reads and writes its content under that one scope. NULL: created here.
+    db.execute("ALTER TABLE tasks ADD COLUMN origin_store TEXT")

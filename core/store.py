@@ -341,6 +341,12 @@ def store_id(db: sqlite_utils.Database) -> str:
     return str(row[0])
 
 
+def task_scope(db: sqlite_utils.Database, task_id: str) -> str | None:
+    """The store a task's encrypted content is bound to, when it was created elsewhere."""
+    row = db.execute("SELECT origin_store FROM tasks WHERE id = ?", [task_id]).fetchone()
+    return str(row[0]) if row and row[0] else None
+
+
 def get_wrapped_key(db: sqlite_utils.Database, task_id: str) -> bytes | None:
     """A task's data key as wrapped by the master key, if it has one."""
     row = db.execute("SELECT wrapped FROM task_keys WHERE task_id = ?", [task_id]).fetchone()
