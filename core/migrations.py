@@ -347,3 +347,20 @@ def _task_origin(db: sqlite_utils.Database) -> None:
     # blobs are bound to that store (their associated data names it), so every store that holds
     # the task reads and writes its content under that one scope. NULL: created here.
     db.execute("ALTER TABLE tasks ADD COLUMN origin_store TEXT")
+
+
+@migrations(name="0009_task_recipients")
+def _task_recipients(db: sqlite_utils.Database) -> None:
+    # Who may read a task's content once it leaves the store: the public keys (age1… or
+    # ssh-ed25519, normalised) its remote copies are encrypted to. Only ever added to.
+    db.execute(
+        """
+        CREATE TABLE task_recipients (
+            task_id TEXT NOT NULL REFERENCES tasks(id),
+            recipient TEXT NOT NULL,
+            added_at TEXT NOT NULL,
+            added_by TEXT NOT NULL,
+            PRIMARY KEY (task_id, recipient)
+        )
+        """
+    )
