@@ -115,14 +115,25 @@ def _unsafe(backend: Any) -> bool:
     return False
 
 
-def _safe_keyring() -> Any:
+def safe_keyring(
+    error_type: type[PitstopError] = MasterKeyError, how_to_provide: str = HOW_TO_PROVIDE
+) -> Any:
+    """The OS keyring backend; a fail, null or `keyrings.alt` one raises `error_type`.
+
+    `how_to_provide` names both ways to supply the secret (its environment variable, or a real
+    keyring), so the master key and the operator's identity refuse a bad keyring alike.
+    """
     backend = _keyring_backend()
     if _unsafe(backend):
-        raise MasterKeyError(
+        raise error_type(
             f"no usable key store: the keyring backend {backend_name(backend)} does not keep "
-            f"secrets safely; {HOW_TO_PROVIDE}"
+            f"secrets safely; {how_to_provide}"
         )
     return backend
+
+
+def _safe_keyring() -> Any:
+    return safe_keyring()
 
 
 def load_master_key() -> MasterKey:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
-from core import clock, economics, manifest, snapshot, store, worktree
+from core import clock, economics, identity, manifest, snapshot, store, worktree
 from core.approvals import Approvals, parse_duration, persistable, validate_operator_names
 from core.config import Config, load_config
 from core.crypto import DecryptError, MasterKeyError
@@ -237,11 +237,17 @@ class Engine:
         budget: Budget | None = None,
         credentials: Sequence[str] = (),
         approvers: Sequence[str] = (),
+        recipients: Sequence[str] = (),
     ) -> Task:
-        """Register a new task on the git work tree that contains `repo`."""
+        """Register a new task on the git work tree that contains `repo`.
+
+        `recipients` (and the operator's own recipient, when they have an identity) are the
+        public keys the task's remote copies will be encrypted to.
+        """
         if not objective.strip():
             raise UsageError("the objective is empty; say what the task should achieve")
         approver_names = validate_operator_names(approvers)
+        recipient_keys = self._with_own_recipient(identity.parse_recipients(recipients))
         for name in credentials:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
                 raise UsageError(
@@ -281,7 +287,43 @@ class Engine:
             self._event(
                 task.id, "task", task.id, "start", None, TaskStatus.RUNNING.value, None, now
             )
+            self._add_recipients(task.id, recipient_keys, now)
         return task
+
+    # --- recipients ------------------------------------------------------------------------
+
+    @staticmethod
+    def _with_own_recipient(recipients: list[str]) -> list[str]:
+        own = identity.load_identity_or_none()
+        if own is not None and own.recipient not in recipients:
+            return [*recipients, own.recipient]
+        return recipients
+
+    def _add_recipients(self, task_id: str, recipients: Sequence[str], at: str) -> None:
+        """Record recipients inside the caller's transaction; each new one is audited."""
+        for recipient in recipients:
+            if store.add_task_recipient(self.db, task_id, recipient, at, self.actor):
+                self._event(task_id, "task", task_id, "share", None, recipient, None, at)
+
+    def task_recipients(self, task_id: str) -> list[str]:
+        """The public keys a task's remote copies are encrypted to, in the order added."""
+        store.get_task(self.db, task_id)
+        return store.list_task_recipients(self.db, task_id)
+
+    def share_task(self, task_id: str, recipients: Sequence[str]) -> list[str]:
+        """Add recipients to a task (those it has already are left alone); return all of them."""
+        if not recipients:
+            raise UsageError("give at least one --recipient to share the task with")
+        parsed = identity.parse_recipients(recipients)
+        now = clock.now_iso()
+        with write_txn(self.db):
+            store.get_task(self.db, task_id)
+            self._add_recipients(task_id, parsed, now)
+            return store.list_task_recipients(self.db, task_id)
+
+    def remote_recipients(self, task_id: str) -> list[str]:
+        """Whom a task's remote copy is encrypted to: its recipients and the current operator."""
+        return self._with_own_recipient(self.task_recipients(task_id))
 
     def get_task(self, task_id: str) -> Task:
         """One task by id."""

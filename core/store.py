@@ -1091,3 +1091,24 @@ def task_status_counts(db: sqlite_utils.Database) -> dict[TaskStatus, int]:
         "(SELECT status, COUNT(*) AS n FROM tasks GROUP BY status)"
     ).fetchone()
     return {TaskStatus(status): count for status, count in json.loads(counts or "{}").items()}
+
+
+def list_task_recipients(db: sqlite_utils.Database, task_id: str) -> list[str]:
+    """A task's recipients (public keys), in the order they were added."""
+    rows = db.execute(
+        "SELECT recipient FROM task_recipients WHERE task_id = ? ORDER BY added_at, rowid",
+        [task_id],
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def add_task_recipient(
+    db: sqlite_utils.Database, task_id: str, recipient: str, added_at: str, added_by: str
+) -> bool:
+    """Add one recipient to a task; False when it was already there (nothing changes)."""
+    cursor = db.execute(
+        "INSERT OR IGNORE INTO task_recipients (task_id, recipient, added_at, added_by) "
+        "VALUES (?, ?, ?, ?)",
+        [task_id, recipient, added_at, added_by],
+    )
+    return bool(cursor.rowcount)
