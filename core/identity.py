@@ -40,9 +40,9 @@ _OPENSSH_PEM = re.compile(
 )
 
 HOW_TO_GET_ONE = (
-    "run `pitstop key init` to keep a new identity in the OS keyring, or set PITSTOP_IDENTITY to "
-    "an AGE-SECRET-KEY-1… string (`pitstop key init --print` makes one) or to the path of your "
-    "unencrypted ~/.ssh/id_ed25519"
+    "set PITSTOP_IDENTITY to an AGE-SECRET-KEY-1… string (`pitstop key init --print` makes one) "
+    "or to the path of your unencrypted ~/.ssh/id_ed25519, or use a real OS keyring and run "
+    "`pitstop key init`"
 )
 RECIPIENT_FORMS = "give an age1… recipient, an `ssh-ed25519 AAAA…` public key, or a path to a .pub"
 
@@ -231,6 +231,42 @@ def store_identity_in_keyring(identity: Identity) -> str:
         )
     backend.set_password(KEYRING_SERVICE, KEYRING_USERNAME, identity.secret_text)
     return crypto.backend_name(backend)
+
+
+@dataclass(frozen=True)
+class KeyringSetup:
+    """What `init_keyring` kept: the backend, and each new secret's public part (None: kept)."""
+
+    backend: str
+    master_key_id: str | None
+    recipient: str | None
+
+
+def init_keyring() -> KeyringSetup:
+    """Keep a new master key and a new identity in the OS keyring, each only where none exists.
+
+    An unusable keyring is the master key's error (it names PITSTOP_KEY and the keyring); a
+    keyring that already holds both is a UsageError and nothing changes.
+    """
+    backend = crypto.safe_keyring()
+    has_master = backend.get_password(crypto.KEYRING_SERVICE, crypto.KEYRING_USERNAME) is not None
+    has_identity = backend.get_password(KEYRING_SERVICE, KEYRING_USERNAME) is not None
+    if has_master and has_identity:
+        raise UsageError(
+            "the OS keyring already holds a Pitstop master key and identity; "
+            "`pitstop key export` prints the key and `pitstop key show` your recipient"
+        )
+    master_key_id = None
+    if not has_master:
+        new_key = crypto.generate_key()
+        crypto.store_master_key_in_keyring(new_key)
+        master_key_id = crypto.key_id(new_key)
+    recipient = None
+    if not has_identity:
+        new_identity = create_identity()
+        store_identity_in_keyring(new_identity)
+        recipient = new_identity.recipient
+    return KeyringSetup(crypto.backend_name(backend), master_key_id, recipient)
 
 
 # --- recipients ------------------------------------------------------------------------------

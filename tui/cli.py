@@ -91,6 +91,14 @@ def task() -> None:
     multiple=True,
     help="Operator allowed to decide this task's approvals (default: any). Repeatable.",
 )
+@click.option(
+    "--recipient",
+    "recipients",
+    multiple=True,
+    metavar="KEY",
+    help="Public key (age1…, ssh-ed25519 …, or a .pub file) that may read the task's remote "
+    "copies; your own is added when you have an identity. Repeatable.",
+)
 @json_option
 @pass_ctx
 def task_start(
@@ -105,13 +113,15 @@ def task_start(
     budget_minutes: float | None,
     credentials: tuple[str, ...],
     approvers: tuple[str, ...],
+    recipients: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Register a new task on a git repository."""
     from core.models import Budget, NamedVersion
     from tui.render import task_detail
 
-    created = ctx.engine().start_task(
+    engine = ctx.engine()
+    created = engine.start_task(
         repo=repo,
         objective=objective,
         task_id=task_id,
@@ -120,8 +130,14 @@ def task_start(
         budget=Budget(tokens=budget_tokens, usd=budget_usd, minutes=budget_minutes),
         credentials=credentials,
         approvers=approvers,
+        recipients=recipients,
     )
-    emit(as_json, created, lambda: task_detail(created))
+    shared = engine.task_recipients(created.id)
+    emit(
+        as_json,
+        {**_task_json(created), "recipients": shared},
+        lambda: task_detail(created, shared),
+    )
 
 
 @task.command("list")
@@ -188,11 +204,13 @@ def _task_json(task_obj: Any) -> dict[str, Any]:
 @json_option
 @pass_ctx
 def task_show(ctx: Context, task_id: str, as_json: bool) -> None:
-    """Show one task."""
+    """Show one task and the recipients its remote copies are encrypted to."""
     from tui.render import task_detail
 
-    found = ctx.engine().get_task(task_id)
-    emit(as_json, found, lambda: task_detail(found))
+    engine = ctx.engine()
+    found = engine.get_task(task_id)
+    shared = engine.task_recipients(task_id)
+    emit(as_json, {**_task_json(found), "recipients": shared}, lambda: task_detail(found, shared))
 
 
 def _finish(

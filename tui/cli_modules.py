@@ -9,7 +9,15 @@ from collections.abc import Callable
 
 import click
 
-from tui import cli_econ, cli_evidence, cli_hooks, cli_ledger, cli_redact, cli_resume
+from tui import (
+    cli_econ,
+    cli_evidence,
+    cli_hooks,
+    cli_identity,
+    cli_ledger,
+    cli_redact,
+    cli_resume,
+)
 
 REGISTRARS: list[Callable[[click.Group], None]] = [
     cli_evidence.register,
@@ -18,4 +26,5 @@ REGISTRARS: list[Callable[[click.Group], None]] = [
     cli_resume.register,
     cli_redact.register,
     cli_hooks.register,
+    cli_identity.register,
 ]

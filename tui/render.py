@@ -74,8 +74,8 @@ def budget_text(used: float, limit: float | None, unit: str) -> str:
     return f"{amount}/{limit:g} {unit}{share}"
 
 
-def task_detail(task: Task) -> str:
-    """Every field of a task, one per line."""
+def task_detail(task: Task, recipients: Sequence[str] = ()) -> str:
+    """Every field of a task, one per line; its recipients (public keys) one per line too."""
     lines = [
         f"task        {task.id}",
         f"status      {task.status.value}",
@@ -92,6 +92,8 @@ def task_detail(task: Task) -> str:
         lines.append(f"credentials {', '.join(task.credentials)}")
     if task.approvers:
         lines.append(f"approvers   {', '.join(task.approvers)}")
+    for index, recipient in enumerate(recipients):
+        lines.append(f"{'recipients' if index == 0 else '':<11} {recipient}")
     lines.append(f"created     {task.created_at} ({clock.humanize_age(task.created_at)} ago)")
     lines.append(f"updated     {task.updated_at}")
     return "\n".join(lines)

@@ -157,10 +157,16 @@ def _last_json(stdout: bytes) -> str:
 
 
 def test_key_init_print_gives_a_usable_key(env: dict[str, str], task: str) -> None:
-    printed = ok(env, "key", "init", "--print").decode().strip()
+    lines = ok(env, "key", "init", "--print").decode().splitlines()
+    exports = dict(
+        line.removeprefix("export ").split("=", 1) for line in lines if line.startswith("export ")
+    )
+    assert set(exports) == {"PITSTOP_KEY", "PITSTOP_IDENTITY"}
+    printed = exports["PITSTOP_KEY"].strip("'")
     assert len(base64.b64decode(printed, validate=True)) == 32
+    assert exports["PITSTOP_IDENTITY"].strip("'").startswith("AGE-SECRET-KEY-1")
     document = ok_json(env, "key", "init", "--print")
-    assert set(document) == {"key", "id"} and document["key"] != printed
+    assert set(document) == {"key", "id", "identity", "recipient"} and document["key"] != printed
     assert len(base64.b64decode(document["key"], validate=True)) == 32
     # The printed key works as PITSTOP_KEY.
     env["PITSTOP_KEY"] = printed
