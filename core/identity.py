@@ -34,6 +34,7 @@ AGE_SECRET_PREFIX = "AGE-SECRET-KEY-1"
 AGE_RECIPIENT_PREFIX = "age1"
 SSH_ED25519 = "ssh-ed25519"
 AGE_MAGIC = b"age-encryption.org/v1\n"
+_SSH_KEY_TYPE_PREFIXES = ("ssh-", "ecdsa-", "sk-")
 _OPENSSH_MAGIC = b"openssh-key-v1\0"
 _OPENSSH_PEM = re.compile(
     rb"-----BEGIN OPENSSH PRIVATE KEY-----(?P<body>.*?)-----END OPENSSH PRIVATE KEY-----", re.S
@@ -324,10 +325,10 @@ def normalise_recipient(text: str) -> str:
                 f"recipient {_short(cleaned)} is not a valid age recipient ({exc}); "
                 f"{RECIPIENT_FORMS}"
             ) from exc
-    if cleaned.startswith(SSH_ED25519 + " "):
+    key_type = cleaned.split()[0] if cleaned else ""
+    if key_type == SSH_ED25519:
         return _normalise_ssh(cleaned)
-    if cleaned.startswith("ssh-"):
-        key_type = cleaned.split()[0]
+    if key_type.startswith(_SSH_KEY_TYPE_PREFIXES):
         raise UsageError(
             f"recipient {_short(cleaned)} is an {key_type} key; Pitstop accepts ssh-ed25519 "
             "keys only (make one with `ssh-keygen -t ed25519`) or age1… recipients"
@@ -346,7 +347,7 @@ def parse_recipient(text: str) -> str:
     if not cleaned:
         raise UsageError(f"an empty recipient; {RECIPIENT_FORMS}")
     looks_like_key = cleaned.lower().startswith(AGE_RECIPIENT_PREFIX) or cleaned.startswith(
-        ("ssh-", "ecdsa-", "sk-")
+        _SSH_KEY_TYPE_PREFIXES
     )
     if not looks_like_key:
         path = Path(cleaned).expanduser()

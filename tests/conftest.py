@@ -11,6 +11,7 @@ import os
 import secrets
 from pathlib import Path
 
+import pyrage
 import pytest
 
 # Variables that would point git or Pitstop somewhere other than the test's own directories.
@@ -30,11 +31,14 @@ _SCRUBBED = (
     "XDG_CONFIG_HOME",
     "XDG_DATA_HOME",
     "PITSTOP_KEY",
+    "PITSTOP_IDENTITY",
     "PITSTOP_FROZEN_NOW",
 )
 
 
 TEST_MASTER_KEY = base64.b64encode(secrets.token_bytes(32)).decode()
+# The operator's age identity (AGE-SECRET-KEY-1…), new for each session like the master key.
+TEST_IDENTITY = str(pyrage.x25519.Identity.generate())
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -69,6 +73,8 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, P
     # Content is encrypted at rest, so every store needs a master key; tests about a missing
     # or wrong key remove or replace this one themselves.
     monkeypatch.setenv("PITSTOP_KEY", TEST_MASTER_KEY)
+    # Likewise every operator has an identity; tests about having none remove it themselves.
+    monkeypatch.setenv("PITSTOP_IDENTITY", TEST_IDENTITY)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Test Author")
