@@ -539,14 +539,8 @@ def _push_once(engine: Engine, url: str, store_repo: Path, tasks: list[Task]) ->
                     )
             if tip is not None:
                 updates[checkpoint_ref(task.id)] = (tip, remote_cp)
-                known = (
-                    set(remote_git.first_parent_chain(store_repo, remote_cp))
-                    if remote_cp
-                    else set()
-                )
-                sent = sum(
-                    1 for oid in remote_git.first_parent_chain(store_repo, tip) if oid not in known
-                )
+                known = {oid for oid, _ in _chain(store_repo, remote_cp)} if remote_cp else set()
+                sent = sum(1 for oid, _ in _chain(store_repo, tip) if oid not in known)
         ledger = _ledger_commit(engine, store_repo, task, remote_ledger)
         if ledger is not None:
             updates[ledger_ref(task.id)] = (ledger, remote_ledger)
@@ -566,7 +560,9 @@ def _push_once(engine: Engine, url: str, store_repo: Path, tasks: list[Task]) ->
     with write_txn(engine.db):
         for task in tasks:
             store.link_remote(engine.db, task.id, result.url, pushed_at=now)
-            engine._event(task.id, "task", task.id, "push", None, None, None, now)
+            # Kept out of the task's own log (task_id None): a push is not part of the ledger it
+            # sends, or every push would change the ledger and the next push would send again.
+            engine._event(None, "remote", task.id, "push", None, None, None, now)
     return result
 
 
@@ -740,7 +736,7 @@ def _import_task(
     with write_txn(engine.db):
         store.link_remote(engine.db, task_id, snapshot.strip_url_credentials(url), fetched_at=now)
         _refresh_task(engine, task_id, header)
-        engine._event(task_id, "task", task_id, "fetch", None, None, None, now)
+        engine._event(None, "remote", task_id, "fetch", None, None, None, now)
     return {"adopted": adopted, "checkpoints": imported, "ledger": _describe(applied)}
 
 
@@ -821,20 +817,9 @@ def _import_checkpoints(engine: Engine, store_repo: Path, task_id: str, tip: str
     """Record every fetched checkpoint this store lacks, oldest first; return how many."""
     have = {c.seq: c for c in store.list_checkpoints(engine.db, task_id)}
     exports = store.export_commits(engine.db, task_id)
-    chain = list(reversed(remote_git.first_parent_chain(store_repo, tip)))
-    headers = remote_git.read_objects(store_repo, [f"{oid}:{CHECKPOINT_FILE}" for oid in chain])
     count = 0
     newest: str | None = None
-    for oid in chain:
-        raw = headers.get(f"{oid}:{CHECKPOINT_FILE}")
-        if raw is None:
-            raise RemoteFormatError(f"remote checkpoint commit {oid[:12]} has no {CHECKPOINT_FILE}")
-        facts = json.loads(raw)
-        if facts.get("schema") != CHECKPOINT_SCHEMA:
-            raise RemoteFormatError(
-                f"remote checkpoint {task_id}@{facts.get('seq')} uses schema "
-                f"{facts.get('schema')!r}, not {CHECKPOINT_SCHEMA!r}; upgrade pitstop"
-            )
+    for oid, facts in reversed(_chain(store_repo, tip)):
         seq = int(facts["seq"])
         newest = oid
         if seq in have:
@@ -852,6 +837,32 @@ def _import_checkpoints(engine: Engine, store_repo: Path, task_id: str, tip: str
     if newest is not None and count:
         snapshot.update_checkpoint_ref(store_repo, task_id, newest)
     return count
+
+
+def _chain(store_repo: Path, tip: str) -> list[tuple[str, dict[str, Any]]]:
+    """The checkpoint commits from `tip` back along first parents, newest first, with their
+    `checkpoint.json`; the walk ends at the first commit that is not a checkpoint (the first
+    checkpoint's first parent is its base commit)."""
+    commits = remote_git.first_parent_chain(store_repo, tip)
+    chain: list[tuple[str, dict[str, Any]]] = []
+    start, batch = 0, 32
+    while start < len(commits):
+        part = commits[start : start + batch]
+        raw = remote_git.read_objects(store_repo, [f"{oid}:{CHECKPOINT_FILE}" for oid in part])
+        for oid in part:
+            data = raw.get(f"{oid}:{CHECKPOINT_FILE}")
+            if data is None:
+                return chain
+            facts = json.loads(data)
+            schema = facts.get("schema") if isinstance(facts, dict) else None
+            if schema != CHECKPOINT_SCHEMA:
+                raise RemoteFormatError(
+                    f"remote checkpoint commit {oid[:12]} uses schema {schema!r}, not "
+                    f"{CHECKPOINT_SCHEMA!r}; upgrade pitstop"
+                )
+            chain.append((oid, facts))
+        start, batch = start + batch, min(batch * 4, 1024)
+    return chain
 
 
 def _import_checkpoint(

@@ -16,6 +16,7 @@ from tui import (
     cli_identity,
     cli_ledger,
     cli_redact,
+    cli_remote,
     cli_resume,
 )
 
@@ -27,4 +28,5 @@ REGISTRARS: list[Callable[[click.Group], None]] = [
     cli_redact.register,
     cli_hooks.register,
     cli_identity.register,
+    cli_remote.register,
 ]

@@ -1,0 +1,269 @@
+"""Remote checkpoints end to end: store A pushes, store B lists, fetches, validates, resumes.
+
+Real git everywhere: a bare repository on disk and `git daemon` on 127.0.0.1 as remotes, two
+stores with their own databases and master keys, operators with their own age identities.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyrage
+import pytest
+
+from core.engine import CheckpointRequest, Engine
+from core.errors import PitstopError
+from core.models import CheckpointReason
+from tests.core.corekit import git, init_repo, write
+
+OBJECTIVE_MARK = "OBJECTIVE-MARK-b7c1e9"
+NOTE_MARK = "NOTE-MARK-44f0aa"
+TAIL_MARK = "TAIL-MARK-9d2e61"
+SECRET = "ghp_" + "R3m0teL3akT3stT0k3nAbCdEfGhIjKlMn0pQ"
+REASON_MARK = "REASON-MARK-5a5a21"
+
+
+def _identity() -> str:
+    return str(pyrage.x25519.Identity.generate())
+
+
+def _recipient(secret: str) -> str:
+    return str(pyrage.x25519.Identity.from_str(secret).to_public())
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """A project on a bare remote, the author's clone, and a second machine's clone."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    files = {f"src/mod{n}.py": f"value = {n}\n" for n in range(30)}
+    files["README.md"] = "# project\n"
+    author = init_repo(tmp_path / "author", files)
+    git(author, "remote", "add", "origin", str(remote))
+    git(author, "push", "-q", "origin", "HEAD:refs/heads/main")
+    other = tmp_path / "other"
+    subprocess.run(["git", "clone", "-q", str(remote), str(other)], check=True)
+    return {"remote": remote, "author": author, "other": other, "tmp": tmp_path}
+
+
+def _work(engine: Engine, repo: Path, tmp: Path) -> str:
+    """A task with changed, added and untracked files, evidence with a secret, a note."""
+    task = engine.start_task(repo=repo, objective=f"Migrate billing {OBJECTIVE_MARK}")
+    write(repo / "src/mod1.py", "value = 'changed'\n")
+    write(repo / "src/new_module.py", "NEW = True\n")
+    write(repo / "notes.txt", "untracked but kept\n")
+    git(repo, "add", "src/new_module.py")
+    log = write(tmp / "pytest.log", f"collected 3 items\n{TAIL_MARK} token={SECRET}\n3 passed\n")
+    engine.add_evidence_file(task.id, log, command="pytest -q", exit_code=0, duration_s=1.5)
+    engine.checkpoint(
+        task.id, CheckpointRequest(reason=CheckpointReason.MILESTONE, note=f"half way {NOTE_MARK}")
+    )
+    return task.id
+
+
+def _all_remote_bytes(remote: Path) -> bytes:
+    out = subprocess.run(
+        ["git", "cat-file", "--batch-all-objects", "--batch"],
+        cwd=remote,
+        capture_output=True,
+        check=True,
+    )
+    return out.stdout
+
+
+def test_push_list_fetch_validate_resume_on_another_machine(
+    world: dict[str, Path], tmp_path: Path
+) -> None:
+    with Engine(tmp_path / "store-a") as a:
+        task_id = _work(a, world["author"], tmp_path)
+        pushed = a.push([task_id])
+        assert pushed.tasks[task_id]["checkpoints_sent"] == 1
+        assert pushed.tasks[task_id]["ledger_updated"] is True
+        again = a.push([task_id])
+        assert again.tasks[task_id] == {"checkpoints_sent": 0, "ledger_updated": False}
+        original = a.get_checkpoint(f"{task_id}@1")
+
+    refs = git(world["remote"], "for-each-ref", "--format=%(refname)", "refs/pitstop/")
+    assert refs.split() == [f"refs/pitstop/checkpoints/{task_id}", f"refs/pitstop/ledger/{task_id}"]
+
+    with Engine(tmp_path / "store-b") as b:
+        url, listing = b.list_remote(repo=world["other"])
+        assert [t.task_id for t in listing] == [task_id]
+        assert listing[0].readable and not listing[0].local
+        assert [c.seq for c in listing[0].checkpoints] == [1]
+
+        result = b.fetch([task_id], repo=world["other"])
+        assert result.fetched[task_id]["adopted"] is True
+        assert result.fetched[task_id]["checkpoints"] == 1
+        assert b.fetch([task_id], repo=world["other"]).fetched[task_id]["checkpoints"] == 0
+
+        task = b.get_task(task_id)
+        assert task.objective == f"Migrate billing {OBJECTIVE_MARK}"
+        assert task.repo_root == str(world["other"].resolve())
+        fetched = b.get_checkpoint(f"{task_id}@1")
+        assert fetched.note == f"half way {NOTE_MARK}"
+        assert fetched.manifest == original.manifest
+        assert b.verify(fetched) == []
+
+        items = b.list_evidence(task_id)
+        assert len(items) == 1
+        lines = b.evidence_last_lines(items[0].id, 5)
+        assert any(TAIL_MARK.encode() in line for line in lines)
+        assert not any(SECRET.encode() in line for line in lines)
+
+        into = tmp_path / "restored"
+        b.checkout(f"{task_id}@1", into)
+        for name in ("src/mod1.py", "src/new_module.py", "notes.txt", "README.md"):
+            assert filecmp.cmp(into / name, world["author"] / name, shallow=False), name
+
+        report = b.validate(f"{task_id}@1", offline=True)
+        assert report.verdict.value in ("ready", "ready_with_warnings"), report
+        plan = b.resume(f"{task_id}@1", into=tmp_path / "resumed", offline=True)
+        assert (Path(plan.workdir) / "src/new_module.py").read_text() == "NEW = True\n"
+
+        _, listing = b.list_remote(repo=world["other"])
+        assert listing[0].local and listing[0].checkpoints[0].local
+
+
+def test_nothing_readable_leaves_the_machine(world: dict[str, Path], tmp_path: Path) -> None:
+    with Engine(tmp_path / "store-a") as a:
+        task_id = _work(a, world["author"], tmp_path)
+        a.push([task_id])
+    raw = _all_remote_bytes(world["remote"])
+    assert raw, "the remote holds objects"
+    for marker in (OBJECTIVE_MARK, NOTE_MARK, TAIL_MARK, SECRET, "collected 3 items", "pytest -q"):
+        assert marker.encode() not in raw, marker
+    # the source itself is plain on purpose: it shares objects with the repository
+    assert b"NEW = True" in raw
+
+
+def test_a_non_recipient_sees_no_key_until_shared(
+    world: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Engine(tmp_path / "store-a") as a:
+        task_id = _work(a, world["author"], tmp_path)
+        a.push([task_id])
+
+    own = os.environ["PITSTOP_IDENTITY"]
+    stranger = _identity()
+    monkeypatch.setenv("PITSTOP_IDENTITY", stranger)
+    with Engine(tmp_path / "store-c") as c:
+        _, listing = c.list_remote(repo=world["other"])
+        assert listing[0].readable is False
+        result = c.fetch([task_id], repo=world["other"])
+        assert result.no_key == [task_id] and result.fetched == {}
+        with pytest.raises(PitstopError):
+            c.get_task(task_id)
+        db_bytes = b"".join(p.read_bytes() for p in (tmp_path / "store-c").rglob("*") if p.is_file())
+        assert OBJECTIVE_MARK.encode() not in db_bytes
+
+    monkeypatch.setenv("PITSTOP_IDENTITY", own)
+    with Engine(tmp_path / "store-a") as a:
+        a.share_task(task_id, [_recipient(stranger)])
+        assert a.push([task_id]).tasks[task_id]["ledger_updated"] is True
+
+    monkeypatch.setenv("PITSTOP_IDENTITY", stranger)
+    with Engine(tmp_path / "store-c") as c:
+        result = c.fetch([task_id], repo=world["other"])
+        assert result.fetched[task_id]["checkpoints"] == 1
+        assert c.get_task(task_id).objective.endswith(OBJECTIVE_MARK)
+
+
+def test_new_checkpoints_travel_both_ways(world: dict[str, Path], tmp_path: Path) -> None:
+    with Engine(tmp_path / "store-a") as a:
+        task_id = _work(a, world["author"], tmp_path)
+        a.push([task_id])
+    with Engine(tmp_path / "store-b") as b:
+        b.fetch([task_id], repo=world["other"])
+        plan = b.resume(f"{task_id}@1", in_place=False, into=tmp_path / "b-work", offline=True)
+        del plan
+        # B continues the task in its own clone and checkpoints there
+        write(world["other"] / "src/mod2.py", "value = 'from b'\n")
+        b.checkpoint(task_id, CheckpointRequest(reason=CheckpointReason.MILESTONE))
+        sent = b.push([task_id])
+        assert sent.tasks[task_id]["checkpoints_sent"] == 1
+    with Engine(tmp_path / "store-a") as a:
+        result = a.fetch([task_id])
+        assert result.fetched[task_id]["checkpoints"] == 1
+        assert [c.seq for c in a.list_checkpoints(task_id)] == [1, 2]
+        assert "mod2.py" in a.diff(f"{task_id}@2")
+
+
+def test_unknown_task_and_bad_remote_are_one_line_errors(
+    world: dict[str, Path], tmp_path: Path
+) -> None:
+    with Engine(tmp_path / "store-b") as b:
+        with pytest.raises(PitstopError, match="holds no task 'nope'"):
+            b.fetch(["nope"], repo=world["other"])
+        with pytest.raises(PitstopError, match="no remote 'upstream'"):
+            b.list_remote("upstream", repo=world["other"])
+        with pytest.raises(PitstopError, match="failed"):
+            b.list_remote(str(tmp_path / "missing.git"), repo=world["other"])
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def daemon(world: dict[str, Path]) -> Iterator[str]:
+    """`git daemon` serving the bare remote on 127.0.0.1 with pushes enabled."""
+    if shutil.which("git") is None:
+        pytest.skip("git missing")
+    port = _free_port()
+    base = world["remote"].parent
+    process = subprocess.Popen(
+        [
+            "git",
+            "daemon",
+            "--reuseaddr",
+            "--export-all",
+            "--enable=receive-pack",
+            f"--base-path={base}",
+            "--listen=127.0.0.1",
+            f"--port={port}",
+            str(base),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.05)
+    else:
+        process.kill()
+        pytest.fail("git daemon did not start")
+    try:
+        yield f"git://127.0.0.1:{port}/{world['remote'].name}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_through_git_daemon(world: dict[str, Path], daemon: str, tmp_path: Path) -> None:
+    with Engine(tmp_path / "store-a") as a:
+        task_id = _work(a, world["author"], tmp_path)
+        a.add_remote("shared", daemon, world["author"])
+        assert a.push([task_id], "shared").tasks[task_id]["checkpoints_sent"] == 1
+    with Engine(tmp_path / "store-b") as b:
+        _, listing = b.list_remote(daemon, repo=world["other"])
+        assert [t.task_id for t in listing] == [task_id]
+        result = b.fetch([task_id], daemon, repo=world["other"])
+        assert result.fetched[task_id]["checkpoints"] == 1
+        into = tmp_path / "restored"
+        b.checkout(f"{task_id}@1", into)
+        assert filecmp.cmp(into / "src/mod1.py", world["author"] / "src/mod1.py", shallow=False)
+        report = b.validate(f"{task_id}@1", offline=True)
+        assert report.verdict.value in ("ready", "ready_with_warnings")
