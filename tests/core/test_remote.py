@@ -267,3 +267,99 @@ def test_through_git_daemon(world: dict[str, Path], daemon: str, tmp_path: Path)
         assert filecmp.cmp(into / "src/mod1.py", world["author"] / "src/mod1.py", shallow=False)
         report = b.validate(f"{task_id}@1", offline=True)
         assert report.verdict.value in ("ready", "ready_with_warnings")
+
+
+def test_ledger_decisions_travel_and_merge_through_sync(
+    world: dict[str, Path], tmp_path: Path
+) -> None:
+    from core.models import ApprovalState, EffectState
+
+    with Engine(tmp_path / "store-a", actor="alice") as a:
+        task_id = _work(a, world["author"], tmp_path)
+        approval = a.request_approval(task_id, f"deploy preview {REASON_MARK}")
+        a.propose_effect(task_id, "deploy-1", "deploy", target="preview")
+        a.move_effect(task_id, "deploy-1", EffectState.IN_PROGRESS)
+        a.push([task_id])
+
+    with Engine(tmp_path / "store-b", actor="bob") as b:
+        b.fetch([task_id], repo=world["other"])
+        assert b.get_approval(approval.id).state is ApprovalState.PENDING
+        assert b.get_effect(task_id, "deploy-1").state is EffectState.IN_PROGRESS
+        b.decide_approval(approval.id, True, f"looks fine {REASON_MARK}")
+        b.move_effect(task_id, "deploy-1", EffectState.CONFIRMED, reason="saw it live")
+        report = b.sync([task_id])
+        assert task_id in report["pushed"]
+
+    raw = _all_remote_bytes(world["remote"])
+    assert REASON_MARK.encode() not in raw and b"saw it live" not in raw
+
+    with Engine(tmp_path / "store-a", actor="alice") as a:
+        a.sync([task_id])
+        decided = a.get_approval(approval.id)
+        assert decided.state is ApprovalState.APPROVED
+        assert decided.decided_by == "bob"
+        assert a.get_effect(task_id, "deploy-1").state is EffectState.CONFIRMED
+        # syncing again changes nothing on either side
+        again = a.sync([task_id])
+        assert again["pushed"][task_id]["ledger_updated"] is False
+
+
+def test_conflicting_decisions_keep_the_first_and_show_the_other(
+    world: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.models import ApprovalState
+
+    with Engine(tmp_path / "store-a", actor="alice") as a:
+        task_id = _work(a, world["author"], tmp_path)
+        approval = a.request_approval(task_id, "publish the package")
+        a.push([task_id])
+    with Engine(tmp_path / "store-b", actor="bob") as b:
+        b.fetch([task_id], repo=world["other"])
+    # both decide without syncing: alice first (rejects), bob a minute later (approves)
+    monkeypatch.setenv("PITSTOP_FROZEN_NOW", "2026-11-30T10:00:00+00:00")
+    with Engine(tmp_path / "store-a", actor="alice") as a:
+        a.decide_approval(approval.id, False, "not before the release notes")
+    monkeypatch.setenv("PITSTOP_FROZEN_NOW", "2026-11-30T10:01:00+00:00")
+    with Engine(tmp_path / "store-b", actor="bob") as b:
+        b.decide_approval(approval.id, True, "ship it")
+        b.sync([task_id])
+    monkeypatch.setenv("PITSTOP_FROZEN_NOW", "2026-11-30T10:02:00+00:00")
+    with Engine(tmp_path / "store-a", actor="alice") as a:
+        a.sync([task_id])
+        assert a.get_approval(approval.id).state is ApprovalState.REJECTED
+    with Engine(tmp_path / "store-b", actor="bob") as b:
+        b.sync([task_id])
+        kept = b.get_approval(approval.id)
+        assert kept.state is ApprovalState.REJECTED and kept.decided_by == "alice"
+        from core import ledger
+
+        shown = ledger.conflicts(b, task_id)
+        assert shown, "the overruled decision is recorded as a conflict"
+
+
+def test_a_host_that_refuses_custom_refs_gets_one_clear_message(
+    world: dict[str, Path], tmp_path: Path
+) -> None:
+    hook = world["remote"] / "hooks" / "pre-receive"
+    hook.write_text(
+        "#!/bin/sh\nwhile read old new ref; do case $ref in refs/pitstop/*) "
+        "echo \"refusing $ref\" >&2; exit 1;; esac; done\n"
+    )
+    hook.chmod(0o755)
+    with Engine(tmp_path / "store-a") as a:
+        task_id = _work(a, world["author"], tmp_path)
+        with pytest.raises(PitstopError, match="only accepts branches and tags"):
+            a.push([task_id])
+    assert git(world["remote"], "for-each-ref", "refs/pitstop/") == ""
+
+
+def test_files_left_out_for_secrets_never_reach_the_remote(
+    world: dict[str, Path], tmp_path: Path
+) -> None:
+    write(world["author"] / ".env", f"API_TOKEN={SECRET}\n")
+    with Engine(tmp_path / "store-a") as a:
+        task_id = _work(a, world["author"], tmp_path)
+        assert a.get_checkpoint(f"{task_id}@1").left_out_count >= 1
+        a.push([task_id])
+    raw = _all_remote_bytes(world["remote"])
+    assert SECRET.encode() not in raw and b"API_TOKEN" not in raw
