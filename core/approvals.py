@@ -15,10 +15,8 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
-import sqlite_utils
-
 from core import clock, redact, store
-from core.db import write_txn
+from core.db import Database, write_txn
 from core.errors import ConflictError, NotAllowedError, NotFoundError, UsageError
 from core.models import (
     Approval,
@@ -122,7 +120,7 @@ def require_decider(task: Task, actor: str, what: str) -> None:
 class Approvals:
     """Approval requests and decisions on one store connection."""
 
-    def __init__(self, db: sqlite_utils.Database, audit: Audit, actor: str) -> None:
+    def __init__(self, db: Database, audit: Audit, actor: str) -> None:
         self.db = db
         self.audit = audit
         self.actor = actor

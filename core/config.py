@@ -6,14 +6,15 @@ Read once per engine; a malformed file is a clear error, never a half-applied co
 from __future__ import annotations
 
 import getpass
-import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from core.errors import UsageError
 from core.paths import config_dir
-from core.snapshot import DEFAULT_MAX_FILE_BYTES
+
+# Files larger than this are left out of snapshots (and listed as left out).
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,8 @@ def load_config(path: Path | None = None) -> Config:
     file = path or config_dir() / "config.toml"
     data: dict[str, Any] = {}
     if file.exists():
+        import tomllib  # only when there is a file to read
+
         try:
             data = tomllib.loads(file.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

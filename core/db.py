@@ -3,29 +3,188 @@
 DESIGN §9: with sqlite-utils 4.x `with db.conn:` does not make one transaction and `db.atomic()`
 issues a deferred `BEGIN` that fails with "database is locked" when several agents write at
 once. So every write goes through `write_txn()`: `BEGIN IMMEDIATE` takes the write lock up front,
-waiting up to `busy_timeout` for other writers, and sqlite-utils calls inside it become savepoints.
+waiting up to `busy_timeout` for other writers, and sqlite-utils calls inside it (migrations)
+become savepoints.
 The connection runs in autocommit mode (`isolation_level=None`) so Python never opens a
 transaction behind our back. One connection per thread; never share one across threads.
+
+`Database` is a thin adapter over `sqlite3` with the few sqlite-utils calls the store makes
+(`execute`, `query`, `table(...).insert/update`, `table_names`): importing sqlite-utils costs
+about seven bare Python starts, and a harness hook runs on every tool call. sqlite-utils itself
+is loaded only to apply migrations.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import sqlite_utils
-
-from core.errors import StoreError
+from core.errors import NotFoundError, StoreError
 from core.paths import ensure_private_file
 
 BUSY_TIMEOUT_MS = 30_000
 
+Parameters = Sequence[Any] | Mapping[str, Any]
 
-def open_database(path: Path) -> sqlite_utils.Database:
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def _sql_value(value: Any) -> Any:
+    """A value as sqlite-utils stores it: containers as JSON, dates and UUIDs as text."""
+    if isinstance(value, dict | list | tuple):
+        return json.dumps(value, default=repr, ensure_ascii=False)
+    module = type(value).__module__
+    if module == "decimal":
+        return float(value)
+    if module in ("datetime", "uuid"):  # date, time, datetime: ISO 8601; timedelta, UUID: str
+        return value.isoformat() if hasattr(value, "isoformat") else str(value)
+    return value
+
+
+def _unique_keys(keys: Iterable[str]) -> list[str]:
+    """Column names of a result, later duplicates renamed `name_2`, `name_3`… (as sqlite-utils)."""
+    names = list(keys)
+    taken = set(names)
+    if len(taken) == len(names):
+        return names
+    seen: set[str] = set()
+    unique = []
+    for name in names:
+        if name in seen:
+            suffix = 2
+            while f"{name}_{suffix}" in taken:
+                suffix += 1
+            name = f"{name}_{suffix}"
+            taken.add(name)
+        seen.add(name)
+        unique.append(name)
+    return unique
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table, as `PRAGMA table_info` describes it."""
+
+    cid: int
+    name: str
+    type: str
+    notnull: int
+    default_value: Any
+    is_pk: int
+
+
+class Table:
+    """One table: insert a row, update a row by primary key, list columns."""
+
+    def __init__(self, db: Database, name: str) -> None:
+        self.db = db
+        self.name = name
+        self.last_rowid: int | None = None
+
+    @property
+    def columns(self) -> list[Column]:
+        """The table's columns (empty when it does not exist)."""
+        rows = self.db.execute(f"PRAGMA table_info({_quote(self.name)})").fetchall()
+        return [Column(*row) for row in rows]
+
+    def _primary_keys(self) -> list[str]:
+        keyed = sorted((c.is_pk, c.name) for c in self.columns if c.is_pk)
+        return [name for _, name in keyed] or ["rowid"]
+
+    def insert(self, record: Mapping[str, Any]) -> Table:
+        """Insert one row; `last_rowid` is its rowid."""
+        names = ", ".join(_quote(name) for name in record)
+        marks = ", ".join("?" for _ in record)
+        cursor = self.db.execute(
+            f"INSERT INTO {_quote(self.name)} ({names}) VALUES ({marks})",
+            [_sql_value(value) for value in record.values()],
+        )
+        self.last_rowid = cursor.lastrowid
+        return self
+
+    def insert_all(self, records: Iterable[Mapping[str, Any]]) -> Table:
+        """Insert rows; a key missing from some of them is NULL there (as sqlite-utils does)."""
+        rows = list(records)
+        names = list(dict.fromkeys(name for row in rows for name in row))
+        if not names:
+            return self
+        columns = ", ".join(_quote(name) for name in names)
+        marks = ", ".join("?" for _ in names)
+        sql = f"INSERT INTO {_quote(self.name)} ({columns}) VALUES ({marks})"
+        for row in rows:
+            cursor = self.db.execute(sql, [_sql_value(row.get(name)) for name in names])
+            self.last_rowid = cursor.lastrowid
+        return self
+
+    def update(self, pk_value: Any, updates: Mapping[str, Any]) -> Table:
+        """Change columns of the row with this primary key; a missing row is an error."""
+        pk_values = list(pk_value) if isinstance(pk_value, list | tuple) else [pk_value]
+        keys = self._primary_keys()
+        wheres = " AND ".join(f"{_quote(key)} = ?" for key in keys)
+        found = self.db.execute(
+            f"SELECT 1 FROM {_quote(self.name)} WHERE {wheres}", pk_values
+        ).fetchone()
+        if found is None:
+            raise NotFoundError(f"no row {pk_values!r} in table {self.name}")
+        if not updates:
+            return self
+        sets = ", ".join(f"{_quote(key)} = ?" for key in updates)
+        cursor = self.db.execute(
+            f"UPDATE {_quote(self.name)} SET {sets} WHERE {wheres}",
+            [*(_sql_value(value) for value in updates.values()), *pk_values],
+        )
+        if cursor.rowcount != 1:
+            raise StoreError(f"updating {self.name} {pk_values!r} changed {cursor.rowcount} rows")
+        return self
+
+
+class Database:
+    """One SQLite connection and the sqlite-utils calls the store makes, on `sqlite3` alone."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, parameters: Parameters | None = None) -> sqlite3.Cursor:
+        """Run one statement (autocommit unless inside `write_txn`)."""
+        if parameters is None:
+            return self.conn.execute(sql)
+        return self.conn.execute(sql, parameters)
+
+    def query(self, sql: str, params: Parameters | None = None) -> Iterator[dict[str, Any]]:
+        """Run a query; its rows as dictionaries keyed by column name."""
+        cursor = self.execute(sql, params)
+        if cursor.description is None:
+            raise ValueError("query() can only be used with SQL that returns rows")
+        keys = _unique_keys(d[0] for d in cursor.description)
+        return (dict(zip(keys, row, strict=True)) for row in cursor)
+
+    def table(self, name: str) -> Table:
+        """A handle on one table."""
+        return Table(self, name)
+
+    def __getitem__(self, name: str) -> Table:
+        return Table(self, name)
+
+    def table_names(self) -> list[str]:
+        """The tables this database holds."""
+        rows = self.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        return [row[0] for row in rows]
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+
+def open_database(path: Path) -> Database:
     """Open (creating if needed) the store database with WAL, FULL sync and a long busy timeout."""
     old_umask = os.umask(0o077)
     try:
@@ -50,7 +209,7 @@ def open_database(path: Path) -> sqlite_utils.Database:
         os.umask(old_umask)
     for suffix in ("", "-wal", "-shm"):
         ensure_private_file(Path(str(path) + suffix))
-    return sqlite_utils.Database(conn, execute_plugins=False)
+    return Database(conn)
 
 
 def _enable_wal(conn: sqlite3.Connection) -> str:
@@ -73,7 +232,7 @@ def _enable_wal(conn: sqlite3.Connection) -> str:
 
 
 @contextmanager
-def write_txn(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
+def write_txn(db: Database) -> Iterator[Database]:
     """Run the block as one `BEGIN IMMEDIATE … COMMIT` transaction, rolled back on any error."""
     conn = db.conn
     if conn.in_transaction:
@@ -89,12 +248,12 @@ def write_txn(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
         conn.execute("COMMIT")
 
 
-def integrity_ok(db: sqlite_utils.Database) -> bool:
+def integrity_ok(db: Database) -> bool:
     """True when `PRAGMA integrity_check` reports no problem."""
     rows = db.conn.execute("PRAGMA integrity_check").fetchall()
     return rows == [("ok",)]
 
 
-def data_version(db: sqlite_utils.Database) -> int:
+def data_version(db: Database) -> int:
     """SQLite's change counter: differs when another connection committed since the last read."""
     return int(db.conn.execute("PRAGMA data_version").fetchone()[0])

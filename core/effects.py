@@ -37,11 +37,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import sqlite_utils
-
 from core import approvals, clock, store
 from core.approvals import Audit
-from core.db import write_txn
+from core.db import Database, write_txn
 from core.errors import (
     EXIT_BUSY,
     EXIT_NEEDS_APPROVAL,
@@ -217,7 +215,7 @@ def _quiet(_: str) -> None:
 class Ledger:
     """The side effects of every task in one store, on one connection."""
 
-    def __init__(self, db: sqlite_utils.Database, audit: Audit, actor: str, lock_dir: Path) -> None:
+    def __init__(self, db: Database, audit: Audit, actor: str, lock_dir: Path) -> None:
         self.db = db
         self.audit = audit
         self.actor = actor

@@ -12,9 +12,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
-import socket
-import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -23,21 +20,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import sqlite_utils
-
-from core import clock, economics, identity, manifest, snapshot, store, worktree
-from core.approvals import Approvals, parse_duration, persistable, validate_operator_names
+from core import clock, store
 from core.config import Config, load_config
-from core.crypto import DecryptError, MasterKeyError
-from core.db import open_database, write_txn
-from core.effects import (
-    CheckOutcome,
-    GuardOutcome,
-    GuardRequest,
-    Ledger,
-    Notice,
-    ProposeResult,
-)
+from core.db import Database, open_database, write_txn
 from core.errors import (
     CommandStartError,
     ConflictError,
@@ -48,7 +33,6 @@ from core.errors import (
     SchemaTooNewError,
     UsageError,
 )
-from core.fingerprint import fingerprint_environment, load_or_create_key
 from core.keys import TaskKeys
 from core.migrations import migrate
 from core.models import (
@@ -68,16 +52,17 @@ from core.models import (
     validate_task_id,
 )
 from core.paths import StorePaths, ensure_private_dir, resolve_store_root
-from core.resume import ResumePlan, build_brief, harness_command, write_brief
-from core.validate import Finding, ValidationInputs, ValidationReport, Verdict, run_checks
-from core.validate import Status as FindingStatus
 
 if TYPE_CHECKING:  # evidence pulls in redaction, zstd and crypto: loaded only when used
-    from core import evidence
+    from core import economics, evidence, snapshot
+    from core.approvals import Approvals
     from core.capture import RunOutcome
     from core.economics import TaskEstimate
+    from core.effects import CheckOutcome, GuardOutcome, GuardRequest, Ledger, Notice, ProposeResult
     from core.metrics import Metrics
+    from core.resume import ResumePlan
     from core.retention import GcReport
+    from core.validate import Finding, ValidationInputs, ValidationReport
 
 CHECKPOINT_REF = re.compile(r"^(?P<task>[^@\s]+)(?:@(?P<seq>\d+|latest))?$")
 
@@ -161,6 +146,8 @@ def _default_resume_dir(toplevel: Path, task_id: str) -> Path:
 
 def generate_task_id(objective: str, taken: set[str]) -> str:
     """A short, human id from the objective's first words plus four hex digits."""
+    import secrets
+
     words = re.findall(r"[a-z0-9]+", objective.lower())
     stem = "-".join(words[:3])[:24].strip("-") or "task"
     while True:
@@ -185,7 +172,7 @@ class Engine:
         self.config = config or load_config()
         self.actor = actor or self.config.operator
         ensure_private_dir(self.paths.root)
-        self.db: sqlite_utils.Database = open_database(self.paths.database)
+        self.db: Database = open_database(self.paths.database)
         try:
             migrate(self.db)
         except BaseException:
@@ -244,6 +231,9 @@ class Engine:
         `recipients` (and the operator's own recipient, when they have an identity) are the
         public keys the task's remote copies will be encrypted to.
         """
+        from core import identity, snapshot
+        from core.approvals import validate_operator_names
+
         if not objective.strip():
             raise UsageError("the objective is empty; say what the task should achieve")
         approver_names = validate_operator_names(approvers)
@@ -294,6 +284,8 @@ class Engine:
 
     @staticmethod
     def _with_own_recipient(recipients: list[str]) -> list[str]:
+        from core import identity
+
         own = identity.load_identity_or_none()
         if own is not None and own.recipient not in recipients:
             return [*recipients, own.recipient]
@@ -312,6 +304,8 @@ class Engine:
 
     def share_task(self, task_id: str, recipients: Sequence[str]) -> list[str]:
         """Add recipients to a task (those it has already are left alone); return all of them."""
+        from core import identity
+
         if not recipients:
             raise UsageError("give at least one --recipient to share the task with")
         parsed = identity.parse_recipients(recipients)
@@ -409,6 +403,8 @@ class Engine:
         recorded as `writing`, its commit written and re-read, and only then flipped to
         `complete` in one transaction (invariant 1).
         """
+        from core import economics, snapshot
+
         started = time.monotonic()
         task = store.get_task(self.db, task_id)
         if task.status.is_final:
@@ -518,6 +514,8 @@ class Engine:
         started: float,
         pending: list[dict[str, Any]],
     ) -> CheckpointResult:
+        import socket
+
         created_at = clock.now_iso()
         with write_txn(self.db):
             seq = store.next_checkpoint_seq(self.db, task.id)
@@ -585,6 +583,9 @@ class Engine:
         created_at: str,
         pending: list[dict[str, Any]],
     ) -> CheckpointResult:
+        from core import manifest, snapshot
+        from core.fingerprint import fingerprint_environment, load_or_create_key
+
         base_tree = (
             snapshot.tree_of_commit(store_repo, snap.base_commit)
             if snap.base_commit
@@ -781,6 +782,9 @@ class Engine:
 
         With `strict` off (lists), content that cannot be decrypted shows as a marker instead.
         """
+        from core import manifest
+        from core.crypto import DecryptError, MasterKeyError
+
         task_id, seq = checkpoint.task_id, checkpoint.seq
         try:
             note = (
@@ -836,6 +840,8 @@ class Engine:
 
     def verify(self, checkpoint: Checkpoint, *, deep: bool = True) -> list[str]:
         """Problems found re-reading a checkpoint from the store (empty when it is sound)."""
+        from core import snapshot
+
         if checkpoint.state is not CheckpointState.COMPLETE:
             return [
                 f"checkpoint {checkpoint.ref} is {checkpoint.state.value}: "
@@ -863,6 +869,8 @@ class Engine:
 
     def diff(self, ref: str, against: str = "base", paths: Sequence[str] = ()) -> str:
         """A unified diff of a checkpoint's snapshot against its base commit or the previous one."""
+        from core import snapshot
+
         checkpoint = self.get_checkpoint(ref, with_content=False)
         store_repo = self._require_sound(checkpoint)
         old_tree = self._comparison_tree(checkpoint, against, store_repo)
@@ -870,6 +878,8 @@ class Engine:
         return snapshot.unified_diff(store_repo, old_tree, checkpoint.worktree_tree, paths)
 
     def _comparison_tree(self, checkpoint: Checkpoint, against: str, store_repo: Path) -> str:
+        from core import snapshot
+
         if against == "base":
             if not checkpoint.base_commit:
                 return snapshot.EMPTY_TREE
@@ -887,6 +897,8 @@ class Engine:
 
     def changed_files(self, ref: str, against: str = "base") -> list[Any]:
         """Per-file status and line counts of a checkpoint against base or previous."""
+        from core import snapshot
+
         checkpoint = self.get_checkpoint(ref, with_content=False)
         store_repo = self._require_sound(checkpoint)
         assert checkpoint.worktree_tree
@@ -895,6 +907,8 @@ class Engine:
 
     def checkout(self, ref: str, into: str | os.PathLike[str]) -> int:
         """Materialise a complete checkpoint's working tree, byte-exact, into a new directory."""
+        from core import snapshot
+
         checkpoint = self.get_checkpoint(ref, with_content=False)
         store_repo = self._require_sound(checkpoint, deep=False)
         assert checkpoint.worktree_tree
@@ -1053,9 +1067,13 @@ class Engine:
     # --- side effects and approvals --------------------------------------------------------
 
     def _ledger(self) -> Ledger:
+        from core.effects import Ledger
+
         return Ledger(self.db, self._event, self.actor, self.paths.tmp / "locks" / "effects")
 
     def _approvals(self) -> Approvals:
+        from core.approvals import Approvals
+
         return Approvals(self.db, self._event, self.actor)
 
     def propose_effect(
@@ -1120,6 +1138,8 @@ class Engine:
         checkpoint: bool = False,
     ) -> Approval:
         """Ask for a human decision; the task waits, after a `before-wait` checkpoint if asked."""
+        from core.approvals import parse_duration, persistable
+
         approvals = self._approvals()
         lifetime = parse_duration(expires_in) if expires_in is not None else None
         approvals.validate_request(task_id, action, effect_key)
@@ -1197,6 +1217,8 @@ class Engine:
         progress: Callable[[Finding], None] | None = None,
     ) -> ValidationReport:
         """Run every restore check on a checkpoint; the run is stored and audited."""
+        from core.validate import Verdict, run_checks
+
         inputs = self._validation_inputs(ref, into, offline)
         report = run_checks(inputs, progress)
         if report.verdict is Verdict.STALE:
@@ -1230,6 +1252,10 @@ class Engine:
     def _validation_inputs(
         self, ref: str, into: str | os.PathLike[str] | None, offline: bool
     ) -> ValidationInputs:
+        from core import snapshot
+        from core.fingerprint import load_or_create_key
+        from core.validate import ValidationInputs
+
         task_id, seq = parse_checkpoint_ref(ref)
         task = store.get_task(self.db, task_id)
         if seq is None:
@@ -1309,6 +1335,8 @@ class Engine:
 
     def _header_schema_error(self, task: Task, checkpoint: Checkpoint) -> str | None:
         """A `pitstop.json` header from a newer Pitstop makes the checkpoint unsupported."""
+        from core import manifest, snapshot
+
         assert checkpoint.commit
         try:
             raw = snapshot.read_blob(
@@ -1327,6 +1355,8 @@ class Engine:
 
     def _live_leases(self, task_id: str) -> list[str]:
         """Descriptions of resume leases on the task that are still live."""
+        import socket
+
         live = []
         now = clock.now()
         host = socket.gethostname()
@@ -1351,6 +1381,11 @@ class Engine:
         offline: bool = False,
     ) -> ResumePlan:
         """Validate, take the lease, restore the snapshot and write the brief (no launch yet)."""
+        from core import snapshot
+        from core.resume import ResumePlan, build_brief, harness_command, write_brief
+        from core.validate import Status as FindingStatus
+        from core.validate import Verdict
+
         if into and in_place:
             raise UsageError("choose --into DIR or --in-place, not both")
         task_id, _seq = parse_checkpoint_ref(ref)
@@ -1464,6 +1499,10 @@ class Engine:
         )
 
     def _take_lease(self, checkpoint: Checkpoint, verdict: str, target: Path) -> int:
+        import socket
+
+        from core.validate import Verdict
+
         now = clock.now()
         until = clock.to_iso(now + timedelta(minutes=self.config.lease_minutes))
         with write_txn(self.db):
@@ -1511,6 +1550,8 @@ class Engine:
         target: Path,
         in_place: bool,
     ) -> str | None:
+        from core import worktree
+
         assert checkpoint.commit and checkpoint.worktree_tree and checkpoint.index_tree
         if not checkpoint.base_commit:
             raise UsageError(
@@ -1542,6 +1583,8 @@ class Engine:
 
     def launch(self, plan: ResumePlan) -> int:
         """Run the task's harness in the restored worktree (blocking); return its exit code."""
+        import subprocess
+
         with write_txn(self.db):
             store.update_resume(self.db, plan.resume_id, launched=1)
         env = {**os.environ, **plan.env}

@@ -18,11 +18,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import sqlite_utils
 import zstandard
 
 from core import clock, store
-from core.db import write_txn
+from core.db import Database, write_txn
 from core.keys import TaskKeys
 from core.redact import RULESET_VERSION, StreamRedactor, redact_argv, redact_text
 from core.summaries import SummaryScanner
@@ -134,7 +133,7 @@ class EvidenceRecorder:
 
     def __init__(
         self,
-        db: sqlite_utils.Database,
+        db: Database,
         keys: TaskKeys,
         task_id: str,
         *,
@@ -345,7 +344,7 @@ class EvidenceRecorder:
 
 
 def load_evidence(
-    db: sqlite_utils.Database, keys: TaskKeys, evidence_id: int, *, decrypt: bool = True
+    db: Database, keys: TaskKeys, evidence_id: int, *, decrypt: bool = True
 ) -> Evidence:
     """An evidence item with its command and tail decrypted (when `decrypt`)."""
     row = store.get_evidence(db, evidence_id)
@@ -376,7 +375,7 @@ def load_evidence(
 
 
 def read_chunks(
-    db: sqlite_utils.Database, keys: TaskKeys, evidence: Evidence, seqs: Sequence[int]
+    db: Database, keys: TaskKeys, evidence: Evidence, seqs: Sequence[int]
 ) -> Iterator[bytes]:
     """Decrypt and decompress the given chunks of an evidence item, in the order given."""
     decompressor = zstandard.ZstdDecompressor()
@@ -391,7 +390,7 @@ def read_chunks(
         yield decompressor.decompress(compressed)
 
 
-def iter_output(db: sqlite_utils.Database, keys: TaskKeys, evidence: Evidence) -> Iterator[bytes]:
+def iter_output(db: Database, keys: TaskKeys, evidence: Evidence) -> Iterator[bytes]:
     """The whole kept output in order; a marker stands where a truncated middle was dropped."""
     chunks = store.list_chunks(db, evidence.id)
     if not chunks and evidence.stored_bytes:
@@ -405,9 +404,7 @@ def iter_output(db: sqlite_utils.Database, keys: TaskKeys, evidence: Evidence) -
         expected_offset = chunk["offset"] + chunk["raw_len"]
 
 
-def last_lines(
-    db: sqlite_utils.Database, keys: TaskKeys, evidence: Evidence, count: int
-) -> list[bytes]:
+def last_lines(db: Database, keys: TaskKeys, evidence: Evidence, count: int) -> list[bytes]:
     """The last `count` lines of the kept output, reading chunks from the end only."""
     chunks = store.list_chunks(db, evidence.id)
     if not chunks and evidence.stored_bytes:

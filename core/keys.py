@@ -6,10 +6,8 @@ decrypted, so commands that touch no content never need it.
 
 from __future__ import annotations
 
-import sqlite_utils
-
 from core import clock, crypto, store
-from core.db import write_txn
+from core.db import Database, write_txn
 
 DEMO_KEY_META = "demo_master_key"
 
@@ -17,7 +15,7 @@ DEMO_KEY_META = "demo_master_key"
 class TaskKeys:
     """Hands out the data key of each task in one store."""
 
-    def __init__(self, db: sqlite_utils.Database, master: crypto.MasterKey | None = None) -> None:
+    def __init__(self, db: Database, master: crypto.MasterKey | None = None) -> None:
         self._db = db
         self._master = master
         self._cache: dict[str, bytes] = {}

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-import sqlite_utils
-
 from core import economics, store
 from core.config import Config
+from core.db import Database
 from core.errors import PitstopError
 from core.keys import TaskKeys
 from core.models import CheckpointState
@@ -129,7 +128,7 @@ class Metrics:
 
 
 def recorded_runs(
-    db: sqlite_utils.Database, keys: TaskKeys | None, task_id: str
+    db: Database, keys: TaskKeys | None, task_id: str
 ) -> tuple[list[economics.RecordedRun], list[str]]:
     """A task's completed evidence, classified; commands are read when the key allows it."""
     from core import evidence
@@ -164,7 +163,7 @@ def recorded_runs(
     return runs, notes
 
 
-def task_facts(db: sqlite_utils.Database, task_id: str) -> economics.TaskFacts:
+def task_facts(db: Database, task_id: str) -> economics.TaskFacts:
     """What the task recorded that the break-even model needs."""
     task = store.get_task(db, task_id)
     kept = [
@@ -184,7 +183,7 @@ def task_facts(db: sqlite_utils.Database, task_id: str) -> economics.TaskFacts:
 
 
 def task_estimate(
-    db: sqlite_utils.Database,
+    db: Database,
     keys: TaskKeys | None,
     config: Config,
     task_id: str,
@@ -214,7 +213,7 @@ def task_estimate(
 
 
 def collect_metrics(
-    db: sqlite_utils.Database,
+    db: Database,
     keys: TaskKeys | None,
     config: Config,
     task_id: str | None = None,

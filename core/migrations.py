@@ -8,14 +8,77 @@ is read or written (invariant 5).
 
 from __future__ import annotations
 
-import sqlite_utils
-from sqlite_utils.migrations import Migrations
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
-from core.db import write_txn
+from core.db import Database, write_txn
 from core.errors import SchemaTooNewError
 
+if TYPE_CHECKING:  # migrations run on sqlite-utils, loaded only when one is pending
+    import sqlite_utils
+
 MIGRATION_SET = "pitstop"
-migrations = Migrations(MIGRATION_SET)
+MIGRATIONS_TABLE = "_sqlite_migrations"  # where sqlite-utils' Migrations records what it applied
+Migration = TypeVar("Migration", bound=Callable[["sqlite_utils.Database"], None])
+
+
+class MigrationSet:
+    """Numbered migrations, registered at import without loading sqlite-utils.
+
+    Checking that a database is up to date is one plain query (every command and every harness
+    hook opens the store); sqlite-utils' `Migrations` is built only to apply pending ones, so
+    the record of what was applied stays exactly what sqlite-utils writes and reads.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._migrations: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = []
+
+    def __call__(self, *, name: str) -> Callable[[Migration], Migration]:
+        """Register the decorated function as the migration `name` (after those before it)."""
+
+        def register(function: Migration) -> Migration:
+            if any(known == name for known, _ in self._migrations):
+                raise ValueError(f"migration {name!r} is already registered in {self.name!r}")
+            self._migrations.append((name, function))
+            return function
+
+        return register
+
+    def names(self) -> list[str]:
+        """Every registered migration's name, in order."""
+        return [name for name, _ in self._migrations]
+
+    def applied(self, db: Database) -> list[str]:
+        """Names of the migrations of this set applied to the database, in the order applied."""
+        exists = db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [MIGRATIONS_TABLE]
+        ).fetchone()
+        if exists is None:
+            return []
+        rows = db.execute(
+            f"SELECT name FROM {MIGRATIONS_TABLE} WHERE migration_set = ? ORDER BY rowid",
+            [self.name],
+        ).fetchall()
+        return [row[0] for row in rows]
+
+    def pending(self, db: Database) -> list[str]:
+        """Names of the registered migrations not applied yet."""
+        done = set(self.applied(db))
+        return [name for name in self.names() if name not in done]
+
+    def apply(self, db: Database, *, stop_before: str | None = None) -> None:
+        """Apply the pending migrations with sqlite-utils (each one recorded as it applies)."""
+        from sqlite_utils import Database as UtilsDatabase
+        from sqlite_utils.migrations import Migrations
+
+        runner = Migrations(self.name)
+        for name, function in self._migrations:
+            runner(name=name)(function)
+        runner.apply(UtilsDatabase(db.conn, execute_plugins=False), stop_before=stop_before)
+
+
+migrations = MigrationSet(MIGRATION_SET)
 
 
 @migrations(name="0001_initial")
@@ -276,15 +339,15 @@ def _validations_resumes(db: sqlite_utils.Database) -> None:
 
 def known_migration_names() -> list[str]:
     """Names of every migration this build knows, in order."""
-    return [migration.name for migration in migrations._migrations]
+    return migrations.names()
 
 
-def _unknown_applied(db: sqlite_utils.Database) -> list[str]:
+def _unknown_applied(db: Database) -> list[str]:
     known = set(known_migration_names())
-    return [m.name for m in migrations.applied(db) if m.name not in known]
+    return [name for name in migrations.applied(db) if name not in known]
 
 
-def _refuse_newer(db: sqlite_utils.Database) -> None:
+def _refuse_newer(db: Database) -> None:
     unknown = _unknown_applied(db)
     if unknown:
         raise SchemaTooNewError(
@@ -293,7 +356,7 @@ def _refuse_newer(db: sqlite_utils.Database) -> None:
         )
 
 
-def migrate(db: sqlite_utils.Database) -> None:
+def migrate(db: Database) -> None:
     """Bring the database to this build's schema, or refuse one from a newer Pitstop."""
     _refuse_newer(db)
     if not migrations.pending(db):
@@ -303,10 +366,10 @@ def migrate(db: sqlite_utils.Database) -> None:
         migrations.apply(db)
 
 
-def schema_version(db: sqlite_utils.Database) -> str | None:
+def schema_version(db: Database) -> str | None:
     """The name of the newest migration applied, or None for an empty database."""
     applied = migrations.applied(db)
-    return applied[-1].name if applied else None
+    return applied[-1] if applied else None
 
 
 @migrations(name="0006_dashboard_indexes")

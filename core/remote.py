@@ -45,6 +45,7 @@ KEY_FILE = "keys/data-key.age"
 FACTS_DIR = "facts/"
 CHECKPOINT_FILE = "checkpoint.json"
 NOTE_FILE = "note.enc"
+PACK_FILE = "snapshot.pack.enc"
 PREFIX = "refs/pitstop/"
 
 # Evidence columns that travel in clear: what a listing counts and sorts, never content.
@@ -242,9 +243,18 @@ def _open_json(engine: Engine, task_id: str, item: str, sealed: str, what: str) 
 
 
 def _export_checkpoint(
-    engine: Engine, store_repo: Path, task: Task, seq: int, parent: str | None
+    engine: Engine,
+    store_repo: Path,
+    task: Task,
+    seq: int,
+    parent: str | None,
+    seal_worktree: bool = False,
 ) -> str:
-    """Build the remote commit of one local checkpoint (once; later pushes reuse it)."""
+    """Build the remote commit of one local checkpoint (once; later pushes reuse it).
+
+    With `seal_worktree`, the snapshot's objects (those its base commit does not already hold)
+    travel as one sealed pack instead of the plain `worktree/` and `index/` trees.
+    """
     checkpoint = store.get_checkpoint(engine.db, task.id, seq)
     if checkpoint.commit is None or checkpoint.state is not CheckpointState.COMPLETE:
         raise ConflictError(f"checkpoint {task.id}@{seq} is not complete; it cannot be pushed")
@@ -254,9 +264,15 @@ def _export_checkpoint(
     trees: dict[str, str] = {n: top[n] for n in ("worktree", "index") if n in top}
     if checkpoint.sealed_note:
         files[NOTE_FILE] = checkpoint.sealed_note
-    sealed, _fingerprint = _seal_json(
-        engine, task.id, f"remote/checkpoint/{seq}", {"branch": checkpoint.branch}
-    )
+    content: dict[str, Any] = {"branch": checkpoint.branch}
+    if seal_worktree:
+        pack = remote_git.pack_objects(
+            store_repo, [t for t in trees.values()], exclude=[checkpoint.base_commit or ""]
+        )
+        files[PACK_FILE] = engine.keys.seal(task.id, f"remote/checkpoint/{seq}/pack", pack)
+        content.update(worktree_tree=trees.get("worktree"), index_tree=trees.get("index"))
+        trees = {}
+    sealed, _fingerprint = _seal_json(engine, task.id, f"remote/checkpoint/{seq}", content)
     evidence_ids = []
     for item in store.evidence_rows_for_export(engine.db, task.id, seq):
         origin_id = int(item["id"])
@@ -277,6 +293,7 @@ def _export_checkpoint(
             "left_out_count": checkpoint.left_out_count,
             "manifest_sha256": checkpoint.manifest_sha256,
             "base_commit": checkpoint.base_commit,
+            "worktree": "sealed" if seal_worktree else "plain",
             "evidence": evidence_ids,
             "sealed": sealed,
         }
@@ -321,17 +338,24 @@ def _export_evidence(
     return files
 
 
-def _export_chain(engine: Engine, store_repo: Path, task: Task) -> str | None:
-    """The remote commit of the task's newest checkpoint, building any not yet built."""
+def _export_chain(
+    engine: Engine, store_repo: Path, task: Task, seal_worktree: bool = False
+) -> str | None:
+    """The remote commit of the task's newest checkpoint, building any not yet built.
+
+    A checkpoint already exported keeps its commit (history never changes under a remote),
+    even if it has expired here since; `seal_worktree` applies to new ones only.
+    """
     known = store.export_commits(engine.db, task.id)
     tip: str | None = None
     for checkpoint in store.list_checkpoints(engine.db, task.id):
+        exported = known.get(checkpoint.seq)
+        if exported is not None and remote_git.has_object(store_repo, exported):
+            tip = exported
+            continue
         if checkpoint.state is not CheckpointState.COMPLETE:
             continue
-        exported = known.get(checkpoint.seq)
-        if exported is None or not remote_git.has_object(store_repo, exported):
-            exported = _export_checkpoint(engine, store_repo, task, checkpoint.seq, tip)
-        tip = exported
+        tip = _export_checkpoint(engine, store_repo, task, checkpoint.seq, tip, seal_worktree)
     return tip
 
 
@@ -484,7 +508,13 @@ def _parse_header(raw: bytes | None) -> dict[str, Any]:
 # --- push -------------------------------------------------------------------------------------
 
 
-def push(engine: Engine, task_ids: Sequence[str], remote: str | None = None) -> PushResult:
+def push(
+    engine: Engine,
+    task_ids: Sequence[str],
+    remote: str | None = None,
+    *,
+    seal_worktree: bool = False,
+) -> PushResult:
     """Send tasks' checkpoints and ledgers to a remote in one atomic push."""
     tasks = [engine.get_task(task_id) for task_id in task_ids]
     if not tasks:
@@ -494,7 +524,7 @@ def push(engine: Engine, task_ids: Sequence[str], remote: str | None = None) -> 
         url = resolve_url(engine, remote, task.repo_root)
         groups.setdefault((url, task.store_repo), []).append(task)
     results = [
-        _push_group(engine, url, engine.paths.repos / repo, group)
+        _push_group(engine, url, engine.paths.repos / repo, group, seal_worktree)
         for (url, repo), group in groups.items()
     ]
     merged = PushResult(url=results[0].url)
@@ -503,17 +533,21 @@ def push(engine: Engine, task_ids: Sequence[str], remote: str | None = None) -> 
     return merged
 
 
-def _push_group(engine: Engine, url: str, store_repo: Path, tasks: list[Task]) -> PushResult:
+def _push_group(
+    engine: Engine, url: str, store_repo: Path, tasks: list[Task], seal_worktree: bool
+) -> PushResult:
     for attempt in range(3):
         try:
-            return _push_once(engine, url, store_repo, tasks)
+            return _push_once(engine, url, store_repo, tasks, seal_worktree)
         except remote_git.RemoteMovedError:
             if attempt == 2:
                 raise
     raise AssertionError("unreachable")
 
 
-def _push_once(engine: Engine, url: str, store_repo: Path, tasks: list[Task]) -> PushResult:
+def _push_once(
+    engine: Engine, url: str, store_repo: Path, tasks: list[Task], seal_worktree: bool
+) -> PushResult:
     advertised = remote_git.ls_remote(store_repo, url, f"{PREFIX}*")
     _fetch_tracking(store_repo, url, [t.id for t in tasks], advertised, kinds=("ledger",))
     updates: dict[str, tuple[str, str | None]] = {}
@@ -521,7 +555,7 @@ def _push_once(engine: Engine, url: str, store_repo: Path, tasks: list[Task]) ->
     for task in tasks:
         remote_cp = advertised.get(checkpoint_ref(task.id))
         remote_ledger = advertised.get(ledger_ref(task.id))
-        tip = _export_chain(engine, store_repo, task)
+        tip = _export_chain(engine, store_repo, task, seal_worktree)
         sent = 0
         if tip is not None and tip != remote_cp:
             if remote_cp is not None and not remote_git.has_object(store_repo, remote_cp):
@@ -821,7 +855,6 @@ def _import_checkpoints(engine: Engine, store_repo: Path, task_id: str, tip: str
     newest: str | None = None
     for oid, facts in reversed(_chain(store_repo, tip)):
         seq = int(facts["seq"])
-        newest = oid
         if seq in have:
             if exports.get(seq) not in (None, oid):
                 raise ConflictError(
@@ -832,7 +865,7 @@ def _import_checkpoints(engine: Engine, store_repo: Path, task_id: str, tip: str
                 with write_txn(engine.db):
                     store.record_export(engine.db, task_id, seq, oid)
             continue
-        _import_checkpoint(engine, store_repo, task_id, oid, facts)
+        newest = _import_checkpoint(engine, store_repo, task_id, oid, facts)
         count += 1
     if newest is not None and count:
         snapshot.update_checkpoint_ref(store_repo, task_id, newest)
@@ -867,12 +900,15 @@ def _chain(store_repo: Path, tip: str) -> list[tuple[str, dict[str, Any]]]:
 
 def _import_checkpoint(
     engine: Engine, store_repo: Path, task_id: str, oid: str, facts: Mapping[str, Any]
-) -> None:
+) -> str:
+    """Record one fetched checkpoint; return its local commit (the fetched one itself, or for
+    a sealed worktree, a local commit built once its pack is opened)."""
     seq = int(facts["seq"])
     top = remote_git.top_entries(store_repo, oid)
     base_commit = facts.get("base_commit")
     blobs = remote_git.read_objects(
-        store_repo, [f"{oid}:{snapshot.MANIFEST_FILE}", f"{oid}:{NOTE_FILE}"]
+        store_repo,
+        [f"{oid}:{snapshot.MANIFEST_FILE}", f"{oid}:{NOTE_FILE}", f"{oid}:{PACK_FILE}"],
     )
     manifest_blob = blobs.get(f"{oid}:{snapshot.MANIFEST_FILE}")
     if manifest_blob is None or hashlib.sha256(manifest_blob).hexdigest() != facts.get(
@@ -885,6 +921,12 @@ def _import_checkpoint(
         engine, task_id, f"remote/checkpoint/{seq}", str(facts["sealed"]), f"{task_id}@{seq}"
     )
     evidence = _read_evidence(engine, store_repo, task_id, oid, facts)
+    local_commit = oid
+    worktree_tree, index_tree = top.get("worktree"), top.get("index")
+    if facts.get("worktree") == "sealed":
+        local_commit, worktree_tree, index_tree = _open_sealed_worktree(
+            engine, store_repo, task_id, oid, facts, sealed, blobs
+        )
     with write_txn(engine.db):
         store.insert_fetched_checkpoint(
             engine.db,
@@ -893,9 +935,9 @@ def _import_checkpoint(
             state=CheckpointState.COMPLETE.value,
             reason=str(facts["reason"]),
             note=blobs.get(f"{oid}:{NOTE_FILE}"),
-            commit_sha=oid,
-            worktree_tree=top.get("worktree"),
-            index_tree=top.get("index"),
+            commit_sha=local_commit,
+            worktree_tree=worktree_tree,
+            index_tree=index_tree,
             base_commit=base_commit,
             branch=sealed.get("branch"),
             manifest=manifest_blob,
@@ -920,6 +962,47 @@ def _import_checkpoint(
             None,
             clock.now_iso(),
         )
+
+
+def _open_sealed_worktree(
+    engine: Engine,
+    store_repo: Path,
+    task_id: str,
+    oid: str,
+    facts: Mapping[str, Any],
+    sealed: Mapping[str, Any],
+    blobs: Mapping[str, bytes | None],
+) -> tuple[str, str, str]:
+    """Unpack a sealed snapshot and build the local checkpoint commit that holds its trees."""
+    seq = int(facts["seq"])
+    envelope = blobs.get(f"{oid}:{PACK_FILE}")
+    worktree_tree, index_tree = sealed.get("worktree_tree"), sealed.get("index_tree")
+    if envelope is None or not worktree_tree or not index_tree:
+        raise RemoteFormatError(f"remote checkpoint {task_id}@{seq} lacks its sealed snapshot")
+    pack = engine.keys.open(
+        task_id, f"remote/checkpoint/{seq}/pack", envelope, f"the snapshot of {task_id}@{seq}"
+    )
+    remote_git.index_pack(store_repo, pack)
+    previous = store.latest_complete(engine.db, task_id)
+    header = remote_git.read_objects(store_repo, [f"{oid}:pitstop.json"])[f"{oid}:pitstop.json"]
+    commit, _bytes = snapshot.write_checkpoint_commit(
+        store_repo,
+        header=header or b"{}",
+        manifest=blobs[f"{oid}:{snapshot.MANIFEST_FILE}"] or b"",
+        snapshot=snapshot.Snapshot(
+            worktree_tree=str(worktree_tree),
+            index_tree=str(index_tree),
+            base_commit=facts.get("base_commit"),
+            branch=sealed.get("branch"),
+            left_out=(),
+            submodules=(),
+            bytes_added=0,
+        ),
+        parent=previous.commit if previous else None,
+        message=f"pitstop checkpoint {task_id}@{seq} (fetched)",
+        timestamp=clock.git_timestamp(str(facts["created_at"])),
+    )
+    return commit, str(worktree_tree), str(index_tree)
 
 
 def _read_evidence(

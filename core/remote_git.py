@@ -253,6 +253,22 @@ def has_object(store_repo: Path, oid: str) -> bool:
     return read_objects(store_repo, [oid]).get(oid) is not None
 
 
+def pack_objects(store_repo: Path, tips: Sequence[str], exclude: Sequence[str] = ()) -> bytes:
+    """A self-contained pack of every object reachable from `tips` (trees or commits) and not
+    from `exclude` (commits the receiver already has)."""
+    lines = [*tips, *(f"^{oid}" for oid in exclude if oid)]
+    return _git(
+        ["pack-objects", "--stdout", "--revs", "--quiet"],
+        git_dir=store_repo,
+        input=("\n".join(lines) + "\n").encode(),
+    )
+
+
+def index_pack(store_repo: Path, pack: bytes) -> None:
+    """Store a pack's objects in the store repository (checked by git as it indexes them)."""
+    _git(["index-pack", "--stdin", "--fix-thin"], git_dir=store_repo, input=pack)
+
+
 def ls_remote(store_repo: Path, url: str, pattern: str) -> dict[str, str]:
     """The remote's refs matching `pattern`: ref name → id."""
     raw = _network(["ls-remote", url, pattern], store_repo, url)

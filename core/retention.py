@@ -44,12 +44,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from core import clock, store
 from core.approvals import effective
 from core.config import RetentionSettings
-from core.db import write_txn
+from core.db import Database, write_txn
 from core.errors import GitError
 from core.models import (
     ApprovalState,
@@ -211,7 +209,7 @@ def _days(value: float) -> str:
     return f"{value:g} day" + ("" if value == 1 else "s")
 
 
-def _hold_reason(db: sqlite_utils.Database, task: Task, now: datetime) -> str | None:
+def _hold_reason(db: Database, task: Task, now: datetime) -> str | None:
     """Why a task's checkpoints must all stay: a pending approval or an unsettled effect."""
     pending = [
         approval
@@ -228,9 +226,7 @@ def _hold_reason(db: sqlite_utils.Database, task: Task, now: datetime) -> str | 
     return None
 
 
-def plan_gc(
-    db: sqlite_utils.Database, settings: RetentionSettings, now: datetime | None = None
-) -> GcPlan:
+def plan_gc(db: Database, settings: RetentionSettings, now: datetime | None = None) -> GcPlan:
     """Decide what expires, what is protected and which tasks retire; changes nothing."""
     now = now or clock.now()
     tasks = {task.id: task for task in store.list_tasks(db)}
@@ -288,7 +284,7 @@ def _mark(candidate: _Candidate, rule: str, reason: str) -> None:
         candidate.rule, candidate.reason = rule, reason
 
 
-def _leased_seqs(db: sqlite_utils.Database, task_id: str, now: datetime) -> dict[int, str]:
+def _leased_seqs(db: Database, task_id: str, now: datetime) -> dict[int, str]:
     """Checkpoints a resume is restoring right now (a lease not yet past its end)."""
     if "resumes" not in store.table_names(db):
         return {}
@@ -405,7 +401,7 @@ def _apply_store_cap(
 
 
 def _retirements(
-    db: sqlite_utils.Database,
+    db: Database,
     tasks: Mapping[str, Task],
     by_task: Mapping[str, list[_Candidate]],
     holds: Mapping[str, str],
@@ -438,7 +434,7 @@ def _retirements(
 
 
 def collect_garbage(
-    db: sqlite_utils.Database,
+    db: Database,
     paths: StorePaths,
     settings: RetentionSettings,
     *,
@@ -476,7 +472,7 @@ def collect_garbage(
     )
 
 
-def _record(db: sqlite_utils.Database, plan: GcPlan, actor: str, interface: Interface) -> None:
+def _record(db: Database, plan: GcPlan, actor: str, interface: Interface) -> None:
     def event(task_id: str, entity: str, entity_id: str, action: str, *states: Any) -> None:
         from_state, to_state, reason = states
         store.add_event(
@@ -524,9 +520,7 @@ def _record(db: sqlite_utils.Database, plan: GcPlan, actor: str, interface: Inte
         )
 
 
-def _clean_repos(
-    db: sqlite_utils.Database, paths: StorePaths
-) -> tuple[list[str], list[str], list[str]]:
+def _clean_repos(db: Database, paths: StorePaths) -> tuple[list[str], list[str], list[str]]:
     """Delete the refs of chains with nothing left, then prune every store repository."""
     refs_deleted: list[str] = []
     repos_pruned: list[str] = []
@@ -558,9 +552,7 @@ def _clean_repos(
 
 
 @contextmanager
-def _repo_writers_locked(
-    db: sqlite_utils.Database, paths: StorePaths, repo_name: str
-) -> Iterator[None]:
+def _repo_writers_locked(db: Database, paths: StorePaths, repo_name: str) -> Iterator[None]:
     """Hold the checkpoint lock (as `Engine.checkpoint` takes it) of every task using a repo.
 
     While they are held no checkpoint is between writing its objects and pointing its ref at

@@ -26,13 +26,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.config import DEFAULT_MAX_FILE_BYTES
 from core.errors import DamagedCheckpointError, GitError, NotAGitRepoError, UsageError
 from core.models import ChangedFile, LeftOut
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 NULL_OID = "0" * 40
 GITLINK_MODE = "160000"
-DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_IGNORED_LISTED = 500
 # The manifest is stored sealed (AES-GCM under the task's data key); only the header is plain.
 MANIFEST_FILE = "manifest.enc"

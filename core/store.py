@@ -1,6 +1,6 @@
 """Rows to models and back: the only module that knows table and column names.
 
-Every function takes an open `sqlite_utils.Database`; functions that change state expect to run
+Every function takes an open `Database`; functions that change state expect to run
 inside `core.db.write_txn()` so that a state change and its audit event commit together.
 """
 
@@ -10,8 +10,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import sqlite_utils
-
+from core.db import Database
 from core.errors import ConflictError, NotFoundError
 from core.models import (
     Approval,
@@ -64,7 +63,7 @@ def _task_from_row(row: Mapping[str, Any]) -> Task:
     )
 
 
-def insert_task(db: sqlite_utils.Database, task: Task) -> None:
+def insert_task(db: Database, task: Task) -> None:
     """Add a new task; an existing id is refused."""
     if db.execute("SELECT 1 FROM tasks WHERE id = ?", [task.id]).fetchone():
         raise ConflictError(
@@ -94,7 +93,7 @@ def insert_task(db: sqlite_utils.Database, task: Task) -> None:
     )
 
 
-def get_task(db: sqlite_utils.Database, task_id: str) -> Task:
+def get_task(db: Database, task_id: str) -> Task:
     """The task with this id, or a NotFoundError naming it."""
     rows = list(db.query("SELECT * FROM tasks WHERE id = ?", [task_id]))
     if not rows:
@@ -102,7 +101,7 @@ def get_task(db: sqlite_utils.Database, task_id: str) -> Task:
     return _task_from_row(rows[0])
 
 
-def list_tasks(db: sqlite_utils.Database, statuses: tuple[TaskStatus, ...] = ()) -> list[Task]:
+def list_tasks(db: Database, statuses: tuple[TaskStatus, ...] = ()) -> list[Task]:
     """Tasks, most recently updated first, optionally only those with the given statuses."""
     if statuses:
         marks = ", ".join("?" for _ in statuses)
@@ -115,12 +114,12 @@ def list_tasks(db: sqlite_utils.Database, statuses: tuple[TaskStatus, ...] = ())
     return [_task_from_row(row) for row in rows]
 
 
-def task_ids(db: sqlite_utils.Database) -> set[str]:
+def task_ids(db: Database) -> set[str]:
     """Every task id in the store (to pick a fresh generated id)."""
     return {row[0] for row in db.execute("SELECT id FROM tasks").fetchall()}
 
 
-def update_task(db: sqlite_utils.Database, task_id: str, **changes: Any) -> None:
+def update_task(db: Database, task_id: str, **changes: Any) -> None:
     """Change task columns by model field name (status, tokens_used, usd_used, updated_at)."""
     columns = {
         key: (value.value if isinstance(value, TaskStatus) else value)
@@ -160,14 +159,14 @@ def _checkpoint_from_row(row: Mapping[str, Any], *, with_manifest: bool) -> Chec
     )
 
 
-def next_checkpoint_seq(db: sqlite_utils.Database, task_id: str) -> int:
+def next_checkpoint_seq(db: Database, task_id: str) -> int:
     """The sequence number the task's next checkpoint gets (gaps from failures stay visible)."""
     row = db.execute("SELECT MAX(seq) FROM checkpoints WHERE task_id = ?", [task_id]).fetchone()
     return int(row[0] or 0) + 1
 
 
 def insert_writing_checkpoint(
-    db: sqlite_utils.Database,
+    db: Database,
     *,
     task_id: str,
     seq: int,
@@ -192,7 +191,7 @@ def insert_writing_checkpoint(
     )
 
 
-def complete_checkpoint(db: sqlite_utils.Database, task_id: str, seq: int, **columns: Any) -> None:
+def complete_checkpoint(db: Database, task_id: str, seq: int, **columns: Any) -> None:
     """Flip a `writing` checkpoint to `complete` with its verified parts; anything else refuses."""
     columns["state"] = CheckpointState.COMPLETE.value
     if "commit" in columns:
@@ -206,7 +205,7 @@ def complete_checkpoint(db: sqlite_utils.Database, task_id: str, seq: int, **col
         raise ConflictError(f"checkpoint {task_id}@{seq} is no longer being written")
 
 
-def mark_incomplete(db: sqlite_utils.Database, task_id: str, seq: int, failure: str) -> bool:
+def mark_incomplete(db: Database, task_id: str, seq: int, failure: str) -> bool:
     """Mark a `writing` checkpoint `incomplete` with why; False when it was not writing."""
     cursor = db.execute(
         "UPDATE checkpoints SET state = ?, failure = ? WHERE task_id = ? AND seq = ? AND state = ?",
@@ -215,7 +214,7 @@ def mark_incomplete(db: sqlite_utils.Database, task_id: str, seq: int, failure: 
     return cursor.rowcount == 1
 
 
-def writing_seqs(db: sqlite_utils.Database, task_id: str) -> list[int]:
+def writing_seqs(db: Database, task_id: str) -> list[int]:
     """Sequence numbers of the task's checkpoints still recorded as `writing`."""
     rows = db.execute(
         "SELECT seq FROM checkpoints WHERE task_id = ? AND state = ? ORDER BY seq",
@@ -224,7 +223,7 @@ def writing_seqs(db: sqlite_utils.Database, task_id: str) -> list[int]:
     return [row[0] for row in rows]
 
 
-def list_checkpoints(db: sqlite_utils.Database, task_id: str) -> list[Checkpoint]:
+def list_checkpoints(db: Database, task_id: str) -> list[Checkpoint]:
     """The task's checkpoints, oldest first, without manifests."""
     rows = db.query(
         f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE task_id = ? ORDER BY seq", [task_id]
@@ -232,7 +231,7 @@ def list_checkpoints(db: sqlite_utils.Database, task_id: str) -> list[Checkpoint
     return [_checkpoint_from_row(row, with_manifest=False) for row in rows]
 
 
-def get_checkpoint(db: sqlite_utils.Database, task_id: str, seq: int) -> Checkpoint:
+def get_checkpoint(db: Database, task_id: str, seq: int) -> Checkpoint:
     """One checkpoint with its manifest, or a NotFoundError naming it."""
     rows = list(
         db.query(
@@ -248,7 +247,7 @@ def get_checkpoint(db: sqlite_utils.Database, task_id: str, seq: int) -> Checkpo
     return _checkpoint_from_row(rows[0], with_manifest=True)
 
 
-def latest_complete(db: sqlite_utils.Database, task_id: str) -> Checkpoint | None:
+def latest_complete(db: Database, task_id: str) -> Checkpoint | None:
     """The task's newest complete checkpoint, with its manifest."""
     row = db.execute(
         "SELECT seq FROM checkpoints WHERE task_id = ? AND state = ? ORDER BY seq DESC LIMIT 1",
@@ -257,13 +256,13 @@ def latest_complete(db: sqlite_utils.Database, task_id: str) -> Checkpoint | Non
     return get_checkpoint(db, task_id, row[0]) if row else None
 
 
-def latest_seq(db: sqlite_utils.Database, task_id: str) -> int | None:
+def latest_seq(db: Database, task_id: str) -> int | None:
     """The newest checkpoint sequence of a task, whatever its state."""
     row = db.execute("SELECT MAX(seq) FROM checkpoints WHERE task_id = ?", [task_id]).fetchone()
     return int(row[0]) if row[0] is not None else None
 
 
-def checkpoint_counts(db: sqlite_utils.Database) -> dict[str, tuple[int, str | None]]:
+def checkpoint_counts(db: Database) -> dict[str, tuple[int, str | None]]:
     """Per task: how many complete checkpoints it has and when the newest was made."""
     rows = db.execute(
         "SELECT task_id, COUNT(*), MAX(created_at) FROM checkpoints WHERE state = ? "
@@ -274,7 +273,7 @@ def checkpoint_counts(db: sqlite_utils.Database) -> dict[str, tuple[int, str | N
 
 
 def add_event(
-    db: sqlite_utils.Database,
+    db: Database,
     *,
     at: str,
     actor: str,
@@ -306,7 +305,7 @@ def add_event(
     )
 
 
-def list_events(db: sqlite_utils.Database, task_id: str | None = None) -> list[AuditEvent]:
+def list_events(db: Database, task_id: str | None = None) -> list[AuditEvent]:
     """Audit events in the order they happened, for one task or the whole store."""
     sql = "SELECT * FROM events"
     params: list[Any] = []
@@ -335,26 +334,26 @@ def list_events(db: sqlite_utils.Database, task_id: str | None = None) -> list[A
 # --- store identity, task keys and evidence ---------------------------------------------------
 
 
-def store_id(db: sqlite_utils.Database) -> str:
+def store_id(db: Database) -> str:
     """The random id that binds this store's encrypted blobs to it."""
     row = db.execute("SELECT value FROM store_meta WHERE key = 'store_id'").fetchone()
     return str(row[0])
 
 
-def task_scope(db: sqlite_utils.Database, task_id: str) -> str | None:
+def task_scope(db: Database, task_id: str) -> str | None:
     """The store a task's encrypted content is bound to, when it was created elsewhere."""
     row = db.execute("SELECT origin_store FROM tasks WHERE id = ?", [task_id]).fetchone()
     return str(row[0]) if row and row[0] else None
 
 
-def get_wrapped_key(db: sqlite_utils.Database, task_id: str) -> bytes | None:
+def get_wrapped_key(db: Database, task_id: str) -> bytes | None:
     """A task's data key as wrapped by the master key, if it has one."""
     row = db.execute("SELECT wrapped FROM task_keys WHERE task_id = ?", [task_id]).fetchone()
     return bytes(row[0]) if row else None
 
 
 def insert_wrapped_key(
-    db: sqlite_utils.Database, task_id: str, wrapped: bytes, master_key_id: str, at: str
+    db: Database, task_id: str, wrapped: bytes, master_key_id: str, at: str
 ) -> None:
     """Keep a task's wrapped data key."""
     db.execute(
@@ -378,31 +377,31 @@ def _evidence_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
     return data
 
 
-def insert_evidence(db: sqlite_utils.Database, **columns: Any) -> int:
+def insert_evidence(db: Database, **columns: Any) -> int:
     """Record a new evidence item (state `writing`); returns its id."""
     table = db.table("evidence")
     table.insert(columns)
     return int(table.last_rowid or 0)
 
 
-def update_evidence(db: sqlite_utils.Database, evidence_id: int, **columns: Any) -> None:
+def update_evidence(db: Database, evidence_id: int, **columns: Any) -> None:
     """Change evidence columns (`summary` may be a dict)."""
     if isinstance(columns.get("summary"), dict):
         columns["summary"] = json.dumps(columns["summary"], sort_keys=True)
     db.table("evidence").update(evidence_id, columns)
 
 
-def insert_chunk(db: sqlite_utils.Database, evidence_id: int, **columns: Any) -> None:
+def insert_chunk(db: Database, evidence_id: int, **columns: Any) -> None:
     """Store one compressed, encrypted chunk of an evidence item's output."""
     db.table("evidence_chunks").insert({"evidence_id": evidence_id, **columns})
 
 
-def delete_chunk(db: sqlite_utils.Database, evidence_id: int, seq: int) -> None:
+def delete_chunk(db: Database, evidence_id: int, seq: int) -> None:
     """Drop a chunk that fell out of the kept tail window."""
     db.execute("DELETE FROM evidence_chunks WHERE evidence_id = ? AND seq = ?", [evidence_id, seq])
 
 
-def get_evidence(db: sqlite_utils.Database, evidence_id: int) -> dict[str, Any]:
+def get_evidence(db: Database, evidence_id: int) -> dict[str, Any]:
     """An evidence item's plain columns, or a NotFoundError."""
     rows = list(db.query(f"SELECT {_EVIDENCE_FIELDS} FROM evidence WHERE id = ?", [evidence_id]))
     if not rows:
@@ -412,16 +411,14 @@ def get_evidence(db: sqlite_utils.Database, evidence_id: int) -> dict[str, Any]:
     return _evidence_from_row(rows[0])
 
 
-def get_evidence_secrets(
-    db: sqlite_utils.Database, evidence_id: int
-) -> tuple[bytes | None, bytes | None]:
+def get_evidence_secrets(db: Database, evidence_id: int) -> tuple[bytes | None, bytes | None]:
     """The encrypted command line and tail of an evidence item."""
     row = db.execute("SELECT command, tail FROM evidence WHERE id = ?", [evidence_id]).fetchone()
     return (bytes(row[0]) if row[0] else None, bytes(row[1]) if row[1] else None)
 
 
 def list_evidence(
-    db: sqlite_utils.Database,
+    db: Database,
     task_id: str,
     checkpoint_seq: int | None = None,
     pending: bool = False,
@@ -438,7 +435,7 @@ def list_evidence(
 
 
 def attach_evidence(
-    db: sqlite_utils.Database, task_id: str, evidence_ids: list[int], checkpoint_seq: int
+    db: Database, task_id: str, evidence_ids: list[int], checkpoint_seq: int
 ) -> None:
     """Make pending evidence items part of a checkpoint."""
     for evidence_id in evidence_ids:
@@ -449,7 +446,7 @@ def attach_evidence(
         )
 
 
-def list_chunks(db: sqlite_utils.Database, evidence_id: int) -> list[dict[str, Any]]:
+def list_chunks(db: Database, evidence_id: int) -> list[dict[str, Any]]:
     """Chunk positions of an evidence item (no blobs), in stream order."""
     rows = db.query(
         "SELECT seq, part, offset, raw_len, first_line, line_count, stored_len "
@@ -459,7 +456,7 @@ def list_chunks(db: sqlite_utils.Database, evidence_id: int) -> list[dict[str, A
     return [dict(row) for row in rows]
 
 
-def chunk_blob(db: sqlite_utils.Database, evidence_id: int, seq: int) -> bytes:
+def chunk_blob(db: Database, evidence_id: int, seq: int) -> bytes:
     """One chunk's encrypted blob."""
     row = db.execute(
         "SELECT blob FROM evidence_chunks WHERE evidence_id = ? AND seq = ?", [evidence_id, seq]
@@ -496,7 +493,7 @@ def _effect_from_row(row: Mapping[str, Any]) -> SideEffect:
     )
 
 
-def insert_effect(db: sqlite_utils.Database, effect: SideEffect) -> None:
+def insert_effect(db: Database, effect: SideEffect) -> None:
     """Record a newly proposed side effect; its key must be new in its task."""
     if find_effect(db, effect.task_id, effect.key) is not None:
         raise ConflictError(f"task {effect.task_id} already has a side effect {effect.key!r}")
@@ -519,13 +516,13 @@ def insert_effect(db: sqlite_utils.Database, effect: SideEffect) -> None:
     )
 
 
-def find_effect(db: sqlite_utils.Database, task_id: str, key: str) -> SideEffect | None:
+def find_effect(db: Database, task_id: str, key: str) -> SideEffect | None:
     """The task's side effect with this key, if there is one."""
     rows = list(db.query("SELECT * FROM effects WHERE task_id = ? AND key = ?", [task_id, key]))
     return _effect_from_row(rows[0]) if rows else None
 
 
-def get_effect(db: sqlite_utils.Database, task_id: str, key: str) -> SideEffect:
+def get_effect(db: Database, task_id: str, key: str) -> SideEffect:
     """The task's side effect with this key, or a NotFoundError naming it."""
     found = find_effect(db, task_id, key)
     if found is None:
@@ -549,7 +546,7 @@ def _where(
 
 
 def list_effects(
-    db: sqlite_utils.Database,
+    db: Database,
     task_id: str | None = None,
     states: tuple[EffectState, ...] = (),
 ) -> list[SideEffect]:
@@ -560,7 +557,7 @@ def list_effects(
 
 
 def move_effect(
-    db: sqlite_utils.Database,
+    db: Database,
     task_id: str,
     key: str,
     from_state: EffectState,
@@ -598,13 +595,13 @@ def _approval_from_row(row: Mapping[str, Any]) -> Approval:
     )
 
 
-def next_approval_seq(db: sqlite_utils.Database, task_id: str) -> int:
+def next_approval_seq(db: Database, task_id: str) -> int:
     """The per-task number the task's next approval request gets."""
     row = db.execute("SELECT MAX(seq) FROM approvals WHERE task_id = ?", [task_id]).fetchone()
     return int(row[0] or 0) + 1
 
 
-def insert_approval(db: sqlite_utils.Database, approval: Approval) -> None:
+def insert_approval(db: Database, approval: Approval) -> None:
     """Record a new approval request."""
     db.execute(
         "INSERT INTO approvals (id, task_id, seq, action, effect_key, risk, state, requested_by, "
@@ -625,14 +622,14 @@ def insert_approval(db: sqlite_utils.Database, approval: Approval) -> None:
     )
 
 
-def find_approval(db: sqlite_utils.Database, approval_id: str) -> Approval | None:
+def find_approval(db: Database, approval_id: str) -> Approval | None:
     """The approval with this id, if there is one."""
     rows = list(db.query("SELECT * FROM approvals WHERE id = ?", [approval_id]))
     return _approval_from_row(rows[0]) if rows else None
 
 
 def list_approvals(
-    db: sqlite_utils.Database,
+    db: Database,
     task_id: str | None = None,
     states: tuple[ApprovalState, ...] = (),
     effect_key: str | None = None,
@@ -644,7 +641,7 @@ def list_approvals(
 
 
 def decide_approval(
-    db: sqlite_utils.Database,
+    db: Database,
     approval_id: str,
     to_state: ApprovalState,
     *,
@@ -668,7 +665,7 @@ def decide_approval(
     return cursor.rowcount == 1
 
 
-def tasks_keyed_by_other_master(db: sqlite_utils.Database, master_key_id: str) -> list[str]:
+def tasks_keyed_by_other_master(db: Database, master_key_id: str) -> list[str]:
     """Tasks whose data key another master key wrapped."""
     rows = db.execute(
         "SELECT task_id FROM task_keys WHERE master_key_id != ? ORDER BY task_id", [master_key_id]
@@ -679,7 +676,7 @@ def tasks_keyed_by_other_master(db: sqlite_utils.Database, master_key_id: str) -
 # --- validations and resumes ---------------------------------------------------------------
 
 
-def insert_validation(db: sqlite_utils.Database, **columns: Any) -> int:
+def insert_validation(db: Database, **columns: Any) -> int:
     """Keep one validation run (its findings as JSON)."""
     if not isinstance(columns.get("findings"), str):
         columns["findings"] = json.dumps(columns["findings"])
@@ -688,9 +685,7 @@ def insert_validation(db: sqlite_utils.Database, **columns: Any) -> int:
     return int(table.last_rowid or 0)
 
 
-def latest_validation(
-    db: sqlite_utils.Database, task_id: str, seq: int | None = None
-) -> dict[str, Any] | None:
+def latest_validation(db: Database, task_id: str, seq: int | None = None) -> dict[str, Any] | None:
     """The newest validation of a task (or of one checkpoint), findings decoded."""
     sql = "SELECT * FROM validations WHERE task_id = ?"
     params: list[Any] = [task_id]
@@ -705,19 +700,19 @@ def latest_validation(
     return row
 
 
-def insert_resume(db: sqlite_utils.Database, **columns: Any) -> int:
+def insert_resume(db: Database, **columns: Any) -> int:
     """Record a resume as it takes its lease."""
     table = db.table("resumes")
     table.insert(columns)
     return int(table.last_rowid or 0)
 
 
-def update_resume(db: sqlite_utils.Database, resume_id: int, **columns: Any) -> None:
+def update_resume(db: Database, resume_id: int, **columns: Any) -> None:
     """Change a resume's record (state, restore latency, launch outcome, acceptance)."""
     db.table("resumes").update(resume_id, columns)
 
 
-def active_resumes(db: sqlite_utils.Database, task_id: str) -> list[dict[str, Any]]:
+def active_resumes(db: Database, task_id: str) -> list[dict[str, Any]]:
     """Resumes of a task whose lease was not released (live or not)."""
     return [
         dict(row)
@@ -727,7 +722,7 @@ def active_resumes(db: sqlite_utils.Database, task_id: str) -> list[dict[str, An
     ]
 
 
-def latest_resume(db: sqlite_utils.Database, task_id: str) -> dict[str, Any] | None:
+def latest_resume(db: Database, task_id: str) -> dict[str, Any] | None:
     """The task's newest resume, whatever its state."""
     rows = list(
         db.query("SELECT * FROM resumes WHERE task_id = ? ORDER BY id DESC LIMIT 1", [task_id])
@@ -738,19 +733,19 @@ def latest_resume(db: sqlite_utils.Database, task_id: str) -> dict[str, Any] | N
 # --- retention and metrics ------------------------------------------------------------------
 
 
-def table_names(db: sqlite_utils.Database) -> set[str]:
+def table_names(db: Database) -> set[str]:
     """Tables this database holds (tables of newer migrations may be absent)."""
     return set(db.table_names())
 
 
-def table_columns(db: sqlite_utils.Database, table: str) -> set[str]:
+def table_columns(db: Database, table: str) -> set[str]:
     """Columns of a table, or the empty set when the table does not exist."""
     if table not in table_names(db):
         return set()
     return {column.name for column in db.table(table).columns}
 
 
-def latest_checkpoint_created_at(db: sqlite_utils.Database, task_id: str) -> str | None:
+def latest_checkpoint_created_at(db: Database, task_id: str) -> str | None:
     """When the task's newest complete checkpoint was taken, if it has one."""
     row = db.execute(
         "SELECT MAX(created_at) FROM checkpoints WHERE task_id = ? AND state = ?",
@@ -759,7 +754,7 @@ def latest_checkpoint_created_at(db: sqlite_utils.Database, task_id: str) -> str
     return str(row[0]) if row and row[0] else None
 
 
-def checkpoint_facts(db: sqlite_utils.Database, task_id: str | None = None) -> list[dict[str, Any]]:
+def checkpoint_facts(db: Database, task_id: str | None = None) -> list[dict[str, Any]]:
     """Listable facts of checkpoints (no manifests), by task then sequence."""
     sql = (
         "SELECT task_id, seq, state, reason, created_at, completed_at, creation_ms, bytes_added, "
@@ -772,9 +767,7 @@ def checkpoint_facts(db: sqlite_utils.Database, task_id: str | None = None) -> l
     return [dict(row) for row in db.query(sql + " ORDER BY task_id, seq", params)]
 
 
-def expire_checkpoint(
-    db: sqlite_utils.Database, task_id: str, seq: int, from_state: CheckpointState
-) -> bool:
+def expire_checkpoint(db: Database, task_id: str, seq: int, from_state: CheckpointState) -> bool:
     """Mark a checkpoint `expired` if it is still in `from_state`; False when it moved."""
     cursor = db.execute(
         "UPDATE checkpoints SET state = ? WHERE task_id = ? AND seq = ? AND state = ?",
@@ -783,18 +776,18 @@ def expire_checkpoint(
     return cursor.rowcount == 1
 
 
-def has_wrapped_key(db: sqlite_utils.Database, task_id: str) -> bool:
+def has_wrapped_key(db: Database, task_id: str) -> bool:
     """True while the task still has a data key."""
     row = db.execute("SELECT 1 FROM task_keys WHERE task_id = ?", [task_id]).fetchone()
     return row is not None
 
 
-def delete_wrapped_key(db: sqlite_utils.Database, task_id: str) -> bool:
+def delete_wrapped_key(db: Database, task_id: str) -> bool:
     """Forget a task's data key: everything sealed with it becomes unreadable everywhere."""
     return db.execute("DELETE FROM task_keys WHERE task_id = ?", [task_id]).rowcount == 1
 
 
-def evidence_chunk_totals(db: sqlite_utils.Database, task_id: str) -> tuple[int, int]:
+def evidence_chunk_totals(db: Database, task_id: str) -> tuple[int, int]:
     """How many stored output chunks a task's evidence has, and their stored bytes."""
     row = db.execute(
         "SELECT COUNT(*), COALESCE(SUM(c.stored_len), 0) FROM evidence_chunks c "
@@ -804,7 +797,7 @@ def evidence_chunk_totals(db: sqlite_utils.Database, task_id: str) -> tuple[int,
     return int(row[0]), int(row[1])
 
 
-def delete_evidence_chunks(db: sqlite_utils.Database, task_id: str) -> int:
+def delete_evidence_chunks(db: Database, task_id: str) -> int:
     """Drop the stored output of every evidence item of a task (rows and facts stay)."""
     cursor = db.execute(
         "DELETE FROM evidence_chunks WHERE evidence_id IN (SELECT id FROM evidence "
@@ -814,14 +807,14 @@ def delete_evidence_chunks(db: sqlite_utils.Database, task_id: str) -> int:
     return int(cursor.rowcount)
 
 
-def vacuum(db: sqlite_utils.Database) -> None:
+def vacuum(db: Database) -> None:
     """Rebuild the database file without free pages, and fold the WAL back into it."""
     db.execute("VACUUM")
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def recorded_values(
-    db: sqlite_utils.Database, table: str, column: str, task_id: str | None = None
+    db: Database, table: str, column: str, task_id: str | None = None
 ) -> list[int] | None:
     """Non-null integers of `table.column` (of one task), or None when the table lacks it."""
     columns = table_columns(db, table)
@@ -835,9 +828,7 @@ def recorded_values(
     return [int(row[0]) for row in db.execute(sql, params).fetchall()]
 
 
-def resume_outcomes(
-    db: sqlite_utils.Database, task_id: str | None = None
-) -> list[dict[str, Any]] | None:
+def resume_outcomes(db: Database, task_id: str | None = None) -> list[dict[str, Any]] | None:
     """Per resume: task, verdict it was resumed under, acceptance; None without a resumes table."""
     columns = table_columns(db, "resumes")
     if "task_id" not in columns:
@@ -851,7 +842,7 @@ def resume_outcomes(
     return [dict(row) for row in db.query(sql + " ORDER BY id", params)]
 
 
-def effect_duplicate_hits(db: sqlite_utils.Database, task_id: str | None = None) -> int:
+def effect_duplicate_hits(db: Database, task_id: str | None = None) -> int:
     """Audited moments a side effect was found already done instead of being run again."""
     sql = (
         "SELECT COUNT(*) FROM events WHERE entity = 'effect' AND ("
@@ -865,7 +856,7 @@ def effect_duplicate_hits(db: sqlite_utils.Database, task_id: str | None = None)
     return int(db.execute(sql, params).fetchone()[0])
 
 
-def task_decision_events(db: sqlite_utils.Database, task_id: str | None = None) -> dict[str, str]:
+def task_decision_events(db: Database, task_id: str | None = None) -> dict[str, str]:
     """The latest `accept` / `reject` audit action per task."""
     sql = (
         "SELECT task_id, action FROM events "
@@ -878,19 +869,19 @@ def task_decision_events(db: sqlite_utils.Database, task_id: str | None = None) 
     return {row[0]: row[1] for row in db.execute(sql + " ORDER BY id", params).fetchall()}
 
 
-def delete_evidence(db: sqlite_utils.Database, evidence_id: int) -> None:
+def delete_evidence(db: Database, evidence_id: int) -> None:
     """Remove an evidence item and its chunks (only for a command that never started)."""
     db.execute("DELETE FROM evidence_chunks WHERE evidence_id = ?", [evidence_id])
     db.execute("DELETE FROM evidence WHERE id = ?", [evidence_id])
 
 
-def get_meta(db: sqlite_utils.Database, key: str) -> str | None:
+def get_meta(db: Database, key: str) -> str | None:
     """One fact about this store (`store_meta`), if recorded."""
     row = db.execute("SELECT value FROM store_meta WHERE key = ?", [key]).fetchone()
     return str(row[0]) if row else None
 
 
-def set_meta(db: sqlite_utils.Database, key: str, value: str) -> None:
+def set_meta(db: Database, key: str, value: str) -> None:
     """Record a fact about this store."""
     db.execute(
         "INSERT INTO store_meta (key, value) VALUES (?, ?) "
@@ -932,7 +923,7 @@ ORDER BY t.updated_at DESC
 
 
 def task_rollups(
-    db: sqlite_utils.Database, now_iso: str
+    db: Database, now_iso: str
 ) -> list[tuple[Task, int, str | None, int, int, str | None]]:
     """Every task, most recently updated first, with what the dashboard lists beside it.
 
@@ -962,7 +953,7 @@ def task_rollups(
 
 
 def upsert_harness_session(
-    db: sqlite_utils.Database,
+    db: Database,
     *,
     harness: str,
     session_id: str,
@@ -983,7 +974,7 @@ def upsert_harness_session(
     )
 
 
-def session_task_id(db: sqlite_utils.Database, harness: str, session_id: str) -> str | None:
+def session_task_id(db: Database, harness: str, session_id: str) -> str | None:
     """The task a harness session feeds, if it was seen before."""
     row = db.execute(
         "SELECT task_id FROM harness_sessions WHERE harness = ? AND session_id = ?",
@@ -992,7 +983,7 @@ def session_task_id(db: sqlite_utils.Database, harness: str, session_id: str) ->
     return str(row[0]) if row else None
 
 
-def latest_harness_session(db: sqlite_utils.Database, task_id: str) -> dict[str, Any] | None:
+def latest_harness_session(db: Database, task_id: str) -> dict[str, Any] | None:
     """The task's most recently seen harness session (harness, session_id, transcript_path)."""
     row = db.execute(
         "SELECT harness, session_id, transcript_path, cwd, started_at, seen_at "
@@ -1043,7 +1034,7 @@ FROM page JOIN tasks AS t ON t.id = page.id
 
 
 def first_task_rollups(
-    db: sqlite_utils.Database, now_iso: str, limit: int, order: tuple[TaskStatus, ...]
+    db: Database, now_iso: str, limit: int, order: tuple[TaskStatus, ...]
 ) -> list[tuple[Task, int, str | None, int, int, str | None]]:
     """The first `limit` entries of `task_rollups` in triage order: statuses as listed in
     `order` (any others last), then the newest checkpoint (or update) first."""
@@ -1084,7 +1075,7 @@ def first_task_rollups(
     ]
 
 
-def task_status_counts(db: sqlite_utils.Database) -> dict[TaskStatus, int]:
+def task_status_counts(db: Database) -> dict[TaskStatus, int]:
     """How many tasks have each status (statuses with none are left out); one row fetched."""
     (counts,) = db.execute(
         "SELECT json_group_object(status, n) FROM "
@@ -1093,7 +1084,7 @@ def task_status_counts(db: sqlite_utils.Database) -> dict[TaskStatus, int]:
     return {TaskStatus(status): count for status, count in json.loads(counts or "{}").items()}
 
 
-def list_task_recipients(db: sqlite_utils.Database, task_id: str) -> list[str]:
+def list_task_recipients(db: Database, task_id: str) -> list[str]:
     """A task's recipients (public keys), in the order they were added."""
     rows = db.execute(
         "SELECT recipient FROM task_recipients WHERE task_id = ? ORDER BY added_at, rowid",
@@ -1103,7 +1094,7 @@ def list_task_recipients(db: sqlite_utils.Database, task_id: str) -> list[str]:
 
 
 def add_task_recipient(
-    db: sqlite_utils.Database, task_id: str, recipient: str, added_at: str, added_by: str
+    db: Database, task_id: str, recipient: str, added_at: str, added_by: str
 ) -> bool:
     """Add one recipient to a task; False when it was already there (nothing changes)."""
     cursor = db.execute(

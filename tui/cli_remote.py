@@ -23,14 +23,28 @@ REMOTE_HELP = "Remote name (see `pitstop remote names`), git remote of the repos
 @click.command("push")
 @click.argument("task_ids", nargs=-1, required=True, metavar="TASK…")
 @click.option("--remote", default=None, help=REMOTE_HELP + " Default: the repository's origin.")
+@click.option(
+    "--encrypt-worktree",
+    is_flag=True,
+    help="Send new checkpoints' source files as one encrypted pack instead of plain git trees.",
+)
 @json_option
 @pass_ctx
-def push(ctx: Context, task_ids: tuple[str, ...], remote: str | None, as_json: bool) -> None:
+def push(
+    ctx: Context,
+    task_ids: tuple[str, ...],
+    remote: str | None,
+    encrypt_worktree: bool,
+    as_json: bool,
+) -> None:
     """Send tasks' checkpoints and ledgers to refs/pitstop/* on a remote, atomically.
 
+    Manifests, notes, evidence and ledger text leave encrypted to the task's recipients; the
+    source files (worktree/) stay plain git objects shared with the repository unless
+    --encrypt-worktree (which applies to checkpoints not pushed before).
     Exit codes: 0 pushed (or nothing new); 1 the remote refused or moved; 2 bad input.
     """
-    result = ctx.engine().push(task_ids, remote)
+    result = ctx.engine().push(task_ids, remote, seal_worktree=encrypt_worktree)
 
     def human() -> str:
         lines = [f"pushed to {result.url}"]

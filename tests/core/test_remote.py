@@ -363,3 +363,26 @@ def test_files_left_out_for_secrets_never_reach_the_remote(
         a.push([task_id])
     raw = _all_remote_bytes(world["remote"])
     assert SECRET.encode() not in raw and b"API_TOKEN" not in raw
+
+
+def test_encrypt_worktree_sends_the_snapshot_sealed(world: dict[str, Path], tmp_path: Path) -> None:
+    with Engine(tmp_path / "store-a") as a:
+        task_id = _work(a, world["author"], tmp_path)
+        assert a.push([task_id], seal_worktree=True).tasks[task_id]["checkpoints_sent"] == 1
+    raw = _all_remote_bytes(world["remote"])
+    for marker in (b"NEW = True", b"untracked but kept", b"value = 'changed'"):
+        assert marker not in raw, marker
+    with Engine(tmp_path / "store-b") as b:
+        b.fetch([task_id], repo=world["other"])
+        fetched = b.get_checkpoint(f"{task_id}@1")
+        assert b.verify(fetched) == []
+        into = tmp_path / "restored"
+        b.checkout(f"{task_id}@1", into)
+        for name in ("src/mod1.py", "src/new_module.py", "notes.txt"):
+            assert filecmp.cmp(into / name, world["author"] / name, shallow=False), name
+        assert b.validate(f"{task_id}@1", offline=True).verdict.value in (
+            "ready",
+            "ready_with_warnings",
+        )
+        # pushing from B reuses the fetched commit: nothing new to send
+        assert b.push([task_id]).tasks[task_id]["checkpoints_sent"] == 0
