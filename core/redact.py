@@ -44,6 +44,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+import ahocorasick_rs
+
 __all__ = [
     "MAX_LINE",
     "PEM_HOLD_CAP",
@@ -100,19 +102,25 @@ class Finding:
 class Rule:
     """A keyword-gated rule.
 
-    ``anchored`` rules are tried (``pattern.match``) at each occurrence of one of their keywords,
+    ``anchored`` rules are tried (``pattern.match``) only where one of their ``starts`` occurs,
     which is how case-insensitive rules stay fast; the others are scanned (``pattern.finditer``)
-    over a block in which a keyword occurs. ``select`` maps a match to the spans to redact (empty:
-    the match was a placeholder or a look-alike).
+    over a block in which a keyword occurs (``gated=False``: over every block, for a
+    case-sensitive rule whose lowercased keyword is too common to gate on, and whose regex begins
+    with that literal so ``re`` finds it as fast as a gate would). ``select`` maps a match to the
+    spans to redact (empty: the match was a placeholder or a look-alike).
     """
 
     name: str
     keywords: tuple[str, ...]
+    """Lowercase literals: every match contains one of them (compared case-insensitively)."""
     pattern: re.Pattern[str]
     select: Select
     anchored: bool = False
-    follow: frozenset[str] | None = None
-    """For anchored rules: characters that can follow a keyword in a match (a cheap pre-check)."""
+    starts: tuple[tuple[str, int], ...] = ()
+    """Anchored rules: ``(literal, offset)``: every match starts ``offset`` characters into an
+    occurrence of one of these lowercase literals (a keyword with the characters that must
+    surround it), so the literals alone say where to try the rule."""
+    gated: bool = True
 
 
 # --- value checks ---------------------------------------------------------------------------
@@ -349,9 +357,18 @@ def _key_name(text: str, start: int, end: int) -> tuple[int, str]:
     return i, text[i:end].lower()
 
 
+_GENERIC_VALUES = ("dq", "sq", "bare")
+
+
 def _select_generic(m: re.Match[str]) -> list[Span]:
     text = m.string
     start = m.start()
+    # Most matches are `key=17` or `"password": "x"`: the value is too short to be a secret,
+    # which looks_like_secret would decide last; deciding it first changes no result.
+    dq, sq, bare = m.group(*_GENERIC_VALUES)
+    value = dq if dq is not None else sq if sq is not None else bare
+    if value is None or len(value.rstrip("\\")) < 8:
+        return []
     sep = m.group("sep").strip()
     if not sep and (start == 0 or text[start - 1] != "-"):
         return []  # `--password VALUE` only, not prose like "token abc"
@@ -466,11 +483,48 @@ def _rule(
     *,
     flags: int = _A,
     anchored: bool = False,
-    follow: str | None = None,
+    starts: Iterable[tuple[str, int]] | None = None,
+    gated: bool = True,
 ) -> Rule:
-    allowed = None if follow is None else frozenset(follow)
-    return Rule(name, tuple(keywords), re.compile(pattern, flags), select, anchored, allowed)
+    keywords = tuple(keywords)
+    if anchored and starts is None:
+        starts = [(kw, 0) for kw in keywords]
+    return Rule(
+        name, keywords, re.compile(pattern, flags), select, anchored, tuple(starts or ()), gated
+    )
 
+
+def _generic_starts(names: Iterable[str]) -> list[tuple[str, int]]:
+    """What the generic rule's match starts with: a key name and the characters after it.
+
+    After the name the regex allows only an index (``[_.-]?[0-9]``), a quote or backslash, a
+    separator (``:``, ``=``, ``,``, blanks then one of those), or, right after a ``-`` (as in
+    ``--password VALUE``), a blank. Listing those pairs keeps prose such as "token refresh" or
+    "PASSED" from ever reaching the regex.
+    """
+    blanks = " \t"
+    starts: list[tuple[str, int]] = []
+    for name in names:
+        starts += [(name + c, 0) for c in "\\\"',:=0123456789"]
+        starts += [(name + s + d, 0) for s in "_.-" for d in "0123456789"]
+        starts += [(name + b + c, 0) for b in blanks for c in blanks + ":=,"]
+        starts += [("-" + name + b, 1) for b in blanks]
+    return starts
+
+
+_GENERIC_NAMES = (
+    "password",
+    "passwd",
+    "pwd",
+    "passphrase",
+    "pass",
+    "secret",
+    "token",
+    "auth",
+    "credentials",
+    "credential",
+    "key",
+)
 
 RULES: tuple[Rule, ...] = (
     _rule(
@@ -497,7 +551,7 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         "aws-secret-access-key",
-        ["secret_access_key", "secretaccesskey"],
+        [f"secret{a}access{b}key" for a in ("", "_", "-") for b in ("", "_", "-")],
         r"secret[_-]?access[_-]?key[\"']?[ \t]{0,4}(?::|=>|=)[ \t]{0,4}[\"']?"
         r"(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
         _group("s", lambda v: _random_enough(v, 3.5)),
@@ -545,14 +599,15 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         "github-token",
-        ["gh", "github_pat_"],  # ghp_ gho_ ghu_ ghs_ ghr_ share one gate
+        ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
         r"g(?:h[pousr]_(?<![A-Za-z0-9_]gh[pousr]_)(?P<a>[A-Za-z0-9]{36,251}+)(?![A-Za-z0-9_])"
         r"|ithub_pat_(?<![A-Za-z0-9_]github_pat_)(?P<b>[A-Za-z0-9_]{82,244}+))",
         _first_group(("a", "b"), _random_enough),
     ),
     _rule(
         "gitlab-token",
-        ["gl"],  # glpat- glptt- glrt- gldt- glft- glimt- glcbt- glsoat- gloas- glagent-
+        [f"gl{kind}-" for kind in ("pat", "ptt", "rt", "dt", "ft", "imt", "cbt", "soat", "oas")]
+        + ["glagent-"],
         r"gl(?:pat|ptt|rt|dt|ft|imt|cbt|soat|oas|agent)-"
         r"(?P<a>[A-Za-z0-9_-]{20,300}+(?:\.[A-Za-z0-9]{2,16}){0,2}+)",
         _body_check("a", _random_enough),
@@ -624,12 +679,14 @@ RULES: tuple[Rule, ...] = (
         ["sk"],
         r"SK(?<![A-Za-z0-9_]SK)(?P<body>[0-9a-fA-F]{32})(?![0-9A-Za-z_])",
         _body_check("body", _random_enough),
+        gated=False,  # "sk" is in most blocks; the case-sensitive "SK" is a fast regex prefix
     ),
     _rule(
         "twilio-account-sid",
         ["ac"],
         r"AC(?<![A-Za-z0-9_]AC)(?P<body>[0-9a-f]{32})(?![0-9A-Za-z_])",
         _body_check("body", _random_enough),
+        gated=False,  # as twilio-api-key: "ac" is everywhere, "AC" starts the regex
     ),
     _rule(
         "huggingface-token",
@@ -675,7 +732,7 @@ RULES: tuple[Rule, ...] = (
         "generic-secret",
         ["pass", "pwd", "secret", "token", "auth", "credential", "key"],
         r"(?:(?<=-)(?P<flag>))?"  # --password VALUE: a bare space separates only after a dash
-        r"(?P<kw>password|passwd|pwd|passphrase|pass|secret|token|auth|credentials?|key)"
+        r"(?P<kw>" + "|".join(_GENERIC_NAMES) + ")"
         r"(?:[_.-]?[0-9]{1,3})?"
         r"(?P<kq>\\?[\"']?)"
         r"(?P<sep>[ \t]{0,4}(?::=|=>|[:=,])[ \t]{0,8}|(?(flag)[ \t]{1,4}|(?!)))"
@@ -684,7 +741,7 @@ RULES: tuple[Rule, ...] = (
         _select_generic,
         flags=_AI,
         anchored=True,
-        follow="0123456789_.-\\\"' \t:=,swp",  # s: credentials; w, p: password, passphrase
+        starts=_generic_starts(_GENERIC_NAMES),
     ),
 )
 """Every rule, in priority order (an overlap is reported under the earlier-starting match)."""
@@ -706,37 +763,32 @@ _PEM_BODY = re.compile(
 )
 _PEM_RULE = "private-key"
 
-# The gate. A scanned rule runs only if one of its keywords is in the block's lowercased text;
-# an anchored rule's keyword search is its own gate. Keywords shared by several scanned rules are
-# checked once, and a keyword that contains another scanned keyword (``sk-ant-`` contains ``sk-``)
-# is checked only when that shorter one is present.
+# The gate: one pass of a multi-literal automaton (Aho-Corasick, in Rust) over the lowercased
+# block finds every literal any rule needs: scanned rules' keywords (the rule runs over the block
+# when one of them occurs) and anchored rules' starts (the rule is tried exactly there). Literals
+# are ASCII and lowercase; lowering is ASCII-only and keeps offsets, as ``re.ASCII|IGNORECASE``.
 for _r in RULES:
-    assert _r.keywords and all(kw == kw.lower() for kw in _r.keywords), _r.name
-_GATE: dict[str, list[int]] = {}
+    assert _r.keywords and all(kw == kw.lower() and kw.isascii() for kw in _r.keywords), _r.name
+    assert all(lit == lit.lower() and lit.isascii() for lit, _ in _r.starts), _r.name
+    assert _r.anchored == bool(_r.starts), _r.name
+_LITERALS: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}
 for _index, _r in enumerate(RULES):
-    if not _r.anchored:
+    if _r.anchored:
+        for _lit, _offset in _r.starts:
+            _LITERALS.setdefault(_lit, ([], []))[1].append((_index, _offset))
+    elif _r.gated:
         for _kw in _r.keywords:
-            _GATE.setdefault(_kw, []).append(_index)
-_GATE_ORDER = sorted(_GATE, key=len)
-_GATE_ITEMS: tuple[tuple[str, tuple[int, ...], tuple[str, ...]], ...] = tuple(
-    (
-        kw,
-        tuple(_GATE[kw]),
-        tuple(other for other in _GATE_ORDER if other != kw and other in kw),
-    )
-    for kw in _GATE_ORDER
+            _LITERALS.setdefault(_kw, ([], []))[0].append(_index)
+_LITERAL_LIST = sorted(_LITERALS)
+_GATES: tuple[tuple[int, ...], ...] = tuple(tuple(_LITERALS[lit][0]) for lit in _LITERAL_LIST)
+_STARTS: tuple[tuple[tuple[int, int], ...], ...] = tuple(
+    tuple(_LITERALS[lit][1]) for lit in _LITERAL_LIST
 )
-_SCANNED = tuple(index for index, rule in enumerate(RULES) if not rule.anchored)
-_ANCHORED = tuple(index for index, rule in enumerate(RULES) if rule.anchored)
-_ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
-
-
-def _lower(text: str) -> str:
-    """Lowercase with the same length as ``text`` (``str.lower`` can grow non-latin-1 text)."""
-    low = text.lower()
-    if len(low) != len(text):
-        low = text.translate(_ASCII_LOWER)
-    return low
+_AUTOMATON = ahocorasick_rs.BytesAhoCorasick(
+    [lit.encode("ascii") for lit in _LITERAL_LIST],
+    implementation=ahocorasick_rs.Implementation.DFA,
+)
+_UNGATED = frozenset(index for index, rule in enumerate(RULES) if not rule.gated)
 
 
 def _find_terminator(text: str, start: int, end: int) -> int:
@@ -872,46 +924,28 @@ class _Machine:
     def _scan(self, start: int, end: int) -> list[tuple[int, int, str]]:
         """All redaction spans of matches starting in buf[start:end] (endpos ``end``), merged."""
         buf = self.buf
-        low = _lower(buf[start:end])
+        # Lowercased bytes, one per character (a character above U+00FF, only possible in
+        # redact_text, becomes "?", which no literal contains).
+        low = buf[start:end].encode("latin-1", "replace").lower()
+        active = set(_UNGATED)
+        tries: set[tuple[int, int]] = set()  # (rule index, offset into the block)
+        for literal, at, _ in _AUTOMATON.find_matches_as_indexes(low, overlapping=True):
+            gates = _GATES[literal]
+            if gates:
+                active.update(gates)
+            for index, offset in _STARTS[literal]:
+                tries.add((index, at + offset))
         raw: list[tuple[int, int, int]] = []  # (start, end, rule index)
-        # scanned rules: gate on keywords, then finditer over the block
-        present: set[str] = set()
-        active: set[int] = set()
-        for kw, indexes, parts in _GATE_ITEMS:
-            if active.issuperset(indexes) or not present.issuperset(parts):
-                continue
-            if kw in low:
-                present.add(kw)
-                active.update(indexes)
         for index in sorted(active):
-            rule = RULES[index]
-            select = rule.select
-            for m in rule.pattern.finditer(buf, start, end):
+            select = RULES[index].select
+            for m in RULES[index].pattern.finditer(buf, start, end):
                 for s, e in select(m):
                     raw.append((s, e, index))
-        # anchored rules: the keyword search is the gate; match where a keyword occurs
-        find = low.find
-        last = len(low)
-        for index in _ANCHORED:
-            rule = RULES[index]
-            follow = rule.follow
-            seen: set[int] = set()
-            for kw in rule.keywords:
-                k = len(kw)
-                i = find(kw)
-                while i >= 0:
-                    if follow is None or i + k >= last or low[i + k] in follow:
-                        seen.add(i)
-                    i = find(kw, i + 1)
-            if not seen:
-                continue
-            pattern = rule.pattern
-            select = rule.select
-            for i in sorted(seen):
-                hit = pattern.match(buf, start + i, end)
-                if hit is not None:
-                    for s, e in select(hit):
-                        raw.append((s, e, index))
+        for index, at in tries:
+            hit = RULES[index].pattern.match(buf, start + at, end)
+            if hit is not None:
+                for s, e in RULES[index].select(hit):
+                    raw.append((s, e, index))
         if not raw:
             return []
         # Overlapping matches become one span, named after the most specific rule among them

@@ -293,6 +293,114 @@ def test_rules_are_keyword_gated_and_named() -> None:
         assert all(kw == kw.lower() and kw for kw in rule.keywords), rule.name
 
 
+# --- the gate finds every match the rules' regexes can make -------------------------------------
+
+
+def brute_force_findings(text: str) -> list[tuple[str, int, int]]:
+    """Every rule tried at every position (no gate), overlaps merged as the redactor merges them."""
+    raw: list[tuple[int, int, int]] = []
+    for index, rule in enumerate(RULES):
+        if rule.anchored:
+            matches = [rule.pattern.match(text, i) for i in range(len(text))]
+        else:
+            matches = list(rule.pattern.finditer(text))
+        for m in matches:
+            if m is not None:
+                raw += [(s, e, index) for s, e in rule.select(m)]
+    raw.sort()
+    merged: list[tuple[int, int, int]] = []
+    for s, e, index in raw:
+        if merged and s < merged[-1][1]:
+            ps, pe, pindex = merged[-1]
+            merged[-1] = (ps, max(pe, e), min(pindex, index))
+        else:
+            merged.append((s, e, index))
+    return [(RULES[index].name, s, e) for s, e, index in merged]
+
+
+def gated_findings(text: str) -> list[tuple[str, int, int]]:
+    return [(f.rule, f.start, f.end) for f in redact_text(text)[1]]
+
+
+def test_gate_misses_no_match_on_the_corpus() -> None:
+    """The literal gate (keywords, starts) only skips places where no rule could match."""
+    for row in load_corpus():
+        text = row["text"]
+        if "-----BEGIN" not in text:  # PEM blocks are the machine's, not one regex's
+            assert gated_findings(text) == brute_force_findings(text), text
+
+
+GATE_PIECES = [
+    *[
+        "password",
+        "PassWord",
+        "passwd",
+        "pwd",
+        "passphrase",
+        "pass",
+        "PASSED",
+        "secret",
+        "token",
+        "auth",
+        "AUTH",
+    ],
+    *[
+        "credential",
+        "credentials",
+        "key",
+        "api_key",
+        "Authorization",
+        "bearer",
+        "Bearer",
+        "-u",
+        "--user",
+    ],
+    *[
+        "-",
+        "--",
+        "_",
+        ".",
+        "1",
+        "42",
+        ":",
+        "=",
+        "=>",
+        ":=",
+        ",",
+        "SECRET_ACCESS_KEY",
+        "secret-access_key",
+        "ghp_",
+        "glpat-",
+    ],
+    *["AC", "SK", "sk-", "xoxb-", "://", "@"],
+    *["\\", '"', "'", " ", "  ", "\t", "\n", "x" * 8],
+    *[rand(12), rand(40), rand(32, "0123456789abcdef")],
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(picks=st.lists(st.integers(0, len(GATE_PIECES) - 1), max_size=30))
+def test_gate_equals_trying_every_rule_everywhere(picks: list[int]) -> None:
+    text = "".join(GATE_PIECES[i] for i in picks)
+    assert gated_findings(text) == brute_force_findings(text)
+
+
+def test_anchored_rules_start_with_one_of_their_starts() -> None:
+    """Checks the declared starts against the corpus: every anchored match begins at one."""
+    for row in load_corpus():
+        text = row["text"]
+        low = text.lower()
+        for rule in RULES:
+            if not rule.anchored:
+                continue
+            for i in range(len(text)):
+                if rule.pattern.match(text, i) is not None:
+                    assert any(
+                        low.startswith(literal, i - offset) and i >= offset
+                        for literal, offset in rule.starts
+                    ), (rule.name, text[i : i + 40])
+
+
 # --- multi-line PEM blocks -------------------------------------------------------------------
 
 
