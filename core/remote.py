@@ -182,7 +182,18 @@ def resolve_url(engine: Engine, remote: str | None, repo_root: str | Path) -> st
             f"no remote {name!r}: not a Pitstop remote (`pitstop remote add {name} URL`) and "
             f"not a git remote of {repo_root}"
         )
-    return proc.stdout.decode().strip()
+    return _anchor(proc.stdout.decode().strip(), Path(repo_root))
+
+
+def _anchor(url: str, base: Path) -> str:
+    """A git remote's URL usable from anywhere: a relative local path is made absolute against
+    the repository (git resolves it there; Pitstop runs git from its own store)."""
+    if "://" in url or url.startswith("/"):
+        return url
+    head = url.split("/", 1)[0]
+    if ":" in head:  # scp-like `host:path` or `user@host:path`
+        return url
+    return str((base / url).resolve())
 
 
 def add_remote(engine: Engine, name: str, url: str, repo: str | Path) -> dict[str, Any]:

@@ -46,7 +46,8 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     files = {f"src/mod{n}.py": f"value = {n}\n" for n in range(30)}
     files["README.md"] = "# project\n"
     author = init_repo(tmp_path / "author", files)
-    git(author, "remote", "add", "origin", str(remote))
+    # relative, as people often have it: Pitstop must resolve it against the repository
+    git(author, "remote", "add", "origin", "../remote.git")
     git(author, "push", "-q", "origin", "HEAD:refs/heads/main")
     other = tmp_path / "other"
     subprocess.run(["git", "clone", "-q", str(remote), str(other)], check=True)
