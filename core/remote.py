@@ -973,6 +973,7 @@ def _import_checkpoint(
             None,
             clock.now_iso(),
         )
+    return local_commit
 
 
 def _open_sealed_worktree(

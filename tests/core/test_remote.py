@@ -387,3 +387,17 @@ def test_encrypt_worktree_sends_the_snapshot_sealed(world: dict[str, Path], tmp_
         )
         # pushing from B reuses the fetched commit: nothing new to send
         assert b.push([task_id]).tasks[task_id]["checkpoints_sent"] == 0
+
+
+def test_the_fetching_store_points_its_checkpoint_ref_at_the_newest(
+    world: dict[str, Path], tmp_path: Path
+) -> None:
+    with Engine(tmp_path / "store-a") as a:
+        task_id = _work(a, world["author"], tmp_path)
+        a.push([task_id])
+    with Engine(tmp_path / "store-b") as b:
+        b.fetch([task_id], repo=world["other"])
+        newest = b.get_checkpoint(f"{task_id}@1").commit
+        (store_repo,) = (tmp_path / "store-b" / "repos").glob("*.git")
+        ref = git(store_repo, "rev-parse", f"refs/pitstop/checkpoints/{task_id}")
+        assert ref.strip() == newest
