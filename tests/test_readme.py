@@ -56,3 +56,36 @@ def test_readme_example_session_runs(tmp_path: Path) -> None:
     for path in (tmp_path / "store").rglob("*"):
         if path.is_file():
             assert b"ghp_readme_example_token_value" not in path.read_bytes(), path
+
+
+def test_readme_remote_example_runs(tmp_path: Path) -> None:
+    script = _bash_blocks_after("<!-- readme-remote-example")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PITSTOP_"))}
+    env.update(
+        {
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+            "PITSTOP_CONFIG_DIR": str(tmp_path / "config"),
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
+        }
+    )
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "port: 1 new checkpoint(s), ledger updated" in result.stdout
+    assert "remote only" in result.stdout
+    assert "port: new task, 1 new checkpoint(s)" in result.stdout
+    hub = subprocess.run(
+        ["git", "cat-file", "--batch-all-objects", "--batch"],
+        cwd=tmp_path / "hub.git",
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert b"Port the parser" not in hub and b"half done" not in hub
