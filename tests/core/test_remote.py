@@ -401,3 +401,24 @@ def test_the_fetching_store_points_its_checkpoint_ref_at_the_newest(
         (store_repo,) = (tmp_path / "store-b" / "repos").glob("*.git")
         ref = git(store_repo, "rev-parse", f"refs/pitstop/checkpoints/{task_id}")
         assert ref.strip() == newest
+
+
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen missing")
+def test_an_ssh_ed25519_recipient_reads_with_their_own_ssh_key(
+    world: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = tmp_path / "id_ed25519"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "dana@laptop", "-f", str(key)],
+        check=True,
+    )
+    with Engine(tmp_path / "store-a") as a:
+        task_id = _work(a, world["author"], tmp_path)
+        a.share_task(task_id, [str(key.with_suffix(".pub"))])
+        a.push([task_id])
+    monkeypatch.setenv("PITSTOP_IDENTITY", str(key))
+    with Engine(tmp_path / "store-d") as d:
+        _, listing = d.list_remote(repo=world["other"])
+        assert listing[0].readable
+        assert d.fetch([task_id], repo=world["other"]).fetched[task_id]["checkpoints"] == 1
+        assert d.get_task(task_id).objective.endswith(OBJECTIVE_MARK)
