@@ -95,7 +95,7 @@ def test_push_list_fetch_validate_resume_on_another_machine(
     assert refs.split() == [f"refs/pitstop/checkpoints/{task_id}", f"refs/pitstop/ledger/{task_id}"]
 
     with Engine(tmp_path / "store-b") as b:
-        url, listing = b.list_remote(repo=world["other"])
+        _url, listing = b.list_remote(repo=world["other"])
         assert [t.task_id for t in listing] == [task_id]
         assert listing[0].readable and not listing[0].local
         assert [c.seq for c in listing[0].checkpoints] == [1]
@@ -162,7 +162,9 @@ def test_a_non_recipient_sees_no_key_until_shared(
         assert result.no_key == [task_id] and result.fetched == {}
         with pytest.raises(PitstopError):
             c.get_task(task_id)
-        db_bytes = b"".join(p.read_bytes() for p in (tmp_path / "store-c").rglob("*") if p.is_file())
+        db_bytes = b"".join(
+            p.read_bytes() for p in (tmp_path / "store-c").rglob("*") if p.is_file()
+        )
         assert OBJECTIVE_MARK.encode() not in db_bytes
 
     monkeypatch.setenv("PITSTOP_IDENTITY", own)
@@ -344,7 +346,7 @@ def test_a_host_that_refuses_custom_refs_gets_one_clear_message(
     hook = world["remote"] / "hooks" / "pre-receive"
     hook.write_text(
         "#!/bin/sh\nwhile read old new ref; do case $ref in refs/pitstop/*) "
-        "echo \"refusing $ref\" >&2; exit 1;; esac; done\n"
+        'echo "refusing $ref" >&2; exit 1;; esac; done\n'
     )
     hook.chmod(0o755)
     with Engine(tmp_path / "store-a") as a:
