@@ -43,6 +43,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import ahocorasick_rs
 
@@ -98,7 +99,7 @@ class Finding:
     end: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Rule:
     """A keyword-gated rule.
 
@@ -107,13 +108,16 @@ class Rule:
     over a block in which a keyword occurs (``gated=False``: over every block, for a
     case-sensitive rule whose lowercased keyword is too common to gate on, and whose regex begins
     with that literal so ``re`` finds it as fast as a gate would). ``select`` maps a match to the
-    spans to redact (empty: the match was a placeholder or a look-alike).
+    spans to redact (empty: the match was a placeholder or a look-alike). The regex is compiled
+    on first use: compiling all of them costs more than a harness hook's whole budget, and most
+    outputs never reach most rules.
     """
 
     name: str
     keywords: tuple[str, ...]
     """Lowercase literals: every match contains one of them (compared case-insensitively)."""
-    pattern: re.Pattern[str]
+    source: str
+    flags: int
     select: Select
     anchored: bool = False
     starts: tuple[tuple[str, int], ...] = ()
@@ -121,6 +125,11 @@ class Rule:
     occurrence of one of these lowercase literals (a keyword with the characters that must
     surround it), so the literals alone say where to try the rule."""
     gated: bool = True
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """The compiled regex (compiled once, on first use)."""
+        return re.compile(self.source, self.flags)
 
 
 # --- value checks ---------------------------------------------------------------------------
@@ -489,9 +498,7 @@ def _rule(
     keywords = tuple(keywords)
     if anchored and starts is None:
         starts = [(kw, 0) for kw in keywords]
-    return Rule(
-        name, keywords, re.compile(pattern, flags), select, anchored, tuple(starts or ()), gated
-    )
+    return Rule(name, keywords, pattern, flags, select, anchored, tuple(starts or ()), gated)
 
 
 def _generic_starts(names: Iterable[str]) -> list[tuple[str, int]]:
