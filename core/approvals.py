@@ -10,7 +10,7 @@ in the store and the audit log.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -36,7 +36,10 @@ _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 class Audit(Protocol):
-    """The engine's audit writer: one event per state change, inside the caller's transaction."""
+    """The engine's audit writer: one event per state change, inside the caller's transaction.
+
+    The reason of a task's event is sealed; `detail` is plain facts that lists and measures read.
+    """
 
     def __call__(
         self,
@@ -48,6 +51,8 @@ class Audit(Protocol):
         to_state: str | None,
         reason: str | None,
         at: str,
+        *,
+        detail: Mapping[str, str] | None = None,
     ) -> None: ...
 
 
@@ -118,19 +123,20 @@ def require_decider(task: Task, actor: str, what: str) -> None:
 
 
 class Approvals:
-    """Approval requests and decisions on one store connection."""
+    """Approval requests and decisions on one store connection; their text sealed by `keys`."""
 
-    def __init__(self, db: Database, audit: Audit, actor: str) -> None:
+    def __init__(self, db: Database, audit: Audit, actor: str, keys: store.TextKeys) -> None:
         self.db = db
         self.audit = audit
         self.actor = actor
+        self.keys = keys
 
     # --- reading ----------------------------------------------------------------------------
 
     def get(self, approval_id: str) -> Approval:
         """One approval by `TASK:N`, as it stands now."""
         parse_approval_id(approval_id)
-        found = store.find_approval(self.db, approval_id.strip())
+        found = store.find_approval(self.db, approval_id.strip(), self.keys)
         if found is None:
             raise NotFoundError(
                 f"no approval {approval_id!r} in this store; `pitstop approval list` shows them"
@@ -143,7 +149,8 @@ class Approvals:
             store.get_task(self.db, task_id)
         now = clock.now()
         states = (ApprovalState.PENDING,) if pending_only else ()
-        found = [effective(a, now) for a in store.list_approvals(self.db, task_id, states)]
+        stored = store.list_approvals(self.db, task_id, states, keys=self.keys)
+        found = [effective(a, now) for a in stored]
         if pending_only:
             found = [a for a in found if a.state is ApprovalState.PENDING]
         return found
@@ -152,7 +159,8 @@ class Approvals:
         """Approvals requested for one side effect, oldest first, as they stand now."""
         now = clock.now()
         return [
-            effective(a, now) for a in store.list_approvals(self.db, task_id, effect_key=effect_key)
+            effective(a, now)
+            for a in store.list_approvals(self.db, task_id, effect_key=effect_key, keys=self.keys)
         ]
 
     # --- requesting ------------------------------------------------------------------------
@@ -169,7 +177,7 @@ class Approvals:
                 f"task {task_id} is {task.status.value}; a finished task asks for no approvals"
             )
         if effect_key is not None:
-            effect = store.get_effect(self.db, task_id, effect_key)
+            effect = store.get_effect(self.db, task_id, effect_key, None)
             if effect.state is EffectState.CONFIRMED:
                 raise ConflictError(
                     f"side effect {effect_key!r} of task {task_id} is already confirmed; "
@@ -208,7 +216,7 @@ class Approvals:
                 expires_at=clock.to_iso(now + expires_in) if expires_in else None,
                 checkpoint_seq=checkpoint_seq,
             )
-            store.insert_approval(self.db, approval)
+            store.insert_approval(self.db, approval, self.keys)
             self.audit(
                 task_id,
                 "approval",
@@ -247,6 +255,7 @@ class Approvals:
                 decided_by=None,
                 decided_at=stored.expires_at or at,
                 reason=None,
+                keys=self.keys,
             ):
                 self.audit(
                     task_id,
@@ -272,7 +281,7 @@ class Approvals:
         now = clock.now()
         at = clock.to_iso(now)
         with write_txn(self.db):
-            stored = store.find_approval(self.db, approval_id)
+            stored = store.find_approval(self.db, approval_id, None)
             assert stored is not None  # approvals are never deleted
             current = effective(stored, now)
             task = store.get_task(self.db, current.task_id)
@@ -294,6 +303,7 @@ class Approvals:
                 decided_by=self.actor,
                 decided_at=at,
                 reason=persistable(reason),
+                keys=self.keys,
             ):
                 raise ConflictError(f"approval {approval_id} was decided by someone else just now")
             self.audit(
@@ -307,7 +317,7 @@ class Approvals:
                 at,
             )
             self._end_wait_if_done(task, at, approval_id, to_state)
-        decided = store.find_approval(self.db, approval_id)
+        decided = store.find_approval(self.db, approval_id, self.keys)
         assert decided is not None
         return decided
 

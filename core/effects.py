@@ -49,6 +49,7 @@ from core.errors import (
     EffectBusyError,
     NeedsSettlingError,
     NotFoundError,
+    PitstopError,
     UsageError,
 )
 from core.models import ApprovalState, EffectState, SideEffect, Task
@@ -215,19 +216,22 @@ def _quiet(_: str) -> None:
 class Ledger:
     """The side effects of every task in one store, on one connection."""
 
-    def __init__(self, db: Database, audit: Audit, actor: str, lock_dir: Path) -> None:
+    def __init__(
+        self, db: Database, audit: Audit, actor: str, lock_dir: Path, keys: store.TextKeys
+    ) -> None:
         self.db = db
         self.audit = audit
         self.actor = actor
         self.lock_dir = lock_dir
-        self.approvals = approvals.Approvals(db, audit, actor)
+        self.keys = keys  # seals and opens targets, checks and notes
+        self.approvals = approvals.Approvals(db, audit, actor, keys)
 
     # --- reading ----------------------------------------------------------------------------
 
     def get(self, task_id: str, key: str) -> SideEffect:
         """One effect, with whether a guard is running it right now."""
         store.get_task(self.db, task_id)
-        return self._with_runner(store.get_effect(self.db, task_id, key))
+        return self._with_runner(store.get_effect(self.db, task_id, key, self.keys))
 
     def find(
         self, task_id: str | None = None, states: Sequence[EffectState] = ()
@@ -235,7 +239,7 @@ class Ledger:
         """Effects in the order they were proposed, optionally of one task or some states."""
         if task_id is not None:
             store.get_task(self.db, task_id)
-        found = store.list_effects(self.db, task_id, tuple(states))
+        found = store.list_effects(self.db, task_id, tuple(states), self.keys)
         return [self._with_runner(effect) for effect in found]
 
     def _with_runner(self, effect: SideEffect) -> SideEffect:
@@ -265,7 +269,7 @@ class Ledger:
             approvals.refuse_secrets(check, "--check")
         with write_txn(self.db):
             task = store.get_task(self.db, task_id)
-            existing = store.find_effect(self.db, task_id, key)
+            existing = store.find_effect(self.db, task_id, key, self.keys)
             if existing is not None:
                 return ProposeResult(
                     self._with_runner(existing),
@@ -285,7 +289,7 @@ class Ledger:
                 check=check,
                 needs_approval=needs_approval,
             )
-            store.insert_effect(self.db, effect)
+            store.insert_effect(self.db, effect, self.keys)
             self.audit(
                 task_id, "effect", key, "propose", None, EffectState.PROPOSED.value, None, now
             )
@@ -377,7 +381,7 @@ class Ledger:
     def _validate_move(
         self, task: Task, key: str, to_state: EffectState, reason: str | None
     ) -> SideEffect:
-        effect = store.get_effect(self.db, task.id, key)
+        effect = store.get_effect(self.db, task.id, key, self.keys)
         if not allowed(effect.state, to_state):
             raise ConflictError(self._illegal(effect, to_state))
         if effect.state is EffectState.UNCERTAIN:
@@ -408,7 +412,7 @@ class Ledger:
         if not allowed(effect.state, to_state):
             raise ConflictError(self._illegal(effect, to_state))
         if not store.move_effect(
-            self.db, effect.task_id, effect.key, effect.state, to_state, **changes
+            self.db, effect.task_id, effect.key, effect.state, to_state, keys=self.keys, **changes
         ):
             raise ConflictError(
                 f"side effect {effect.key!r} of task {effect.task_id} changed while this command "
@@ -452,10 +456,10 @@ class Ledger:
         """Run the precondition check of an unsettled effect and settle it by its answer."""
         validate_key(key)
         store.get_task(self.db, task_id)
-        effect = store.get_effect(self.db, task_id, key)
+        effect = store.get_effect(self.db, task_id, key, self.keys)
         self._require_checkable(effect, command)
         with self._lock(task_id, key, wait=0.0):
-            effect = store.get_effect(self.db, task_id, key)
+            effect = store.get_effect(self.db, task_id, key, self.keys)
             command = self._require_checkable(effect, command)
             result = run_check(command, _effect_env(effect), timeout or CHECK_TIMEOUT_S)
             return CheckOutcome(self._settle_by_check(effect, result), result)
@@ -472,7 +476,7 @@ class Ledger:
             raise UsageError(
                 f"side effect {effect.key!r} has no precondition check; pass --check CMD"
             )
-        return chosen
+        return _readable_check(effect, chosen)
 
     def _settle_by_check(self, effect: SideEffect, result: CheckResult) -> SideEffect:
         """Confirm or fail an unsettled effect from a check's answer; unknown refuses."""
@@ -499,8 +503,9 @@ class Ledger:
                 to_state.value,
                 f"precondition check: {said} ({result.detail})",
                 now,
+                detail={"check": said},  # plain: the metrics count duplicates found by checks
             )
-        return store.get_effect(self.db, effect.task_id, effect.key)
+        return store.get_effect(self.db, effect.task_id, effect.key, self.keys)
 
     # --- the guard --------------------------------------------------------------------------
 
@@ -519,7 +524,7 @@ class Ledger:
         if request.check is not None:
             _check_text(request.check, "--check", MAX_TEXT_CHARS, single_line=False)
         task = store.get_task(self.db, request.task_id)
-        effect = store.find_effect(self.db, request.task_id, request.key)
+        effect = store.find_effect(self.db, request.task_id, request.key, self.keys)
         if effect is not None and effect.state is EffectState.CONFIRMED:
             return self._already_confirmed(effect)
         if effect is None and request.kind is None:
@@ -556,7 +561,7 @@ class Ledger:
         )
 
     def _guard_locked(self, request: GuardRequest, lock_fd: int, notice: Notice) -> GuardOutcome:
-        if store.find_effect(self.db, request.task_id, request.key) is None:
+        if store.find_effect(self.db, request.task_id, request.key, self.keys) is None:
             assert request.kind is not None
             self.propose(
                 request.task_id,
@@ -566,11 +571,11 @@ class Ledger:
                 check=request.check,
             )
         else:
-            proposed = store.get_effect(self.db, request.task_id, request.key)
+            proposed = store.get_effect(self.db, request.task_id, request.key, self.keys)
             kind = request.kind or proposed.kind
             for warning in self._differences(proposed, kind, request.target, None, False):
                 notice(warning)
-        effect = store.get_effect(self.db, request.task_id, request.key)
+        effect = store.get_effect(self.db, request.task_id, request.key, self.keys)
         check_result: CheckResult | None = None
         if effect.state is EffectState.CONFIRMED:
             return self._already_confirmed(effect)
@@ -578,6 +583,7 @@ class Ledger:
             command = request.check or effect.check
             if not command:
                 raise self._no_check(effect)
+            command = _readable_check(effect, command)
             notice(
                 f"side effect {effect.key!r} is {effect.state.value}; asking its precondition "
                 "check whether it already happened"
@@ -696,7 +702,7 @@ class Ledger:
                 f"guard: {note}",
                 finished,
             )
-        effect = store.get_effect(self.db, running.task_id, running.key)
+        effect = store.get_effect(self.db, running.task_id, running.key, self.keys)
         key = repr(running.key)
         messages = {
             EffectState.CONFIRMED: f"side effect {key} ran and is confirmed ({note})",
@@ -770,7 +776,7 @@ class Ledger:
                 os.close(fd)
 
     def _holder(self, task_id: str, key: str) -> str:
-        effect = store.find_effect(self.db, task_id, key)
+        effect = store.find_effect(self.db, task_id, key, self.keys)
         if effect and effect.runner_pid:
             return f"the guard started as pid {effect.runner_pid} on {effect.runner_host}"
         return "another pitstop process"
@@ -785,9 +791,19 @@ def _effect_env(effect: SideEffect) -> dict[str, str]:
         PITSTOP_EFFECT_KIND=effect.kind,
         PITSTOP_EFFECT_ATTEMPT=str(effect.attempts),
     )
-    if effect.target:
+    if effect.target and effect.target != store.UNREADABLE:
         env["PITSTOP_EFFECT_TARGET"] = effect.target
     return env
+
+
+def _readable_check(effect: SideEffect, command: str) -> str:
+    """The check to run; a stored one sealed under a key that is not available is refused."""
+    if command == store.UNREADABLE:
+        raise PitstopError(
+            f"the precondition check of side effect {effect.key!r} is encrypted and the key to "
+            "read it is not available; set PITSTOP_KEY to the store's key, or pass --check CMD"
+        )
+    return command
 
 
 def run_check(command: str, env: Mapping[str, str], timeout: float) -> CheckResult:

@@ -13,7 +13,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -809,7 +809,7 @@ class Engine:
         except (MasterKeyError, DecryptError):
             if strict:
                 raise
-            return replace(checkpoint, note="[encrypted: the key to read it is not available]")
+            return replace(checkpoint, note=store.UNREADABLE)
         return replace(
             checkpoint, note=note, manifest=document, sealed_note=None, sealed_manifest=None
         )
@@ -1069,12 +1069,14 @@ class Engine:
     def _ledger(self) -> Ledger:
         from core.effects import Ledger
 
-        return Ledger(self.db, self._event, self.actor, self.paths.tmp / "locks" / "effects")
+        return Ledger(
+            self.db, self._event, self.actor, self.paths.tmp / "locks" / "effects", self.keys
+        )
 
     def _approvals(self) -> Approvals:
         from core.approvals import Approvals
 
-        return Approvals(self.db, self._event, self.actor)
+        return Approvals(self.db, self._event, self.actor, self.keys)
 
     def propose_effect(
         self,
@@ -1190,7 +1192,7 @@ class Engine:
                 "exit_code": e.exit_code,
                 "updated_at": e.updated_at,
             }
-            for e in store.list_effects(self.db, task_id)
+            for e in store.list_effects(self.db, task_id, keys=self.keys)
         ]
         pending = [
             {
@@ -1626,6 +1628,8 @@ class Engine:
 
     def judge_resume(self, task_id: str, accepted: bool, reason: str) -> dict[str, Any]:
         """Record whether the resumed work was accepted; releases the task's lease."""
+        from core.approvals import persistable
+
         if not reason.strip():
             raise UsageError("say why with --reason")
         now = clock.now_iso()
@@ -1639,14 +1643,20 @@ class Engine:
             store.update_resume(
                 self.db,
                 latest["id"],
+                keys=self.keys,
                 accepted=int(accepted),
-                accept_reason=reason,
+                accept_reason=persistable(reason),
                 state="done" if latest["state"] == "active" else latest["state"],
                 finished_at=latest["finished_at"] or now,
             )
             verdict = "accepted" if accepted else "rejected"
             self._event(task_id, "resume", str(latest["id"]), verdict, None, verdict, reason, now)
         return {"task": task_id, "resume": latest["id"], "accepted": accepted, "reason": reason}
+
+    def resume_records(self, task_id: str) -> list[dict[str, Any]]:
+        """Every resume of a task, oldest first, its accept/reject reason decrypted (or marked)."""
+        store.get_task(self.db, task_id)
+        return store.list_resumes(self.db, task_id, self.keys)
 
     # --- evidence output, read chunk by chunk (the dashboard's lazy log view) -----------------
 
@@ -1769,10 +1779,10 @@ class Engine:
     # --- audit -----------------------------------------------------------------------------
 
     def events(self, task_id: str | None = None) -> list[AuditEvent]:
-        """The audit log, oldest first."""
+        """The audit log, oldest first; reasons decrypted (a marker where the key is missing)."""
         if task_id is not None:
             store.get_task(self.db, task_id)
-        return store.list_events(self.db, task_id)
+        return store.list_events(self.db, task_id, self.keys)
 
     def _event(
         self,
@@ -1784,9 +1794,15 @@ class Engine:
         to_state: str | None,
         reason: str | None,
         at: str,
+        *,
+        detail: Mapping[str, str] | None = None,
     ) -> None:
+        """Write one audit event; a task's reason is redacted and sealed under its key."""
+        from core.approvals import persistable
+
         store.add_event(
             self.db,
+            keys=self.keys,
             at=at,
             actor=self.actor,
             interface=self.interface,
@@ -1796,5 +1812,6 @@ class Engine:
             action=action,
             from_state=from_state,
             to_state=to_state,
-            reason=reason,
+            reason=persistable(reason) if reason else reason,
+            detail=detail,
         )

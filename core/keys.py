@@ -21,6 +21,8 @@ class TaskKeys:
         self._cache: dict[str, bytes] = {}
         self._store_id: str | None = None
         self._scopes: dict[str, str] = {}
+        self._unreadable: set[str] = set()  # tasks whose text cannot be opened here (lists)
+        self._uncommitted: set[str] = set()  # keys created inside a write not yet committed
 
     @property
     def store_id(self) -> str:
@@ -60,11 +62,15 @@ class TaskKeys:
             store.set_meta(self._db, DEMO_KEY_META, crypto.encode_key(crypto.DEMO_KEY))
         self._master = None
         self._cache.clear()
+        self._unreadable.clear()
 
     def data_key(self, task_id: str, *, create: bool) -> bytes:
         """The task's data key; created (and wrapped) on first use when `create` is set."""
         if task_id in self._cache:
             return self._cache[task_id]
+        in_transaction = self._db.conn.in_transaction
+        if not in_transaction:
+            self._uncommitted.discard(task_id)  # committed or rolled back: the row tells which
         wrapped = store.get_wrapped_key(self._db, task_id)
         if wrapped is None:
             if not create:
@@ -73,6 +79,19 @@ class TaskKeys:
                     "or never existed"
                 )
             key = crypto.generate_key()
+            if in_transaction:
+                # Sealing inside the caller's write transaction (an audit reason, an approval's
+                # text): it already holds the write lock, and the new key commits or rolls back
+                # with what it seals, so it is cached only once it is read back committed.
+                store.insert_wrapped_key(
+                    self._db,
+                    task_id,
+                    crypto.wrap_data_key(self.master, key, self.store_id, task_id),
+                    self.master.id,
+                    clock.now_iso(),
+                )
+                self._uncommitted.add(task_id)
+                return key
             with write_txn(self._db):
                 wrapped = store.get_wrapped_key(self._db, task_id)
                 if wrapped is None:
@@ -87,8 +106,31 @@ class TaskKeys:
                 self._cache[task_id] = key
                 return key
         key = crypto.unwrap_data_key(self.master, wrapped, self.store_id, task_id)
-        self._cache[task_id] = key
+        if task_id not in self._uncommitted:
+            self._cache[task_id] = key
         return key
+
+    def seal_text(self, task_id: str, item: str, text: str) -> bytes:
+        """Encrypt free text (a reason, a note, an action) of `item` of `task_id`."""
+        self._unreadable.discard(task_id)
+        return self.seal(task_id, item, text.encode())
+
+    def open_text(self, task_id: str, item: str, sealed: bytes) -> str:
+        """Decrypt free text for display; `store.UNREADABLE` when its key is not available.
+
+        Lists show the marker instead of failing, as checkpoint notes do; a task whose key
+        cannot be had is not asked again for every row of the same list.
+        """
+        if task_id in self._unreadable:
+            return store.UNREADABLE
+        try:
+            plain = self.open(task_id, item, sealed, f"the text of {item} of task {task_id}")
+        except crypto.MasterKeyError:
+            self._unreadable.add(task_id)
+            return store.UNREADABLE
+        except crypto.DecryptError:
+            return store.UNREADABLE
+        return plain.decode("utf-8", "replace")
 
     def data_key_id(self, task_id: str) -> str:
         """The public id of the task's data key (recorded in checkpoint headers)."""

@@ -427,3 +427,39 @@ def _task_recipients(db: sqlite_utils.Database) -> None:
         )
         """
     )
+
+
+@migrations(name="0011_sealed_text")
+def _sealed_text(db: sqlite_utils.Database) -> None:
+    # Free text (audit reasons, approval actions and reasons, effect targets, checks and notes,
+    # resume verdict reasons) is sealed under its task's data key from now on: the columns keep
+    # their names and hold envelopes (BLOBs); `core.store` names them and their items. What a
+    # precondition check found moves to the plain `detail`, which the metrics count.
+    from core import store
+
+    plain = Database(db.conn)
+    # The audit log is append-only; this one rewrite puts its text into sealed form.
+    db.execute("DROP TRIGGER events_no_update")
+    store.record_check_findings(plain)
+    clear = store.clear_text_rows(plain)
+    if clear:
+        # Text already stored is sealed when the master key is available. Without it (or for a
+        # task keyed by another master) it stays readable as it was; new text is sealed anyway.
+        from core.crypto import MasterKeyError
+        from core.keys import TaskKeys
+
+        keys = TaskKeys(plain)
+        unsealable: set[str] = set()
+        for table, column, rowid, task_id, item, text in clear:
+            if task_id in unsealable:
+                continue
+            try:
+                sealed = keys.seal_text(task_id, item, text)
+            except MasterKeyError:
+                unsealable.add(task_id)
+                continue
+            store.replace_clear_text(plain, table, column, rowid, sealed)
+    db.execute(
+        "CREATE TRIGGER events_no_update BEFORE UPDATE ON events "
+        "BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END"
+    )

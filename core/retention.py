@@ -475,8 +475,11 @@ def collect_garbage(
 def _record(db: Database, plan: GcPlan, actor: str, interface: Interface) -> None:
     def event(task_id: str, entity: str, entity_id: str, action: str, *states: Any) -> None:
         from_state, to_state, reason = states
+        # gc's reasons are its own wording (rules, counts), and a retired task's key is deleted
+        # just before its event: they stay plain rather than raise a fresh key for the task.
         store.add_event(
             db,
+            keys=None,
             at=plan.at,
             actor=actor,
             interface=interface,

@@ -2,13 +2,22 @@
 
 Every function takes an open `Database`; functions that change state expect to run
 inside `core.db.write_txn()` so that a state change and its audit event commit together.
+
+Free text is sealed at rest (DESIGN §6): audit reasons, approval actions and reasons, side-effect
+targets, checks and notes, and resume verdict reasons are stored as AES-GCM envelopes under the
+task's data key, through a `TextKeys`, as BLOBs in the columns that held them in clear. Each is
+bound to an item name known before its row is written: `event/<id>/reason` (the id is taken under
+the write lock), `approval/<seq>/action|reason`, `effect/<key>/target|check|note` (by the
+idempotency key), `resume/<id>/accept_reason`. What lists sort and filter on (ids, states, times,
+counts, operator names) stays plain. A `str` found in a sealed column was written before
+`0011_sealed_text` on a machine without the key, and reads as it is.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from core.db import Database
 from core.errors import ConflictError, NotFoundError
@@ -30,6 +39,97 @@ from core.models import (
 )
 
 MANIFEST_SCHEMA = "pitstop.manifest/1"
+
+# What a sealed text shows when the key to open it is not available (lists never fail on it).
+UNREADABLE = "[encrypted: the key to read it is not available]"
+
+
+class TextKeys(Protocol):
+    """Seals and opens a task's free text (`core.keys.TaskKeys`); the key is loaded lazily."""
+
+    def seal_text(self, task_id: str, item: str, text: str) -> bytes: ...
+
+    def open_text(self, task_id: str, item: str, sealed: bytes) -> str: ...
+
+
+def _sealed(keys: TextKeys, task_id: str, item: str, text: str | None) -> bytes | str | None:
+    """Text as a sealed column stores it: empty or absent text costs no key and no crypto."""
+    return keys.seal_text(task_id, item, text) if text else text
+
+
+def _opened(keys: TextKeys | None, task_id: str, item: str, stored: Any) -> Any:
+    """A sealed column's value in clear (a legacy clear `str` as it is), or the marker."""
+    if not isinstance(stored, bytes | memoryview):
+        return stored
+    return keys.open_text(task_id, item, bytes(stored)) if keys is not None else UNREADABLE
+
+
+def event_item(event_id: int) -> str:
+    """The sealed item name of an audit event's reason."""
+    return f"event/{event_id}/reason"
+
+
+def approval_item(seq: int, field: str) -> str:
+    """The sealed item name of an approval's `action` or `reason` (by its per-task number)."""
+    return f"approval/{seq}/{field}"
+
+
+def effect_item(key: str, column: str) -> str:
+    """The sealed item name of a side effect's `target`, `check` or `note` (by its key)."""
+    return f"effect/{key}/{column}"
+
+
+def resume_item(resume_id: int) -> str:
+    """The sealed item name of a resume's accept/reject reason."""
+    return f"resume/{resume_id}/accept_reason"
+
+
+# Where free text lies, for `0011_sealed_text`: table, column, and how a row's item is named.
+_SEALED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("events", "reason", "'event/' || id || '/reason'"),
+    ("approvals", "action", "'approval/' || seq || '/action'"),
+    ("approvals", "reason", "'approval/' || seq || '/reason'"),
+    ("effects", "target", "'effect/' || key || '/target'"),
+    ("effects", "check_command", "'effect/' || key || '/check'"),
+    ("effects", "note", "'effect/' || key || '/note'"),
+    ("resumes", "accept_reason", "'resume/' || id || '/accept_reason'"),
+)
+
+
+def clear_text_rows(db: Database) -> list[tuple[str, str, int, str, str, str]]:
+    """Free text still stored in clear: `(table, column, rowid, task_id, item, text)`.
+
+    Tasks gc retired (expired, their key deleted) are left out: sealing their text would give
+    them a fresh key.
+    """
+    found: list[tuple[str, str, int, str, str, str]] = []
+    for table, column, item in _SEALED_COLUMNS:
+        rows = db.execute(
+            f"SELECT rowid, task_id, {item}, {column} FROM {table} "
+            f"WHERE task_id IS NOT NULL AND typeof({column}) = 'text' AND {column} != '' "
+            "AND task_id NOT IN (SELECT id FROM tasks WHERE status = 'expired' "
+            "AND id NOT IN (SELECT task_id FROM task_keys)) ORDER BY rowid"
+        ).fetchall()
+        found.extend((table, column, *row) for row in rows)
+    return found
+
+
+def replace_clear_text(db: Database, table: str, column: str, rowid: int, sealed: bytes) -> None:
+    """Put the sealed form of one row's clear text in its place (`0011_sealed_text` only)."""
+    if (table, column) not in {(t, c) for t, c, _ in _SEALED_COLUMNS}:
+        raise ValueError(f"{table}.{column} is not a sealed text column")
+    db.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = ?", [sealed, rowid])
+
+
+def record_check_findings(db: Database) -> None:
+    """Copy what a precondition check found from clear event reasons to the plain `detail`."""
+    for finding in ("already happened", "did not happen"):
+        db.execute(
+            "UPDATE events SET detail = json_object('check', ?) WHERE entity = 'effect' "
+            "AND detail IS NULL AND typeof(reason) = 'text' AND reason LIKE ?",
+            [finding, f"precondition check: {finding}%"],
+        )
+
 
 _CHECKPOINT_COLUMNS = (
     "task_id, seq, state, reason, note, commit_sha, worktree_tree, index_tree, base_commit, "
@@ -275,6 +375,7 @@ def checkpoint_counts(db: Database) -> dict[str, tuple[int, str | None]]:
 def add_event(
     db: Database,
     *,
+    keys: TextKeys | None,
     at: str,
     actor: str,
     interface: Interface,
@@ -287,26 +388,40 @@ def add_event(
     reason: str | None = None,
     detail: Mapping[str, Any] | None = None,
 ) -> None:
-    """Append one audit event (invariant 6); events are never updated."""
-    db.table("events").insert(
-        {
-            "at": at,
-            "actor": actor,
-            "interface": interface.value,
-            "task_id": task_id,
-            "entity": entity,
-            "entity_id": entity_id,
-            "action": action,
-            "from_state": from_state,
-            "to_state": to_state,
-            "reason": reason,
-            "detail": json.dumps(dict(detail), sort_keys=True) if detail else None,
-        }
-    )
+    """Append one audit event (invariant 6); events are never updated.
+
+    A task's reason is sealed with `keys`; an event of no task, or written with `keys=None`
+    (gc's own wording, after it deleted the task's key), keeps Pitstop's own plain text.
+    Must run inside `write_txn()`: the sealed reason is bound to the id the row gets.
+    """
+    columns: dict[str, Any] = {
+        "at": at,
+        "actor": actor,
+        "interface": interface.value,
+        "task_id": task_id,
+        "entity": entity,
+        "entity_id": entity_id,
+        "action": action,
+        "from_state": from_state,
+        "to_state": to_state,
+        "reason": reason,
+        "detail": json.dumps(dict(detail), sort_keys=True) if detail else None,
+    }
+    if reason and task_id is not None and keys is not None:
+        # Events are never deleted, so under the write lock MAX(id) + 1 is the row's own id.
+        (event_id,) = db.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM events").fetchone()
+        columns["id"] = event_id
+        columns["reason"] = keys.seal_text(task_id, event_item(event_id), reason)
+    db.table("events").insert(columns)
 
 
-def list_events(db: Database, task_id: str | None = None) -> list[AuditEvent]:
-    """Audit events in the order they happened, for one task or the whole store."""
+def list_events(
+    db: Database, task_id: str | None = None, keys: TextKeys | None = None
+) -> list[AuditEvent]:
+    """Audit events in the order they happened, for one task or the whole store.
+
+    Sealed reasons are opened with `keys` (without: the marker).
+    """
     sql = "SELECT * FROM events"
     params: list[Any] = []
     if task_id is not None:
@@ -325,7 +440,7 @@ def list_events(db: Database, task_id: str | None = None) -> list[AuditEvent]:
             action=row["action"],
             from_state=row["from_state"],
             to_state=row["to_state"],
-            reason=row["reason"],
+            reason=_opened(keys, row["task_id"], event_item(row["id"]), row["reason"]),
         )
         for row in rows
     ]
@@ -470,9 +585,19 @@ def chunk_blob(db: Database, evidence_id: int, seq: int) -> bytes:
 
 # Model field -> column, where they differ.
 _EFFECT_COLUMN = {"check": "check_command"}
+# Sealed effect columns -> the item name they are bound to.
+_EFFECT_SEALED = {"target": "target", "check_command": "check", "note": "note"}
 
 
-def _effect_from_row(row: Mapping[str, Any]) -> SideEffect:
+def _effect_from_row(row: Mapping[str, Any], keys: TextKeys | None) -> SideEffect:
+    task_id, key = row["task_id"], row["key"]
+    row = {
+        **row,
+        **{
+            column: _opened(keys, task_id, effect_item(key, item), row[column])
+            for column, item in _EFFECT_SEALED.items()
+        },
+    }
     return SideEffect(
         task_id=row["task_id"],
         key=row["key"],
@@ -493,9 +618,11 @@ def _effect_from_row(row: Mapping[str, Any]) -> SideEffect:
     )
 
 
-def insert_effect(db: Database, effect: SideEffect) -> None:
-    """Record a newly proposed side effect; its key must be new in its task."""
-    if find_effect(db, effect.task_id, effect.key) is not None:
+def insert_effect(db: Database, effect: SideEffect, keys: TextKeys) -> None:
+    """Record a newly proposed side effect (its target, check and note sealed); a new key only."""
+    if db.execute(
+        "SELECT 1 FROM effects WHERE task_id = ? AND key = ?", [effect.task_id, effect.key]
+    ).fetchone():
         raise ConflictError(f"task {effect.task_id} already has a side effect {effect.key!r}")
     db.execute(
         "INSERT INTO effects (task_id, key, kind, target, check_command, needs_approval, state, "
@@ -504,27 +631,27 @@ def insert_effect(db: Database, effect: SideEffect) -> None:
             effect.task_id,
             effect.key,
             effect.kind,
-            effect.target,
-            effect.check,
+            _sealed(keys, effect.task_id, effect_item(effect.key, "target"), effect.target),
+            _sealed(keys, effect.task_id, effect_item(effect.key, "check"), effect.check),
             int(effect.needs_approval),
             effect.state.value,
             effect.attempts,
-            effect.note,
+            _sealed(keys, effect.task_id, effect_item(effect.key, "note"), effect.note),
             effect.created_at,
             effect.updated_at,
         ],
     )
 
 
-def find_effect(db: Database, task_id: str, key: str) -> SideEffect | None:
-    """The task's side effect with this key, if there is one."""
+def find_effect(db: Database, task_id: str, key: str, keys: TextKeys | None) -> SideEffect | None:
+    """The task's side effect with this key, if there is one (text opened with `keys`)."""
     rows = list(db.query("SELECT * FROM effects WHERE task_id = ? AND key = ?", [task_id, key]))
-    return _effect_from_row(rows[0]) if rows else None
+    return _effect_from_row(rows[0], keys) if rows else None
 
 
-def get_effect(db: Database, task_id: str, key: str) -> SideEffect:
+def get_effect(db: Database, task_id: str, key: str, keys: TextKeys | None) -> SideEffect:
     """The task's side effect with this key, or a NotFoundError naming it."""
-    found = find_effect(db, task_id, key)
+    found = find_effect(db, task_id, key, keys)
     if found is None:
         raise NotFoundError(
             f"task {task_id} has no side effect {key!r}; "
@@ -549,11 +676,15 @@ def list_effects(
     db: Database,
     task_id: str | None = None,
     states: tuple[EffectState, ...] = (),
+    keys: TextKeys | None = None,
 ) -> list[SideEffect]:
-    """Side effects in the order they were proposed, optionally of one task or some states."""
+    """Side effects in the order they were proposed, optionally of one task or some states.
+
+    Their text is opened with `keys`; without (a caller after states only) it shows the marker.
+    """
     where, params = _where({"task_id": task_id}, states)
     rows = db.query(f"SELECT * FROM effects{where} ORDER BY id", params)
-    return [_effect_from_row(row) for row in rows]
+    return [_effect_from_row(row, keys) for row in rows]
 
 
 def move_effect(
@@ -562,12 +693,18 @@ def move_effect(
     key: str,
     from_state: EffectState,
     to_state: EffectState,
+    *,
+    keys: TextKeys,
     **changes: Any,
 ) -> bool:
     """Compare-and-set an effect's state (plus other fields by model name); False if it moved."""
     columns: dict[str, Any] = {"state": to_state.value}
     for name, value in changes.items():
-        columns[_EFFECT_COLUMN.get(name, name)] = value
+        column = _EFFECT_COLUMN.get(name, name)
+        sealed = _EFFECT_SEALED.get(column)
+        columns[column] = (
+            _sealed(keys, task_id, effect_item(key, sealed), value) if sealed else value
+        )
     assignments = ", ".join(f"{column} = ?" for column in columns)
     cursor = db.execute(
         f"UPDATE effects SET {assignments} WHERE task_id = ? AND key = ? AND state = ?",
@@ -576,12 +713,13 @@ def move_effect(
     return cursor.rowcount == 1
 
 
-def _approval_from_row(row: Mapping[str, Any]) -> Approval:
+def _approval_from_row(row: Mapping[str, Any], keys: TextKeys | None) -> Approval:
+    task_id, seq = row["task_id"], row["seq"]
     return Approval(
         id=row["id"],
-        task_id=row["task_id"],
-        seq=row["seq"],
-        action=row["action"],
+        task_id=task_id,
+        seq=seq,
+        action=_opened(keys, task_id, approval_item(seq, "action"), row["action"]),
         risk=Risk(row["risk"]),
         state=ApprovalState(row["state"]),
         requested_by=row["requested_by"],
@@ -590,7 +728,7 @@ def _approval_from_row(row: Mapping[str, Any]) -> Approval:
         expires_at=row["expires_at"],
         decided_by=row["decided_by"],
         decided_at=row["decided_at"],
-        reason=row["reason"],
+        reason=_opened(keys, task_id, approval_item(seq, "reason"), row["reason"]),
         checkpoint_seq=row["checkpoint_seq"],
     )
 
@@ -601,8 +739,8 @@ def next_approval_seq(db: Database, task_id: str) -> int:
     return int(row[0] or 0) + 1
 
 
-def insert_approval(db: Database, approval: Approval) -> None:
-    """Record a new approval request."""
+def insert_approval(db: Database, approval: Approval, keys: TextKeys) -> None:
+    """Record a new approval request (its action sealed)."""
     db.execute(
         "INSERT INTO approvals (id, task_id, seq, action, effect_key, risk, state, requested_by, "
         "requested_at, expires_at, checkpoint_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -610,7 +748,7 @@ def insert_approval(db: Database, approval: Approval) -> None:
             approval.id,
             approval.task_id,
             approval.seq,
-            approval.action,
+            _sealed(keys, approval.task_id, approval_item(approval.seq, "action"), approval.action),
             approval.effect_key,
             approval.risk.value,
             approval.state.value,
@@ -622,10 +760,10 @@ def insert_approval(db: Database, approval: Approval) -> None:
     )
 
 
-def find_approval(db: Database, approval_id: str) -> Approval | None:
-    """The approval with this id, if there is one."""
+def find_approval(db: Database, approval_id: str, keys: TextKeys | None) -> Approval | None:
+    """The approval with this id, if there is one (text opened with `keys`)."""
     rows = list(db.query("SELECT * FROM approvals WHERE id = ?", [approval_id]))
-    return _approval_from_row(rows[0]) if rows else None
+    return _approval_from_row(rows[0], keys) if rows else None
 
 
 def list_approvals(
@@ -633,11 +771,15 @@ def list_approvals(
     task_id: str | None = None,
     states: tuple[ApprovalState, ...] = (),
     effect_key: str | None = None,
+    keys: TextKeys | None = None,
 ) -> list[Approval]:
-    """Approval requests as stored, oldest first, optionally filtered."""
+    """Approval requests as stored, oldest first, optionally filtered.
+
+    Their text is opened with `keys`; without (a caller after states only) it shows the marker.
+    """
     where, params = _where({"task_id": task_id, "effect_key": effect_key}, states)
     rows = db.query(f"SELECT * FROM approvals{where} ORDER BY requested_at, task_id, seq", params)
-    return [_approval_from_row(row) for row in rows]
+    return [_approval_from_row(row, keys) for row in rows]
 
 
 def decide_approval(
@@ -648,8 +790,12 @@ def decide_approval(
     decided_by: str | None,
     decided_at: str,
     reason: str | None,
+    keys: TextKeys,
 ) -> bool:
-    """Move a `pending` approval to its decision; False when it was no longer pending."""
+    """Move a `pending` approval to its decision (reason sealed); False when not pending."""
+    found = db.execute("SELECT task_id, seq FROM approvals WHERE id = ?", [approval_id]).fetchone()
+    if found is None:
+        return False
     cursor = db.execute(
         "UPDATE approvals SET state = ?, decided_by = ?, decided_at = ?, reason = ? "
         "WHERE id = ? AND state = ?",
@@ -657,7 +803,7 @@ def decide_approval(
             to_state.value,
             decided_by,
             decided_at,
-            reason,
+            _sealed(keys, found[0], approval_item(found[1], "reason"), reason),
             approval_id,
             ApprovalState.PENDING.value,
         ],
@@ -707,27 +853,55 @@ def insert_resume(db: Database, **columns: Any) -> int:
     return int(table.last_rowid or 0)
 
 
-def update_resume(db: Database, resume_id: int, **columns: Any) -> None:
-    """Change a resume's record (state, restore latency, launch outcome, acceptance)."""
+def update_resume(
+    db: Database, resume_id: int, *, keys: TextKeys | None = None, **columns: Any
+) -> None:
+    """Change a resume's record (state, restore latency, launch outcome, acceptance).
+
+    An `accept_reason` is sealed with `keys`, which it then needs.
+    """
+    if columns.get("accept_reason"):
+        if keys is None:
+            raise ValueError("a resume's accept_reason is sealed: pass keys")
+        (task_id,) = db.execute("SELECT task_id FROM resumes WHERE id = ?", [resume_id]).fetchone()
+        columns["accept_reason"] = keys.seal_text(
+            task_id, resume_item(resume_id), columns["accept_reason"]
+        )
     db.table("resumes").update(resume_id, columns)
 
 
+def _resume_from_row(row: Mapping[str, Any], keys: TextKeys | None) -> dict[str, Any]:
+    record = dict(row)
+    record["accept_reason"] = _opened(
+        keys, record["task_id"], resume_item(record["id"]), record["accept_reason"]
+    )
+    return record
+
+
 def active_resumes(db: Database, task_id: str) -> list[dict[str, Any]]:
-    """Resumes of a task whose lease was not released (live or not)."""
+    """Resumes of a task whose lease was not released (live or not); no text opened."""
     return [
-        dict(row)
+        _resume_from_row(row, None)
         for row in db.query(
             "SELECT * FROM resumes WHERE task_id = ? AND state = 'active' ORDER BY id", [task_id]
         )
     ]
 
 
-def latest_resume(db: Database, task_id: str) -> dict[str, Any] | None:
-    """The task's newest resume, whatever its state."""
+def latest_resume(
+    db: Database, task_id: str, keys: TextKeys | None = None
+) -> dict[str, Any] | None:
+    """The task's newest resume, whatever its state (its reason opened with `keys`)."""
     rows = list(
         db.query("SELECT * FROM resumes WHERE task_id = ? ORDER BY id DESC LIMIT 1", [task_id])
     )
-    return dict(rows[0]) if rows else None
+    return _resume_from_row(rows[0], keys) if rows else None
+
+
+def list_resumes(db: Database, task_id: str, keys: TextKeys) -> list[dict[str, Any]]:
+    """Every resume of a task, oldest first, its accept/reject reason opened with `keys`."""
+    rows = db.query("SELECT * FROM resumes WHERE task_id = ? ORDER BY id", [task_id])
+    return [_resume_from_row(row, keys) for row in rows]
 
 
 # --- retention and metrics ------------------------------------------------------------------
@@ -844,9 +1018,10 @@ def resume_outcomes(db: Database, task_id: str | None = None) -> list[dict[str, 
 
 def effect_duplicate_hits(db: Database, task_id: str | None = None) -> int:
     """Audited moments a side effect was found already done instead of being run again."""
+    # What a check found is kept in the plain `detail`: the reason is sealed.
     sql = (
         "SELECT COUNT(*) FROM events WHERE entity = 'effect' AND ("
-        "reason LIKE 'precondition check: already happened%' "
+        "json_extract(detail, '$.check') = 'already happened' "
         "OR action IN ('refused', 'already-done', 'duplicate'))"
     )
     params: list[Any] = []

@@ -511,11 +511,13 @@ def test_accept_and_reject_are_recorded_with_their_reason(
     second = engine.resume(paused.ref, into=tmp_path / "b")
     engine.judge_resume(paused.task_id, True, "tests pass, diff reviewed")
 
-    rows = resume_rows(store_root)
+    rows = engine.resume_records(paused.task_id)
     assert [(r["id"], r["accepted"], r["accept_reason"], r["state"]) for r in rows] == [
         (first.resume_id, 0, "it reverted the session fix", "done"),
         (second.resume_id, 1, "tests pass, diff reviewed", "done"),
     ]
+    # At rest the reasons are sealed under the task's key (DESIGN §6).
+    assert all(isinstance(r["accept_reason"], bytes) for r in resume_rows(store_root))
     judged = [
         (e.action, e.entity_id, e.reason, e.actor)
         for e in engine.events(paused.task_id)

@@ -172,7 +172,7 @@ def _start(argv: list[str], env: dict[str, str], *, output: bool = True) -> subp
 
 def _ledger_entry(db: sqlite_utils.Database, key: str) -> tuple[str, int]:
     """The key's state and attempts as the store has them now ("none" before it is proposed)."""
-    found = store.find_effect(db, "svc", key)
+    found = store.find_effect(db, "svc", key, None)
     return (found.state.value, found.attempts) if found else ("none", 0)
 
 

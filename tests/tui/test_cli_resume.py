@@ -130,9 +130,20 @@ def paused_task(
 
 
 def resumes(env: dict[str, str]) -> list[dict[str, Any]]:
-    with sqlite3.connect(Path(env["PITSTOP_HOME"]) / "pitstop.db") as db:
-        db.row_factory = sqlite3.Row
-        return [dict(row) for row in db.execute("SELECT * FROM resumes ORDER BY id")]
+    """Every resume in the store, oldest first; their reasons (sealed at rest) decrypted."""
+    from core.engine import Engine
+
+    old_key = os.environ.get("PITSTOP_KEY")
+    os.environ["PITSTOP_KEY"] = env["PITSTOP_KEY"]
+    try:
+        with Engine(env["PITSTOP_HOME"]) as engine:
+            rows = [r for t in engine.list_tasks() for r in engine.resume_records(t.id)]
+    finally:
+        if old_key is not None:
+            os.environ["PITSTOP_KEY"] = old_key
+        else:
+            del os.environ["PITSTOP_KEY"]
+    return sorted(rows, key=lambda row: row["id"])
 
 
 def set_manifest_schema(env: dict[str, str], task_id: str, schema: str) -> None:
