@@ -212,7 +212,36 @@ def resolve_source_repo(path: str | os.PathLike[str]) -> SourceRepo:
         )
     if not candidate.is_dir():
         candidate = candidate.parent
-    import git as gitpython  # GitPython loads only when a repository is opened (hooks start fast)
+    try:
+        # Inside a work tree (the common case, and every harness hook's): one git call.
+        lines = _git(["rev-parse", *_REPO_FACTS], cwd=candidate).decode().splitlines()
+    except GitError:
+        lines = _resolve_with_gitpython(candidate)
+    toplevel, git_dir, common_dir, index_file, objects_dir = (Path(line) for line in lines[:5])
+    return SourceRepo(
+        toplevel=toplevel.resolve(),
+        git_dir=git_dir.resolve(),
+        common_dir=common_dir.resolve(),
+        index_file=index_file,
+        objects_dir=objects_dir.resolve(),
+    )
+
+
+_REPO_FACTS = (
+    "--path-format=absolute",
+    "--show-toplevel",
+    "--git-dir",
+    "--git-common-dir",
+    "--git-path",
+    "index",
+    "--git-path",
+    "objects",
+)
+
+
+def _resolve_with_gitpython(candidate: Path) -> list[str]:
+    """The repository facts when `git rev-parse` refused: explain why (no repository, bare…)."""
+    import git as gitpython  # only when the quick look failed: GitPython costs ~7 bare starts
 
     try:
         repo = gitpython.Repo(candidate, search_parent_directories=True)
@@ -226,34 +255,11 @@ def resolve_source_repo(path: str | os.PathLike[str]) -> SourceRepo:
             raise NotAGitRepoError(
                 f"{candidate.absolute()} is a bare git repository; a task needs a work tree"
             )
-        lines = (
-            _git(
-                [
-                    "rev-parse",
-                    "--path-format=absolute",
-                    "--show-toplevel",
-                    "--git-dir",
-                    "--git-common-dir",
-                    "--git-path",
-                    "index",
-                    "--git-path",
-                    "objects",
-                ],
-                cwd=Path(repo.working_tree_dir),
-            )
-            .decode()
-            .splitlines()
+        return (
+            _git(["rev-parse", *_REPO_FACTS], cwd=Path(repo.working_tree_dir)).decode().splitlines()
         )
     finally:
         repo.close()
-    toplevel, git_dir, common_dir, index_file, objects_dir = (Path(line) for line in lines[:5])
-    return SourceRepo(
-        toplevel=toplevel.resolve(),
-        git_dir=git_dir.resolve(),
-        common_dir=common_dir.resolve(),
-        index_file=index_file,
-        objects_dir=objects_dir.resolve(),
-    )
 
 
 def ensure_store_repo(repos_dir: Path, source: SourceRepo) -> Path:
