@@ -22,6 +22,7 @@ from core.errors import UsageError
 from core.models import Interface
 from tui import live
 from tui.commands import PitstopCommands
+from tui.remotes import RemoteSummary
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.inbox import InboxScreen
 from tui.screens.task import TaskScreen
@@ -93,6 +94,7 @@ class PitstopApp(App[None]):
         self._owns_engine = engine is None
         self.engine = engine or Engine(store_root, interface=Interface.TUI)
         self.known_tasks: dict[str, str] = {}
+        self.known_remote_tasks: dict[str, str] = {}  # remote-only task -> where it lives
         self.theme_problems: list[str] = []
         self.pitstop_theme_names: list[str] = []
         self._register_themes()
@@ -178,9 +180,14 @@ class PitstopApp(App[None]):
             elif isinstance(screen, InboxScreen):
                 screen.load_approvals()
 
-    def remember_tasks(self, summaries: Sequence[TaskSummary]) -> None:
-        """Keep task ids and objectives for the command palette."""
+    def remember_tasks(
+        self, summaries: Sequence[TaskSummary], remote: Sequence[RemoteSummary] = ()
+    ) -> None:
+        """Keep task ids and objectives (and remote-only tasks) for the command palette."""
         self.known_tasks = {s.task.id: s.task.objective for s in summaries}
+        self.known_remote_tasks = {
+            r.task.id: f"on {r.where}" + ("" if r.readable else " · no key") for r in remote
+        }
 
     def known_checkpoints(self) -> dict[str, str]:
         """Checkpoints of the task on screen (ref -> reason and state), for the palette."""
@@ -223,6 +230,14 @@ class PitstopApp(App[None]):
     def command_sort(self, column: str) -> None:
         """Back to the dashboard, sorted by `column`."""
         self.dashboard().sort_by(column)
+
+    def command_fetch(self, task_id: str) -> None:
+        """Back to the dashboard, fetching `task_id` from its remote."""
+        self.dashboard().fetch_task(task_id)
+
+    def command_sync(self) -> None:
+        """Back to the dashboard, syncing every shared task."""
+        self.dashboard().action_sync()
 
     def command_refresh(self) -> None:
         """Read the current screen's data from the store again."""

@@ -38,6 +38,8 @@ class PitstopCommands(Provider):
         found: list[Command] = []
         for task_id, objective in app.known_tasks.items():
             found.append((f"task: open {task_id}", partial(app.open_task, task_id), objective))
+        for task_id, where in app.known_remote_tasks.items():
+            found.append((f"remote: fetch {task_id}", partial(app.command_fetch, task_id), where))
         for ref, state in app.known_checkpoints().items():
             task_id = ref.split("@", 1)[0]
             found.append(
@@ -51,6 +53,11 @@ class PitstopCommands(Provider):
             ("tasks: filter", app.command_filter, "Filter the task list (also `/`)"),
             ("tasks: clear filter", partial(app.command_set_filter, ""), "Show every task again"),
             ("tasks: refresh", app.command_refresh, "Read the task list from the store again"),
+            (
+                "remote: sync",
+                app.command_sync,
+                "Fetch, merge and push every shared task; list the remotes again (also `S`)",
+            ),
         ]
         found += [
             (

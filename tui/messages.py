@@ -14,6 +14,7 @@ from core.engine import TaskSummary
 from core.models import Approval, ChangedFile, Checkpoint, SideEffect, Task, TaskStatus
 from core.resume import ResumePlan
 from core.validate import Finding, ValidationReport
+from tui.remotes import RemoteOutcome, RemoteView
 
 if TYPE_CHECKING:  # evidence pulls in zstd and the redactor; only its type is needed here
     from core.evidence import Evidence
@@ -30,10 +31,33 @@ class TasksLoaded(Message):
         self,
         summaries: list[TaskSummary],
         status_counts: dict[TaskStatus, int] | None = None,
+        remote: RemoteView | None = None,
     ) -> None:
         super().__init__()
         self.summaries = summaries
         self.status_counts = status_counts
+        self.remote = remote or RemoteView()
+
+
+class RemoteProgress(Message):
+    """A fetch or sync worker's current step, for the dashboard's status line."""
+
+    bubble = False  # for the dashboard alone
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class RemoteFinished(Message):
+    """A fetch or sync ended: what it did, or the one-line error that stopped it."""
+
+    bubble = False  # for the dashboard alone
+
+    def __init__(self, outcome: RemoteOutcome | None, error: str | None = None) -> None:
+        super().__init__()
+        self.outcome = outcome
+        self.error = error
 
 
 class CheckpointsLoaded(Message):

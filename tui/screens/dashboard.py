@@ -1,4 +1,8 @@
-"""The dashboard: every task in the store, triaged, filterable, one key from its checkpoints."""
+"""The dashboard: every task in the store, triaged, filterable, one key from its checkpoints.
+
+Tasks seen on remotes sit beside the local ones; `f` (or enter) fetches one and `S` syncs every
+shared task, each in a thread worker that reports its steps on a status line.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +19,8 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from core.errors import PitstopError
 from core.models import TaskStatus
-from tui.messages import LoadFailed, TasksLoaded
+from tui import remotes
+from tui.messages import LoadFailed, RemoteFinished, RemoteProgress, TasksLoaded
 from tui.widgets.summary_bar import SummaryBar
 from tui.widgets.task_preview import TaskPreview
 from tui.widgets.task_table import TRIAGE_STATUSES, TaskTable
@@ -46,6 +51,24 @@ class DashboardScreen(Screen[None]):
             id="dashboard.refresh",
             tooltip="Read the task list from the store again",
         ),
+        # Shown (and active) only where there is something remote: see `check_action`.
+        Binding(
+            "f",
+            "fetch",
+            "Fetch",
+            id="dashboard.fetch",
+            tooltip="Fetch the highlighted remote task into this store "
+            "(a shared task: its newest checkpoints and decisions)",
+        ),
+        Binding(
+            "S",
+            "sync",
+            "Sync",
+            key_display="S",
+            id="dashboard.sync",
+            tooltip="Sync every shared task with its remote (fetch, merge, push) and list the "
+            "remotes again",
+        ),
     ]
 
     @property
@@ -60,6 +83,7 @@ class DashboardScreen(Screen[None]):
             yield Static("filter /", id="filter-prompt")
             yield Input(placeholder="words in id, status, repo or objective", id="filter")
         yield TaskTable(id="tasks")
+        yield Static(id="remote-status", markup=False)
         yield TaskPreview(id="preview")
         yield Footer()
 
@@ -67,9 +91,12 @@ class DashboardScreen(Screen[None]):
     _first_shown: threading.Event  # the first screen is painted (made in on_mount)
     _status_counts: dict[TaskStatus, int] | None = None  # while only the first screen is shown
 
+    _remote_busy = False  # a fetch or sync worker is running (one at a time)
+
     def on_mount(self) -> None:
         self._first_shown = threading.Event()
         self.query_one("#filter-bar").display = False
+        self.query_one("#remote-status").display = False
         self.query_one(TaskPreview).show(None)
         self.load_tasks()
 
@@ -84,6 +111,7 @@ class DashboardScreen(Screen[None]):
         """Read every task with its checkpoint count, off the UI thread."""
         try:
             with self.pitstop.engine.for_thread() as engine:
+                remote = remotes.read_remote_view(engine)
                 if not self._listed:
                     first = engine.first_task_summaries(self.FIRST_SCREEN, TRIAGE_STATUSES)
                     counts = engine.task_status_counts()
@@ -93,7 +121,7 @@ class DashboardScreen(Screen[None]):
                         if get_current_worker().is_cancelled:
                             return
                         self._first_shown.clear()
-                        self.post_message(TasksLoaded(first, counts))
+                        self.post_message(TasksLoaded(first, counts, remote))
                         # Let the UI paint the first screen before the long read competes with
                         # it for the interpreter.
                         self._first_shown.wait(timeout=2.0)
@@ -104,7 +132,7 @@ class DashboardScreen(Screen[None]):
             self.post_message(LoadFailed("tasks", exc.message))
             return
         if not get_current_worker().is_cancelled:
-            self.post_message(TasksLoaded(summaries))
+            self.post_message(TasksLoaded(summaries, remote=remote))
 
     @on(TasksLoaded)
     def _show_tasks(self, event: TasksLoaded) -> None:
@@ -112,11 +140,12 @@ class DashboardScreen(Screen[None]):
         self._status_counts = event.status_counts
         if event.status_counts is not None:
             self.call_after_refresh(self._first_shown.set)
-        self.pitstop.remember_tasks(event.summaries)
+        self.pitstop.remember_tasks(event.summaries, event.remote.rows)
         table = self.query_one(TaskTable)
-        table.show(event.summaries)
+        table.show(event.summaries, event.remote)
         self._update_summary()
         self._update_preview()
+        self.refresh_bindings()
 
     @on(LoadFailed)
     def _load_failed(self, event: LoadFailed) -> None:
@@ -127,6 +156,8 @@ class DashboardScreen(Screen[None]):
     @on(Worker.StateChanged)
     def _worker_crashed(self, event: Worker.StateChanged) -> None:
         if event.state is WorkerState.ERROR:
+            if event.worker.group == "remote":
+                self._remote_ended()
             self.notify(
                 str(event.worker.error),
                 title="Something went wrong",
@@ -139,19 +170,30 @@ class DashboardScreen(Screen[None]):
     def _update_summary(self) -> None:
         table = self.query_one(TaskTable)
         self.query_one(SummaryBar).show(
-            table.summaries, len(table.shown), table.filter_text, self._status_counts
+            table.summaries,
+            len(table.shown),
+            table.filter_text,
+            self._status_counts,
+            remote_count=len(table.remote.rows),
         )
 
     def _update_preview(self) -> None:
-        self.query_one(TaskPreview).show(self.query_one(TaskTable).selected_summary)
+        table = self.query_one(TaskTable)
+        summary = table.selected_summary
+        shared_with = table.remote.links.get(summary.task.id, ()) if summary else ()
+        self.query_one(TaskPreview).show(summary, shared_with)
 
     @on(TaskTable.RowHighlighted, "#tasks")
     def _row_highlighted(self) -> None:
         self._update_preview()
+        self.refresh_bindings()
 
     @on(TaskTable.RowSelected, "#tasks")
     def _row_selected(self, event: TaskTable.RowSelected) -> None:
-        self.pitstop.open_task(event.task_id)
+        if self.query_one(TaskTable).selected_remote is not None:
+            self.fetch_task(event.task_id)  # not here yet: enter brings it
+        else:
+            self.pitstop.open_task(event.task_id)
 
     @on(TaskTable.HeaderSelected, "#tasks")
     def _header_selected(self, event: TaskTable.HeaderSelected) -> None:
@@ -159,6 +201,130 @@ class DashboardScreen(Screen[None]):
 
     def action_refresh(self) -> None:
         """Read the task list again."""
+        self.load_tasks()
+
+    # --- remotes ---------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Offer `f` on remote and shared tasks and `S` once anything remote is known, so the
+        footer of a store that never used a remote stays as it was."""
+        if action == "fetch":
+            table = self.query_one(TaskTable)
+            task_id = table.selected_task_id
+            return task_id is not None and (
+                table.selected_remote is not None or task_id in table.remote.links
+            )
+        if action == "sync":
+            return not self.query_one(TaskTable).remote.is_empty
+        return True
+
+    def action_fetch(self) -> None:
+        """Fetch the highlighted task (remote-only or shared)."""
+        task_id = self.query_one(TaskTable).selected_task_id
+        if task_id is not None:
+            self.fetch_task(task_id)
+
+    def fetch_task(self, task_id: str) -> None:
+        """Fetch `task_id` in a worker: a remote-only task becomes local, a shared one catches up;
+        a task the operator holds no key for is explained instead."""
+        table = self.query_one(TaskTable)
+        row = next((r for r in table.remote.rows if r.task.id == task_id), None)
+        if row is not None and not row.readable:
+            self.notify(
+                remotes.no_key_help(task_id),
+                title="No key for this task",
+                severity="warning",
+                timeout=15,
+                markup=False,
+            )
+            return
+        if row is None and task_id not in table.remote.links:
+            self.notify(
+                f"{task_id} is not shared through any remote; `pitstop push {task_id}` shares it",
+                title="Nothing to fetch",
+                markup=False,
+            )
+            return
+        if row is not None:
+            url, repo = row.url, row.local_repo
+        else:
+            url, repo = table.remote.links[task_id][0], None
+        if self._remote_started(f"fetching {task_id}…"):
+            self._run_fetch(task_id, url, repo)
+
+    def action_sync(self) -> None:
+        """Sync every shared task and list the known remotes again, in a worker."""
+        if self._remote_started("syncing…"):
+            self._run_sync()
+
+    def _remote_started(self, text: str) -> bool:
+        """Show the status line for a new remote worker; False (and a note) if one runs."""
+        if self._remote_busy:
+            self.notify(
+                "a fetch or sync is still running; wait for it to finish",
+                severity="warning",
+                markup=False,
+            )
+            return False
+        self._remote_busy = True
+        self._show_status(text)
+        return True
+
+    def _show_status(self, text: str) -> None:
+        status = self.query_one("#remote-status", Static)
+        status.update(f"⇅ {text}")
+        status.display = True
+
+    def _remote_ended(self) -> None:
+        self._remote_busy = False
+        self.query_one("#remote-status").display = False
+
+    @work(thread=True, exit_on_error=False, group="remote")
+    def _run_fetch(self, task_id: str, url: str, repo: str | None) -> None:
+        """Fetch one task with the worker's own engine; post its steps and its outcome."""
+        try:
+            with self.pitstop.engine.for_thread() as engine:
+                outcome = remotes.fetch_task(
+                    engine, task_id, url, repo, lambda text: self.post_message(RemoteProgress(text))
+                )
+        except PitstopError as exc:
+            self.post_message(RemoteFinished(None, f"could not fetch {task_id}: {exc.message}"))
+            return
+        self.post_message(RemoteFinished(outcome))
+
+    @work(thread=True, exit_on_error=False, group="remote")
+    def _run_sync(self) -> None:
+        """Sync with the worker's own engine; post its steps and its outcome."""
+        try:
+            with self.pitstop.engine.for_thread() as engine:
+                outcome = remotes.sync_everything(
+                    engine, lambda text: self.post_message(RemoteProgress(text))
+                )
+        except PitstopError as exc:
+            self.post_message(RemoteFinished(None, f"sync failed: {exc.message}"))
+            return
+        self.post_message(RemoteFinished(outcome))
+
+    @on(RemoteProgress)
+    def _remote_progress(self, event: RemoteProgress) -> None:
+        if self._remote_busy:
+            self._show_status(event.text)
+
+    @on(RemoteFinished)
+    def _remote_finished(self, event: RemoteFinished) -> None:
+        self._remote_ended()
+        outcome = event.outcome
+        if outcome is None:
+            self.notify(event.error or "failed", title="Remote", severity="error", markup=False)
+            return
+        self.notify(
+            outcome.summary,
+            title=outcome.title,
+            severity="warning" if outcome.problems else "information",
+            timeout=10 if outcome.problems else 6,
+            markup=False,
+        )
+        # Fetched tasks are local now and listings changed: read the list again.
         self.load_tasks()
 
     # --- the filter ------------------------------------------------------------------------

@@ -28,11 +28,13 @@ class SummaryBar(Static):
         shown: int,
         filter_text: str,
         status_counts: Mapping[TaskStatus, int] | None = None,
+        remote_count: int = 0,
     ) -> None:
         """Update the counts; `shown` is how many rows the filter lets through.
 
         `status_counts` (tasks per status, store-wide) replaces counting `summaries` while the
-        table holds only its first screenful.
+        table holds only its first screenful; `remote_count` rows are tasks seen only on
+        remotes, counted apart (nobody can act on them here until they are fetched).
         """
         if status_counts is not None:
             counts = Counter(status_counts)
@@ -56,6 +58,9 @@ class SummaryBar(Static):
                         f"{counts[status]} {status.value}[/]"
                     )
                 )
+        if remote_count:
+            parts.append(Content.from_markup(f"[$accent]⇣ {remote_count} remote[/]"))
+            total_count += remote_count
         total = f"{total_count} tasks"
         if filter_text:
             total = f"{shown} of {total_count} tasks match “{filter_text}”"

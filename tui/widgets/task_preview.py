@@ -8,6 +8,7 @@ from textual.widgets import Static
 
 from core import clock
 from core.engine import TaskSummary
+from tui.remotes import RemoteSummary, no_key_help
 from tui.widgets.formatting import bar_markup, human_count, repo_name, status_markup
 
 
@@ -44,12 +45,16 @@ def budget_lines(
 
 
 class TaskPreview(Static):
-    """Objective, agent, repository and budgets of one task."""
+    """Objective, agent, repository and budgets of one task (or where a remote one lives)."""
 
-    def show(self, summary: TaskSummary | None) -> None:
-        """Describe `summary`'s task, or say that nothing is selected."""
+    def show(self, summary: TaskSummary | None, shared_with: tuple[str, ...] = ()) -> None:
+        """Describe `summary`'s task, or say that nothing is selected; `shared_with` lists the
+        remotes a local task travels through."""
         if summary is None:
             self.update(Content.from_markup("[dim]No task selected.[/]"))
+            return
+        if isinstance(summary, RemoteSummary):
+            self.update(Content.from_markup("\n".join(remote_lines(summary))))
             return
         task = summary.task
         agent = " · ".join(str(part) for part in (task.harness, task.model) if part) or "unknown"
@@ -67,4 +72,39 @@ class TaskPreview(Static):
             f"[dim]repo[/]      {escape(repo_name(task))} [dim]{escape(task.repo_root)}[/]",
             *budget_lines((task.tokens_used, task.budget.tokens), (task.usd_used, task.budget.usd)),
         ]
+        if shared_with:
+            lines.append(
+                f"[dim]shared[/]    [$accent]⇅[/] {escape(', '.join(shared_with))} "
+                "[dim]· S syncs · f fetches its newest checkpoints[/]"
+            )
         self.update(Content.from_markup("\n".join(lines)))
+
+
+def remote_lines(summary: RemoteSummary) -> list[str]:
+    """Markup lines for a task seen on a remote and not in this store."""
+    task = summary.task
+    latest = (
+        f"latest @{summary.latest_seq} {clock.humanize_age(summary.last_checkpoint_at)} ago"
+        if summary.latest_seq is not None and summary.last_checkpoint_at
+        else "no checkpoints yet"
+    )
+    seen = f"listed {clock.humanize_age(summary.seen_at)} ago" if summary.seen_at else "listed"
+    where = escape(summary.url)
+    if summary.remote_name:
+        where = f"{escape(summary.remote_name)} [dim]{where}[/]"
+    lines = [
+        f"[b]{escape(task.id)}[/]  {status_markup(task.status)}  [b $accent]⇣ remote[/]  "
+        f"[dim]{summary.checkpoint_count} checkpoints · {latest} · {seen}[/]",
+        f"[dim]lives on[/]  {where}",
+        "[dim]Only its plain header is here; objective, diff and evidence stay encrypted "
+        "until it is fetched.[/]",
+    ]
+    if summary.readable:
+        into = escape(summary.local_repo) if summary.local_repo else "the current directory's clone"
+        lines.append(
+            f"[b]enter[/] or [b]f[/] fetches it into this store (files from {into}); it then "
+            "validates and resumes like a local task."
+        )
+    else:
+        lines.append(f"[b $warning]no key[/]  {escape(no_key_help(task.id))}")
+    return lines

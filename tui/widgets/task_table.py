@@ -9,6 +9,11 @@ toolong's line-based lazy views). Line 0 is the header and does not scroll; the 
 What stays fixed is the small surface the dashboard and palette use: `show`, `set_filter`,
 `sort_by`, `shown`, `selected_task_id`, and the `RowHighlighted`, `RowSelected` and
 `HeaderSelected` messages.
+
+Remote-only tasks (`tui.remotes.RemoteSummary`, from the last remote listings) are rows like any
+other, sorted and filtered with the local ones; their objective cell starts with a `⇣ remote`
+badge (and `no key` when the operator cannot read them), and local tasks shared through a remote
+start with a small `⇅`.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from textual.strip import Strip
 from core import clock
 from core.engine import TaskSummary
 from core.models import TaskStatus
+from tui.remotes import RemoteSummary, RemoteView
 from tui.widgets.formatting import (
     STATUS_ATTENTION,
     STATUS_GLYPHS,
@@ -81,6 +87,10 @@ VERDICT_LABELS = {
     "unsupported": ("unsup", "error"),
 }
 
+
+REMOTE_BADGE = "⇣ remote"
+NO_KEY_BADGE = "no key"
+SHARED_MARK = "⇅"
 
 # Statuses in triage order, for reading the first screenful in the order the table shows it.
 TRIAGE_STATUSES: tuple[TaskStatus, ...] = tuple(
@@ -245,7 +255,9 @@ class TaskTable(ScrollView, can_focus=True):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.summaries: list[TaskSummary] = []
+        self.summaries: list[TaskSummary] = []  # the local tasks
+        self.remote = RemoteView()  # remote-only rows and which local tasks are shared
+        self._rows: list[TaskSummary] = []  # local tasks, then remote-only ones
         self.filter_text = ""
         self.sort_column: str | None = None
         self.sort_reverse = False
@@ -293,18 +305,33 @@ class TaskTable(ScrollView, can_focus=True):
         summary = self.selected_summary
         return summary.task.id if summary is not None else None
 
-    def show(self, summaries: Sequence[TaskSummary]) -> None:
-        """Replace the rows, keeping the cursor on the same task when it is still listed."""
+    @property
+    def selected_remote(self) -> RemoteSummary | None:
+        """The remote-only task under the cursor, if that is what it is on."""
+        summary = self.selected_summary
+        return summary if isinstance(summary, RemoteSummary) else None
+
+    def show(self, summaries: Sequence[TaskSummary], remote: RemoteView | None = None) -> None:
+        """Replace the rows (local tasks, and remote-only ones from `remote`), keeping the cursor
+        on the same task when it is still listed."""
         keep = self.selected_task_id
         self.summaries = list(summaries)
+        self.remote = remote or RemoteView()
+        self._rows = self.summaries + list(self.remote.rows) if self.remote.rows else self.summaries
+        shared = self.remote.links
         repos: dict[str, str] = {}
         haystacks: dict[str, str] = {}
-        for summary in self.summaries:
+        for summary in self._rows:
             task = summary.task
             repo = repos.get(task.repo_root)
             if repo is None:
                 repo = repos[task.repo_root] = repo_name(task)
-            haystacks[task.id] = f"{task.id} {task.status.value} {repo} {task.objective}".lower()
+            text = f"{task.id} {task.status.value} {repo} {task.objective}"
+            if shared and task.id in shared:
+                text += " shared " + " ".join(shared[task.id])
+            elif isinstance(summary, RemoteSummary):
+                text += " remote " + summary.url
+            haystacks[task.id] = text.lower()
         self._haystacks = haystacks
         self._generation += 1
         self._cell_cache.clear()
@@ -329,11 +356,11 @@ class TaskTable(ScrollView, can_focus=True):
 
     def _reorder(self) -> None:
         if self.sort_column is None:
-            ordered = triage_order(self.summaries)
+            ordered = triage_order(self._rows)
         else:
             # Youngest first is the natural order for ages, so "age" starts out reversed.
             reverse = self.sort_reverse != (self.sort_column == "age")
-            ordered = sorted(self.summaries, key=SORT_KEYS[self.sort_column], reverse=reverse)
+            ordered = sorted(self._rows, key=SORT_KEYS[self.sort_column], reverse=reverse)
         haystacks = self._haystacks
         self._ordered = [(s, haystacks[s.task.id]) for s in ordered]
         self._narrowable = False  # the order changed: the next filter starts from every task
@@ -563,14 +590,64 @@ class TaskTable(ScrollView, can_focus=True):
         for column, (text, colour) in zip(COLUMNS, texts, strict=True):
             cells = column.width or self._objective_width
             cell_style = style + colour if colour is not None else style
+            if column.key == "objective":
+                badges = self._badges(summary)
+                if badges:
+                    segments += self._badged_cell(badges, text, cells, style, cell_style)
+                    continue
             segments.append(Segment(pad + fit(text, cells, column.right) + pad, cell_style))
         return Strip(segments).adjust_cell_length(width, style)
+
+    def _badges(self, summary: TaskSummary) -> list[tuple[str, Style]]:
+        """What a row's objective cell starts with: `⇣ remote` (and `no key`), or `⇅` shared."""
+        if isinstance(summary, RemoteSummary):
+            badges = [(REMOTE_BADGE, self._colour("accent") + Style(bold=True))]
+            if not summary.readable:
+                badges.append((NO_KEY_BADGE, self._colour("warning") + Style(bold=True)))
+            return badges
+        if summary.task.id in self.remote.links:
+            return [(SHARED_MARK, self._colour("accent"))]
+        return []
+
+    @staticmethod
+    def _badged_cell(
+        badges: list[tuple[str, Style]], text: str, cells: int, style: Style, text_style: Style
+    ) -> list[Segment]:
+        """An objective cell of `cells` width: the badges, then as much of `text` as fits."""
+        pad = " " * CELL_PADDING
+        segments = [Segment(pad, style)]
+        left = cells
+        for badge, badge_style in badges:
+            if left <= 0:
+                break
+            shown = fit(badge, min(cell_len(badge), left))
+            segments.append(Segment(shown, style + badge_style))
+            left -= cell_len(shown)
+            if left > 0:
+                segments.append(Segment(" ", style))
+                left -= 1
+        if left > 0:
+            segments.append(Segment(fit(text, left), text_style))
+        segments.append(Segment(pad, style))
+        return segments
 
     def _cells(self, summary: TaskSummary) -> list[tuple[str, Style | None]]:
         """Each column's text and colour for one task."""
         task = summary.task
         status: TaskStatus = task.status
         dim = Style(dim=True)
+        if isinstance(summary, RemoteSummary):
+            # Only the plain header is known: no approvals, effects, verdict or budget yet.
+            return [
+                (f"{STATUS_GLYPHS[status]} {status.value}", self._colour(status_variable(status))),
+                (task.id, None),
+                (task.objective, dim),
+                (repo_name(task), None),
+                (clock.humanize_age(_last_activity(summary)), None),
+                (str(summary.checkpoint_count), None),
+                *(("·", dim) for _ in range(3)),
+                ("—", dim),
+            ]
         verdict, verdict_colour = VERDICT_LABELS.get(summary.last_verdict or "", ("", ""))
         if summary.last_verdict and not verdict:
             verdict = summary.last_verdict
