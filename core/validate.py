@@ -590,7 +590,8 @@ def check_approvals(inputs: ValidationInputs) -> list[Finding]:
         Finding(
             "approvals",
             Status.FAIL,
-            f"approval {a.id} is pending: {a.action[:80]}",
+            # Findings are stored plain: the action's text (sealed) stays out of them.
+            f"approval {a.id} is pending ({a.risk.value} risk)",
             f"decide it: `pitstop approval approve|reject {a.id} --reason …`",
         )
         for a in pending

@@ -70,6 +70,10 @@ def test_every_reason_note_and_action_is_sealed_and_reads_back(
     approved = engine.request_approval(task.id, ACTION, checkpoint=True)
     engine.decide_approval(approved.id, True, APPROVE_WHY)
     rejected = engine.request_approval(task.id, "MARK-ACTION again")
+    report = engine.validate(checkpoint.ref, offline=True)  # its findings are stored plain
+    assert f"approval {rejected.id} is pending (medium risk)" in [
+        f.message for f in report.findings
+    ]
     engine.decide_approval(rejected.id, False, REJECT_WHY)
     engine.finish_task(task.id, TaskStatus.CANCELLED, CANCEL_WHY)
 

@@ -522,7 +522,8 @@ def test_pending_approval_blocks_until_decided(start_paused: Callable[..., Pause
     assert report.verdict is Verdict.BLOCKED
     problem = only_problem(report)
     assert (problem.check, problem.status) == ("approvals", Status.FAIL)
-    assert approval.id in problem.message and "0042 migration" in problem.message
+    assert problem.message == f"approval {approval.id} is pending (medium risk)"
+    assert "0042" not in problem.message  # findings are stored plain; the action is sealed
     assert f"pitstop approval approve|reject {approval.id}" in problem.fix
 
     paused.engine.decide_approval(approval.id, False, "not during the freeze")
