@@ -388,6 +388,57 @@ def test_hooks_module_loads_no_heavy_library() -> None:
     assert out.stdout.strip() == "[]"
 
 
+RECORDING_PROBE = """
+import json, sys
+from core.hooks import HookContext, claude_code
+replies = [claude_code(raw.encode(), HookContext()) for raw in json.loads(sys.argv[1])]
+heavy = ['git', 'sqlite_utils', 'click', 'textual', 'rich', 'tui', 'core.identity',
+         'core.remote', 'core.ledger', 'core.validate', 'core.economics', 'core.resume']
+print(json.dumps({
+    "recorded": [list(reply.recorded) for reply in replies],
+    "loaded": [m for m in heavy if m in sys.modules],
+}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("events", "loaded"),
+    [
+        # Observations of a running session: the store is opened, nothing of git.
+        (["UserPromptSubmit", "PostToolUse", "Notification"], []),
+        # A checkpoint runs git itself (GitPython only creates the store's repository, once);
+        # validation and resume stay unloaded.
+        (["PreCompact"], ["core.economics"]),
+    ],
+)
+def test_recording_hooks_load_only_what_they_use(
+    repo: Path, events: list[str], loaded: list[str]
+) -> None:
+    import subprocess
+
+    run(event("SessionStart", repo))
+    run(event("PreCompact", repo))  # a first checkpoint creates the store's own repository
+    (repo / "README.md").write_text("# changed\n")
+    fields: dict[str, dict[str, Any]] = {
+        "PostToolUse": {
+            "command": "pytest -q",
+            "tool_response": {"stdout": "3 passed in 0.1s\n", "stderr": ""},
+        },
+        "Notification": {"notification_type": "idle_prompt", "message": "waiting"},
+    }
+    raws = [event(name, repo, **fields.get(name, {})).decode() for name in events]
+    out = subprocess.run(
+        [sys.executable, "-c", RECORDING_PROBE, json.dumps(raws)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    report = json.loads(out.stdout)
+    assert all(report["recorded"]), report  # each event recorded something
+    assert report["loaded"] == loaded
+
+
 # --- Claude Code settings ----------------------------------------------------------------------
 
 
