@@ -10,14 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from core.engine import Engine, TaskSummary
 from core.errors import PitstopError
 from core.models import Task, TaskStatus
-
-# What the row's objective cell says about a remote task (its objective is sealed).
-NO_KEY_TEXT = "no key: you are not one of its recipients"
 
 
 @dataclass(frozen=True)
@@ -94,7 +90,7 @@ def read_remote_view(engine: Engine) -> RemoteView:
         readable = bool(row["readable"])
         name = names.get(url)
         where = name or url
-        text = f"on {where}" if readable else f"{NO_KEY_TEXT} · on {where}"
+        text = f"on {where}"  # the badge says `no key` when it is unreadable
         latest_at = row.get("latest_at")
         rows.append(
             RemoteSummary(
@@ -227,8 +223,3 @@ def sync_everything(engine: Engine, progress: Progress) -> RemoteOutcome:
         problems=tuple(problems),
         changed=changed,
     )
-
-
-def short_url(url: str) -> str:
-    """The last part of a remote URL, which is how people name repositories."""
-    return Path(url.rstrip("/")).name or url

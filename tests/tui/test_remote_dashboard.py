@@ -95,10 +95,10 @@ async def test_a_listed_remote_task_appears_beside_local_ones_with_a_badge(
         assert {s.task.id for s in table.shown} == {local, REMOTE_TASK}
         remote_row = next(s for s in table.shown if s.task.id == REMOTE_TASK)
         assert isinstance(remote_row, RemoteSummary) and remote_row.readable
-        assert "⇣ remote" in line_of(table, REMOTE_TASK)
+        assert "↓ remote" in line_of(table, REMOTE_TASK)
         assert "on team" in line_of(table, REMOTE_TASK)
         assert "remote" not in line_of(table, local)
-        assert "⇣ 1 remote" in str(app.screen.query_one("#summary", Static).render())
+        assert "↓ 1 remote" in str(app.screen.query_one("#summary", Static).render())
         # Remote-only tasks are not offered as local ones in the palette: they are fetched.
         assert set(app.known_tasks) == {local}
         assert set(app.known_remote_tasks) == {REMOTE_TASK}
@@ -229,7 +229,7 @@ async def test_a_no_key_task_explains_why_and_how_to_get_access(
         row = table.selected_summary
         assert isinstance(row, RemoteSummary) and not row.readable
         line = line_of(table, REMOTE_TASK)
-        assert "⇣ remote" in line and "no key" in line
+        assert "↓ remote" in line and "no key" in line
         text = preview_text(app)
         assert "no key" in text and "pitstop key show" in text
         assert f"pitstop task share {REMOTE_TASK}" in text

@@ -6,11 +6,13 @@ and look at the report before committing the new SVGs.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from demo_env import TERMINAL_SIZE
+from demo_env import FROZEN_NOW, TERMINAL_SIZE
+from remote_env import build_remote_scene
 from textual.pilot import Pilot
 
 from core.demo import BUMP_DEPENDENCIES, INVOICE_CURRENCY
@@ -92,3 +94,11 @@ def test_incomplete_checkpoint_in_the_contrast_theme(
 
 def test_approvals_inbox(snap_compare: SnapCompare, demo_store: Path) -> None:
     assert snap_compare(PitstopApp(demo_store), terminal_size=TERMINAL_SIZE, run_before=steps("a"))
+
+
+def test_dashboard_with_remote_tasks(snap_compare: SnapCompare, demo_store: Path) -> None:
+    # Under HOME, so the preview shows the remote as ~/team/team.git on every machine.
+    build_remote_scene(demo_store, Path(os.environ["HOME"]) / "team", FROZEN_NOW)
+    assert snap_compare(
+        PitstopApp(demo_store), terminal_size=TERMINAL_SIZE, run_before=steps("j", "j")
+    )

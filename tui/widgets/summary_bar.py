@@ -59,7 +59,7 @@ class SummaryBar(Static):
                     )
                 )
         if remote_count:
-            parts.append(Content.from_markup(f"[$accent]⇣ {remote_count} remote[/]"))
+            parts.append(Content.from_markup(f"[$accent]↓ {remote_count} remote[/]"))
             total_count += remote_count
         total = f"{total_count} tasks"
         if filter_text:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from textual.content import Content
 from textual.markup import escape
 from textual.widgets import Static
@@ -89,22 +91,32 @@ def remote_lines(summary: RemoteSummary) -> list[str]:
         else "no checkpoints yet"
     )
     seen = f"listed {clock.humanize_age(summary.seen_at)} ago" if summary.seen_at else "listed"
-    where = escape(summary.url)
+    where = escape(home_relative(summary.url))
     if summary.remote_name:
         where = f"{escape(summary.remote_name)} [dim]{where}[/]"
     lines = [
-        f"[b]{escape(task.id)}[/]  {status_markup(task.status)}  [b $accent]⇣ remote[/]  "
+        f"[b]{escape(task.id)}[/]  {status_markup(task.status)}  [b $accent]↓ remote[/]  "
         f"[dim]{summary.checkpoint_count} checkpoints · {latest} · {seen}[/]",
         f"[dim]lives on[/]  {where}",
         "[dim]Only its plain header is here; objective, diff and evidence stay encrypted "
         "until it is fetched.[/]",
     ]
     if summary.readable:
-        into = escape(summary.local_repo) if summary.local_repo else "the current directory's clone"
+        into = (
+            f"your clone {escape(home_relative(summary.local_repo))}"
+            if summary.local_repo
+            else "the clone in the current directory"
+        )
         lines.append(
-            f"[b]enter[/] or [b]f[/] fetches it into this store (files from {into}); it then "
-            "validates and resumes like a local task."
+            f"[b]enter[/] or [b]f[/] fetches it into this store, for {into}; it then validates "
+            "and resumes like a local task."
         )
     else:
         lines.append(f"[b $warning]no key[/]  {escape(no_key_help(task.id))}")
     return lines
+
+
+def home_relative(path: str) -> str:
+    """`~/code/app` for a path under the home directory; anything else as it is."""
+    home = str(Path.home())
+    return "~" + path[len(home) :] if path.startswith(home + "/") else path

@@ -11,7 +11,7 @@ What stays fixed is the small surface the dashboard and palette use: `show`, `se
 `HeaderSelected` messages.
 
 Remote-only tasks (`tui.remotes.RemoteSummary`, from the last remote listings) are rows like any
-other, sorted and filtered with the local ones; their objective cell starts with a `⇣ remote`
+other, sorted and filtered with the local ones; their objective cell starts with a `↓ remote`
 badge (and `no key` when the operator cannot read them), and local tasks shared through a remote
 start with a small `⇅`.
 """
@@ -88,7 +88,7 @@ VERDICT_LABELS = {
 }
 
 
-REMOTE_BADGE = "⇣ remote"
+REMOTE_BADGE = "↓ remote"
 NO_KEY_BADGE = "no key"
 SHARED_MARK = "⇅"
 
@@ -330,7 +330,7 @@ class TaskTable(ScrollView, can_focus=True):
             if shared and task.id in shared:
                 text += " shared " + " ".join(shared[task.id])
             elif isinstance(summary, RemoteSummary):
-                text += " remote " + summary.url
+                text += " remote " + summary.url + ("" if summary.readable else " no key")
             haystacks[task.id] = text.lower()
         self._haystacks = haystacks
         self._generation += 1
@@ -591,22 +591,27 @@ class TaskTable(ScrollView, can_focus=True):
             cells = column.width or self._objective_width
             cell_style = style + colour if colour is not None else style
             if column.key == "objective":
-                badges = self._badges(summary)
+                badges = self._badges(summary, on_cursor=row == self.cursor_row)
                 if badges:
                     segments += self._badged_cell(badges, text, cells, style, cell_style)
                     continue
             segments.append(Segment(pad + fit(text, cells, column.right) + pad, cell_style))
         return Strip(segments).adjust_cell_length(width, style)
 
-    def _badges(self, summary: TaskSummary) -> list[tuple[str, Style]]:
-        """What a row's objective cell starts with: `⇣ remote` (and `no key`), or `⇅` shared."""
+    def _badges(self, summary: TaskSummary, on_cursor: bool) -> list[tuple[str, Style]]:
+        """What a row's objective cell starts with: `↓ remote` (and `no key`), or `⇅` shared.
+
+        On the cursor row they keep the cursor's colours (an accent badge would vanish on an
+        accent cursor) and stand out in bold.
+        """
+        bold = Style(bold=True)
         if isinstance(summary, RemoteSummary):
-            badges = [(REMOTE_BADGE, self._colour("accent") + Style(bold=True))]
+            badges = [(REMOTE_BADGE, bold if on_cursor else self._colour("accent") + bold)]
             if not summary.readable:
-                badges.append((NO_KEY_BADGE, self._colour("warning") + Style(bold=True)))
+                badges.append((NO_KEY_BADGE, bold if on_cursor else self._colour("warning") + bold))
             return badges
         if summary.task.id in self.remote.links:
-            return [(SHARED_MARK, self._colour("accent"))]
+            return [(SHARED_MARK, bold if on_cursor else self._colour("accent"))]
         return []
 
     @staticmethod
