@@ -1,6 +1,7 @@
 """Render the real dashboard on the demo store into screenshots/*.svg, and PNG where possible.
 
-    .venv/bin/python screenshots/make_screenshots.py
+    .venv/bin/python screenshots/make_screenshots.py            # every screenshot
+    .venv/bin/python screenshots/make_screenshots.py dashboard-remote   # only the ones named
 
 The store comes from the same builder the snapshot tests use (tests/tui/demo_env.py: frozen
 clock, fixed build path), so the images match what the tests check. PNGs need `rsvg-convert`
@@ -23,20 +24,23 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "tui")]
 
-from demo_env import TERMINAL_SIZE, build_reproducible_demo, isolated_env  # noqa: E402
+from demo_env import FROZEN_NOW, TERMINAL_SIZE, build_reproducible_demo, isolated_env  # noqa: E402
+from remote_env import build_remote_scene, environment  # noqa: E402
 
 from core.demo import INVOICE_CURRENCY, RATE_LIMIT, RELEASE  # noqa: E402
 
 
 @dataclass(frozen=True)
 class Shot:
-    """One screenshot: a file name, the theme, the task to open (if any) and keys to press."""
+    """One screenshot: a file name, the theme, the task to open (if any) and keys to press;
+    `remote` shots add a team remote holding tasks the store does not (tests/tui/remote_env.py)."""
 
     name: str
     title: str
     theme: str | None = None
     task: str | None = None
     keys: tuple[str, ...] = ()
+    remote: bool = False
 
 
 SHOTS = (
@@ -46,6 +50,8 @@ SHOTS = (
     Shot("dashboard-light", "Pitstop — light theme", theme="pitstop-light",
          keys=("slash", *"invoicer", "enter")),
     Shot("approvals-inbox", "Pitstop — the approvals inbox", keys=("a",)),
+    Shot("dashboard-remote", "Pitstop — tasks on the team remote, one to fetch",
+         keys=("j", "j"), remote=True),
     Shot("task-evidence", "Pitstop — what the agent's commands showed", task=RATE_LIMIT,
          keys=("e",)),
     Shot("task-effects", "Pitstop — side effects, one uncertain", task=RELEASE, keys=("s",)),
@@ -94,15 +100,37 @@ def svg_to_png_command(svg_path: Path, png_path: Path) -> list[str] | None:
     return None
 
 
-def main() -> int:
+def render_remote(shot: Shot, store: Path, scratch: Path) -> str:
+    """The SVG of a shot on a copy of the store beside a team remote kept under a scratch HOME
+    (so the preview reads ~/team/team.git on every machine, as in the snapshot test)."""
+    copy = scratch / f"{shot.name}-store"
+    shutil.copytree(store, copy, symlinks=True)
+    home = scratch / f"{shot.name}-home"
+    home.mkdir()
+    with environment(HOME=str(home)):
+        build_remote_scene(copy, home / "team", FROZEN_NOW)
+        return asyncio.run(render(shot, copy))
+
+
+def main(names: list[str]) -> int:
+    unknown = sorted(set(names) - {shot.name for shot in SHOTS})
+    if unknown:
+        print(f"no screenshot named {', '.join(unknown)}", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory(prefix="pitstop-screenshots-") as scratch_dir:
         scratch = Path(scratch_dir)
         store = build_reproducible_demo(scratch / "store", scratch / "build")
         os.environ.update(isolated_env(scratch / "render"))
         converted = True
         for shot in SHOTS:
+            if names and shot.name not in names:
+                continue
             svg_path = HERE / f"{shot.name}.svg"
-            svg_path.write_text(asyncio.run(render(shot, store)), encoding="utf-8")
+            if shot.remote:
+                svg = render_remote(shot, store, scratch)
+            else:
+                svg = asyncio.run(render(shot, store))
+            svg_path.write_text(svg, encoding="utf-8")
             written = [svg_path]
             command = svg_to_png_command(svg_path, svg_path.with_suffix(".png"))
             if command:
@@ -117,4 +145,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))
