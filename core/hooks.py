@@ -413,6 +413,11 @@ class HookContext:
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     rules: tuple[Rule, ...] | None = None
     config_path: Path | None = None
+    # A hook process that ends right after its answer (`tui.launch`) leaves the store open for
+    # the process exit: closing SQLite's last connection checkpoints the WAL into the database
+    # (two more fsyncs) on every tool call; SQLite's auto-checkpoint and the next long-lived
+    # connection to close do it instead. Every write is committed before the answer.
+    keep_store_open: bool = False
     _engine: Engine | None = None
 
     def engine(self, harness: str) -> Engine:
@@ -431,8 +436,8 @@ class HookContext:
         return self.rules
 
     def close(self) -> None:
-        """Close the store if it was opened."""
-        if self._engine is not None:
+        """Close the store if it was opened (unless it is kept open for the process exit)."""
+        if self._engine is not None and not self.keep_store_open:
             self._engine.close()
             self._engine = None
 

@@ -2,12 +2,17 @@
 
 `pitstop hook claude-code` runs on every tool call an agent makes, so it must start almost as
 fast as Python itself: it loads neither click nor the command modules, only `core.hooks`, which
-opens the store only when there is something to record. Any other command line (and a hook
-command line with options the fast path does not know) goes to `tui.cli`.
+opens the store only when there is something to record. Once the answer is written (every write
+already committed), the process ends with `os._exit`: the store's connection is not closed, so
+SQLite does not checkpoint its WAL on every tool call, and the interpreter does not tear down the
+modules it loaded. Any other command line (and a hook command line with options the fast path
+does not know) goes to `tui.cli`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -32,7 +37,7 @@ def _fast_hook(args: list[str]) -> int | None:
         return None
     from core.hooks import HookContext, claude_code, codex_notify
 
-    context = HookContext()
+    context = HookContext(keep_store_open=True)  # closed by the process exit (see main)
     if harness == "claude-code":
         reply = claude_code(sys.stdin.buffer.read(), context, event_hint)
     else:
@@ -52,6 +57,14 @@ def emit_reply(reply: HookReply) -> int:
     return reply.exit_code
 
 
+def _exit_now(code: int) -> None:
+    """End the hook process at once: output flushed, no interpreter teardown (see above)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # the harness closed the pipe
+            stream.flush()
+    os._exit(code)
+
+
 def main() -> None:
     """Dispatch to the hook fast path or to the full command line."""
     args = sys.argv[1:]
@@ -59,7 +72,7 @@ def main() -> None:
     if len(args) >= 2 and args[0] == "hook" and args[1] in _HARNESSES and not wants_help:
         code = _fast_hook(args[1:])
         if code is not None:
-            sys.exit(code)
+            _exit_now(code)
     from tui.cli import main as cli_main
 
     cli_main()
