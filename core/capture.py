@@ -27,7 +27,11 @@ from types import FrameType
 
 from core.errors import CommandStartError, UsageError
 
-READ_BYTES = 64 * 1024
+READ_BYTES = 1024 * 1024
+PIPE_BYTES = 1024 * 1024
+"""Pipe buffer asked for (Linux caps it at /proc/sys/fs/pipe-max-size, 1 MiB by default): a
+command printing fast is read in few large pieces, and keeps writing while Pitstop's threads
+briefly hold the GIL instead of stalling on a full 64 KiB pipe."""
 KILL_GRACE_SECONDS = 5.0
 TIMEOUT_EXIT = 124
 FORWARDED_SIGNALS = (
@@ -66,6 +70,14 @@ def _write_all(fd: int, data: bytes) -> bool:
             raise
         view = view[written:]
     return True
+
+
+def _enlarge_pipe(fd: int) -> None:
+    """Ask for a bigger pipe buffer where the platform has F_SETPIPE_SZ; keep the default else."""
+    setpipe = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setpipe is not None:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, setpipe, PIPE_BYTES)
 
 
 def _copy_window_size(from_fd: int, to_fd: int) -> None:
@@ -137,6 +149,8 @@ def run_captured(
             )
             assert process.stdout is not None and process.stderr is not None
             routes = {process.stdout.fileno(): out_fd, process.stderr.fileno(): err_fd}
+            for fd in routes:
+                _enlarge_pipe(fd)
     except FileNotFoundError as exc:
         raise CommandStartError(f"command not found: {argv[0]}") from exc
     except PermissionError as exc:

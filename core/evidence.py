@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import queue
 import re
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import zstandard
 
-from core import clock, store
-from core.db import Database, write_txn
+from core import clock, crypto, store
+from core.db import Database, open_database, write_txn
 from core.keys import TaskKeys
 from core.redact import RULESET_VERSION, StreamRedactor, redact_argv, redact_text
 from core.summaries import SummaryScanner
@@ -32,15 +35,19 @@ DEFAULT_CAP_BYTES = 32 * 1024 * 1024
 DEFAULT_CHUNK_BYTES = 1024 * 1024
 ZSTD_LEVEL = 3
 MAX_PENDING_LINE = 8192
-REDACTION_MARK = b"[REDACTED:"
+BATCH_BYTES = 256 * 1024
+"""Raw bytes gathered before they are handed to the redaction stage (shorter streams never are)."""
+RAW_QUEUE_BATCHES = 8
+CHUNK_QUEUE_CHUNKS = 4
 
 # Lines worth showing the summary scanner; everything else is skipped at C speed.
+# Each line is looked at after its "\n" (the block gets a leading one), and the first-character
+# class fails most lines before the alternatives are tried: ~3x faster than "^" with re.M.
 _SUMMARY_CANDIDATE = re.compile(
-    rb"^(?:\x1b\[[0-9;]*m)*[ \t]*(?:=+ |\d+ (?:passed|failed)|Ran \d|OK\b|FAILED|Tests[: ]|ok\s|"
-    rb"FAIL|--- |test result:|up to date|"
-    rb"Found \d|All checks|Success:|Successfully installed|ERROR: |npm |added |removed |"
-    rb"changed |found \d)[^\n]*",
-    re.M,
+    rb"\n(?=[\x1b \t=0-9ROFTtoufASEnarc-])((?:\x1b\[[0-9;]*m)*[ \t]*"
+    rb"(?:=+ |\d+ (?:passed|failed)|Ran \d|OK\b|FAILED|Tests[: ]|ok\s|FAIL|--- |test result:|"
+    rb"up to date|Found \d|All checks|Success:|Successfully installed|ERROR: |npm |added |removed |"
+    rb"changed |found \d)[^\n]*)",
 )
 
 
@@ -111,6 +118,19 @@ def command_record(argv: Sequence[str], cwd: str | None, file: str | None = None
     return record
 
 
+def _failure_text(exc: BaseException) -> str:
+    """What an evidence item marked incomplete says about why."""
+    return str(getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}")
+
+
+def _database_file(db: Database) -> Path | None:
+    """The file behind a connection's main database (None in memory)."""
+    for _seq, name, file in db.execute("PRAGMA database_list").fetchall():
+        if name == "main" and file:
+            return Path(file)
+    return None
+
+
 def evidence_from_row(row: Mapping[str, Any], **decrypted: Any) -> Evidence:
     """Build the model from a store row plus any decrypted fields."""
     return Evidence(**dict(row), **decrypted)
@@ -128,8 +148,21 @@ class _ChunkWindow:
     tail_bytes: int = 0
 
 
+class _Stopped(Exception):
+    """Raised inside a stage to leave it: the recording was aborted or another stage failed."""
+
+
 class EvidenceRecorder:
-    """Records one evidence item from a raw stream fed in pieces."""
+    """Records one evidence item from a raw stream fed in pieces.
+
+    The caller's thread only hashes, counts and hands the raw bytes on, so a command's live
+    output is never held up by what happens to its copy. Up to three threads share the work:
+    the caller's (sha256, counts), a redaction thread (redaction, summary scan, tail, chunking;
+    it holds the GIL) and a storage thread (zstd, AES-GCM and SQLite on its own connection,
+    which mostly release the GIL), joined by small bounded queues, so memory stays bounded and
+    a slow stage slows the reads instead of growing a buffer. Nothing leaves the redaction
+    thread unredacted. A stream shorter than one batch is recorded on the caller's thread alone.
+    """
 
     def __init__(
         self,
@@ -147,7 +180,12 @@ class EvidenceRecorder:
         self._keys = keys
         self.task_id = task_id
         self.limits = limits
-        keys.data_key(task_id, create=True)  # a missing or wrong key fails before any write
+        # A missing or wrong key fails before any write. The key and the task's scope are read
+        # here, on the caller's thread, because TaskKeys reads the database on a cache miss and
+        # that connection belongs to this thread; the storage thread seals with them directly.
+        self._data_key = keys.data_key(task_id, create=True)
+        self._scope = keys.scope(task_id)
+        self._db_file = _database_file(db)
         with write_txn(db):
             store.get_task(db, task_id)
             self.id = store.insert_evidence(
@@ -167,19 +205,29 @@ class EvidenceRecorder:
                     task_id, self._item("command"), json.dumps(dict(command)).encode()
                 ),
             )
-        self._redactor = StreamRedactor()
+        # the caller's thread
         self._sha = hashlib.sha256()
         self._bytes_total = 0
-        self._newlines = 0
         self._last_byte = b""
-        self._redacted_offset = 0
-        self._redacted_newlines = 0
-        self._redactions = 0
+        self._batch: list[bytes] = []
+        self._batch_len = 0
+        self._raw_queue: queue.Queue[bytes | None] = queue.Queue(RAW_QUEUE_BATCHES)
+        self._redact_thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._failure: BaseException | None = None
+        # the redaction stage
+        self._redactor = StreamRedactor()
+        self._newlines = 0
         self._line_carry = b""
         self._scanner = SummaryScanner()
         self._tail = b""
         self._chunk_buffer = bytearray()
+        self._chunk_queue: queue.Queue[bytes | None] = queue.Queue(CHUNK_QUEUE_CHUNKS)
+        self._store_thread: threading.Thread | None = None
+        # the storage stage
         self._chunk_seq = 0
+        self._redacted_offset = 0
+        self._redacted_newlines = 0
         self._dropped_chunks = 0
         self._stored_bytes = 0
         self._kept_bytes = 0
@@ -190,28 +238,117 @@ class EvidenceRecorder:
     def _item(self, name: str) -> str:
         return f"evidence/{self.id}/{name}"
 
+    # the caller's thread ----------------------------------------------------------------------
+
     def feed(self, raw: bytes) -> None:
         """Take the next piece of the raw stream (any size, any split)."""
         if not raw:
             return
-        self._sha.update(raw)
         self._bytes_total += len(raw)
-        self._newlines += raw.count(b"\n")
         self._last_byte = raw[-1:]
-        self._consume(self._redactor.feed(raw))
+        self._batch.append(raw)
+        self._batch_len += len(raw)
+        if self._batch_len >= BATCH_BYTES:
+            try:
+                self._send_batch()
+            except BaseException as exc:
+                self.abort(_failure_text(exc))
+                raise
+
+    def _send_batch(self) -> None:
+        data = b"".join(self._batch)
+        self._batch.clear()
+        self._batch_len = 0
+        self._sha.update(data)  # releases the GIL: hashes while the other stages run
+        if self._db_file is None:  # no file to open a second connection on: all stages here
+            self._redact(data)
+            return
+        if self._redact_thread is None:
+            self._redact_thread = threading.Thread(
+                target=self._redact_loop, name=f"evidence-{self.id}-redact", daemon=True
+            )
+            self._redact_thread.start()
+        self._put(self._raw_queue, data)
+
+    def _put(self, into: queue.Queue[bytes | None], item: bytes | None) -> None:
+        """Wait for room in a queue, giving up if a stage failed or the recording stopped."""
+        while True:
+            self._raise_failure()
+            if self._stop.is_set():
+                raise _Stopped
+            try:
+                into.put(item, timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
+    def _get(self, source: queue.Queue[bytes | None]) -> bytes | None:
+        while True:
+            if self._stop.is_set():
+                raise _Stopped
+            try:
+                return source.get(timeout=0.05)
+            except queue.Empty:
+                continue
+
+    def _raise_failure(self) -> None:
+        failure = self._failure
+        if failure is not None:
+            raise failure
+
+    def _fail(self, exc: BaseException) -> None:
+        """Record a stage's error for the caller's thread and stop the other stage."""
+        if self._failure is None:
+            self._failure = exc
+        self._stop.set()
+
+    def _join(self) -> None:
+        """Wait for both stages to finish what they were given (or to stop)."""
+        for name in ("_redact_thread", "_store_thread"):
+            thread = getattr(self, name)
+            if thread is not None:
+                thread.join()
+
+    # the redaction stage ----------------------------------------------------------------------
+
+    def _redact_loop(self) -> None:
+        try:
+            while (data := self._get(self._raw_queue)) is not None:
+                self._redact(data)
+            self._end_of_stream()
+            if self._store_thread is not None:
+                self._put(self._chunk_queue, None)
+        except _Stopped:
+            pass
+        except BaseException as exc:  # handed to the caller's thread, which raises it
+            self._fail(exc)
+
+    def _redact(self, data: bytes) -> None:
+        self._newlines += data.count(b"\n")
+        self._consume(self._redactor.feed(data))
+
+    def _end_of_stream(self) -> None:
+        self._consume(self._redactor.flush())
+        if self._line_carry:
+            self._scan_lines(b"\n")
+        if self._chunk_buffer:
+            self._emit_chunk(bytes(self._chunk_buffer))
+            self._chunk_buffer.clear()
 
     def _consume(self, redacted: bytes) -> None:
         if not redacted:
             return
-        self._redactions += redacted.count(REDACTION_MARK)
         self._scan_lines(redacted)
         window = self.limits.tail_bytes * 2
         self._tail = (self._tail + redacted)[-window:]
         self._chunk_buffer += redacted
-        while len(self._chunk_buffer) >= self.limits.chunk_bytes:
-            piece = bytes(self._chunk_buffer[: self.limits.chunk_bytes])
-            del self._chunk_buffer[: self.limits.chunk_bytes]
-            self._store_chunk(piece)
+        size = self.limits.chunk_bytes
+        if len(self._chunk_buffer) >= size:
+            buffer = self._chunk_buffer
+            cut = len(buffer) - len(buffer) % size
+            for start in range(0, cut, size):
+                self._emit_chunk(bytes(buffer[start : start + size]))
+            del buffer[:cut]
 
     def _scan_lines(self, redacted: bytes) -> None:
         """Feed complete candidate lines to the summary scanner (carrying a partial line)."""
@@ -219,28 +356,61 @@ class EvidenceRecorder:
         if cut < 0:
             self._line_carry = (self._line_carry + redacted)[:MAX_PENDING_LINE]
             return
-        block = self._line_carry + redacted[: cut + 1]
+        # A leading newline puts the first line, like every other, after a "\n" (the pattern's
+        # literal start, which re finds fast).
+        block = b"\n" + self._line_carry + redacted[: cut + 1]
         self._line_carry = redacted[cut + 1 :][:MAX_PENDING_LINE]
         if b"\r" in block:
             block = block.replace(b"\r\n", b"\n")
         for match in _SUMMARY_CANDIDATE.finditer(block):
-            self._scanner.feed_line(match.group(0))
+            self._scanner.feed_line(match.group(1))
 
-    def _store_chunk(self, piece: bytes) -> None:
+    def _emit_chunk(self, piece: bytes) -> None:
+        """Hand a full chunk of redacted output to the storage stage."""
+        if self._redact_thread is None:  # a short stream, recorded on the caller's thread
+            self._store_chunk(self._db, piece)
+            return
+        if self._store_thread is None:
+            self._store_thread = threading.Thread(
+                target=self._store_loop, name=f"evidence-{self.id}-store", daemon=True
+            )
+            self._store_thread.start()
+        self._put(self._chunk_queue, piece)
+
+    # the storage stage ------------------------------------------------------------------------
+
+    def _store_loop(self) -> None:
+        try:
+            assert self._db_file is not None
+            db = open_database(self._db_file)  # one connection per thread (DESIGN §9)
+            try:
+                while (piece := self._get(self._chunk_queue)) is not None:
+                    self._store_chunk(db, piece)
+            finally:
+                db.close()
+        except _Stopped:
+            pass
+        except BaseException as exc:  # handed to the caller's thread, which raises it
+            self._fail(exc)
+
+    def _store_chunk(self, db: Database, piece: bytes) -> None:
         seq = self._chunk_seq
         self._chunk_seq += 1
         line_count = piece.count(b"\n")
-        sealed = self._keys.seal(
-            self.task_id, self._item(f"chunk/{seq}"), self._compressor.compress(piece)
+        # The envelope TaskKeys.seal makes, from the key and scope read on the caller's thread.
+        sealed = crypto.seal(
+            self._data_key,
+            self._compressor.compress(piece),
+            crypto.associated_data(self._scope, self.task_id, self._item(f"chunk/{seq}")),
         )
         window = self._window
         part = "head"
         if window.head_full or window.head_bytes + len(sealed) > window.head_budget:
             window.head_full = True
             part = "tail"
-        with write_txn(self._db):
+        with write_txn(db):
             store.insert_chunk(
-                self._db,
+                db,
                 self.id,
                 seq=seq,
                 part=part,
@@ -258,7 +428,7 @@ class EvidenceRecorder:
                 window.tail_bytes += len(sealed)
                 while window.tail_bytes > window.tail_budget and len(window.tail_chunks) > 1:
                     old_seq, old_stored, old_raw = window.tail_chunks.pop(0)
-                    store.delete_chunk(self._db, self.id, old_seq)
+                    store.delete_chunk(db, self.id, old_seq)
                     window.tail_bytes -= old_stored
                     self._omitted_bytes += old_raw
                     self._dropped_chunks += 1
@@ -268,6 +438,8 @@ class EvidenceRecorder:
         self._kept_bytes += len(piece)
         self._redacted_offset += len(piece)
         self._redacted_newlines += line_count
+
+    # the end ----------------------------------------------------------------------------------
 
     def _tail_text(self) -> tuple[bytes, int]:
         """The last lines (at most the limits), with progress-bar `\\r` rewrites collapsed."""
@@ -299,12 +471,11 @@ class EvidenceRecorder:
         duration_ms: int | None = None,
     ) -> Evidence:
         """Flush what is buffered, store the tail and summary, and mark the item complete."""
-        self._consume(self._redactor.flush())
-        if self._line_carry:
-            self._scan_lines(b"\n")
-        if self._chunk_buffer:
-            self._store_chunk(bytes(self._chunk_buffer))
-            self._chunk_buffer.clear()
+        try:
+            self._drain()
+        except BaseException as exc:
+            self.abort(_failure_text(exc))
+            raise
         tail, tail_lines = self._tail_text()
         summary = self._scanner.summary()
         lines_total = self._newlines + (1 if self._last_byte not in (b"", b"\n") else 0)
@@ -328,19 +499,42 @@ class EvidenceRecorder:
                 summary=summary.as_dict() if summary else None,
                 tail=self._keys.seal(self.task_id, self._item("tail"), tail),
                 tail_lines=tail_lines,
-                redactions=self._redactions,
+                redactions=sum(self._redactor.counts.values()),
             )
         return load_evidence(self._db, self._keys, self.id)
 
+    def _drain(self) -> None:
+        """Run the rest of the stream through every stage and wait for them to finish."""
+        if self._redact_thread is None:  # a short stream: all of it on this thread
+            data = b"".join(self._batch)
+            self._batch.clear()
+            self._batch_len = 0
+            self._sha.update(data)
+            self._redact(data)
+            self._end_of_stream()
+            return
+        if self._batch:
+            self._send_batch()
+        self._put(self._raw_queue, None)
+        self._join()
+        self._raise_failure()
+
     def discard(self) -> None:
         """Remove the item entirely (the command never started: there is nothing to keep)."""
+        self._halt()
         with write_txn(self._db):
             store.delete_evidence(self._db, self.id)
 
     def abort(self, failure: str) -> None:
         """Mark the item failed (its chunks so far stay readable)."""
+        self._halt()
         with write_txn(self._db):
             store.update_evidence(self._db, self.id, state="incomplete", failure=failure)
+
+    def _halt(self) -> None:
+        """Stop both stages where they are; what was not redacted yet is dropped, unwritten."""
+        self._stop.set()
+        self._join()
 
 
 def load_evidence(

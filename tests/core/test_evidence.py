@@ -301,6 +301,90 @@ def test_progress_bar_tail_shows_the_final_state(
     assert b" 50%" in full_output(engine, evidence_id)
 
 
+# --- the threaded pipeline (streams longer than one batch) -------------------------------------
+
+
+def _long_stream(size: int) -> tuple[bytes, list[str]]:
+    """`size` bytes of log lines with a secret every ~40 KiB, some split by the batch size."""
+    lines: list[bytes] = []
+    planted: list[str] = []
+    total = 0
+    i = 0
+    while total < size:
+        if i % 500 == 250:
+            token = "ghp_" + "".join(
+                secrets.choice("abcdefghjkmnpqrstuvwxyz23456789") for _ in range(36)
+            )
+            planted.append(token)
+            line = f"remote: using token {token} for https://github.com/acme/app.git\n".encode()
+        else:
+            line = f"tests/test_mod_{i}.py::test_case[{i % 97}] PASSED [{i % 100:3d}%]\n".encode()
+        lines.append(line)
+        total += len(line)
+        i += 1
+    return b"".join(lines), planted
+
+
+@pytest.mark.parametrize("piece", [1000, 65536, 1 << 20])
+def test_a_stream_longer_than_a_batch_is_recorded_exactly(
+    engine: Engine, task_id: str, store_root: Path, piece: int
+) -> None:
+    """Through the redaction and storage threads: same bytes, hash and counts as in one piece."""
+    from core.evidence import BATCH_BYTES
+    from core.redact import redact_bytes
+
+    stream, planted = _long_stream(3 * BATCH_BYTES + 12345)
+    recorder = EvidenceRecorder(
+        engine.db,
+        engine.keys,
+        task_id,
+        source="file",
+        label=None,
+        command={"argv": []},
+        limits=EvidenceLimits(chunk_bytes=100_000),
+    )
+    for start in range(0, len(stream), piece):
+        recorder.feed(stream[start : start + piece])
+    item = recorder.finish(exit_code=0)
+    assert item.state == "complete"
+    assert item.bytes_total == len(stream)
+    assert item.sha256 == hashlib.sha256(stream).hexdigest()
+    assert item.lines_total == stream.count(b"\n")
+    assert item.redactions == len(planted)
+    output = full_output(engine, item.id)
+    assert output == redact_bytes(stream)
+    assert item.chunk_count == len(store.list_chunks(engine.db, item.id)) >= 8
+    assert_not_in_store(store_root, planted)
+
+
+def test_a_failing_storage_stage_fails_the_recording_visibly(
+    engine: Engine, task_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error in a worker thread reaches the caller, and the item is marked incomplete."""
+    from core.evidence import BATCH_BYTES
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store, "insert_chunk", broken)
+    recorder = EvidenceRecorder(
+        engine.db,
+        engine.keys,
+        task_id,
+        source="file",
+        label=None,
+        command={"argv": []},
+        limits=EvidenceLimits(chunk_bytes=10_000),
+    )
+    stream, _ = _long_stream(4 * BATCH_BYTES)
+    with pytest.raises(OSError, match="disk full"):
+        for start in range(0, len(stream), 4096):
+            recorder.feed(stream[start : start + 4096])
+        recorder.finish(exit_code=0)
+    item = engine.get_evidence(recorder.id)
+    assert item.state == "incomplete"
+
+
 # --- limits ------------------------------------------------------------------------------
 
 
