@@ -142,6 +142,12 @@ async def test_f_fetches_the_remote_task_in_a_worker_and_it_becomes_local(
         assert "Port the product search" in preview_text(app)
         assert "⇅" in line_of(table, REMOTE_TASK), "fetched tasks are shared"
 
+        # `f` on a shared task catches up with its remote: nothing new this time.
+        await pilot.press("f")
+        await settle(pilot)
+        again = of_type(posted, RemoteFinished)[-1].outcome
+        assert again is not None and again.lines[0].startswith(f"{REMOTE_TASK}: updated, 0 new")
+
     with Engine(store) as mine:
         task = mine.get_task(REMOTE_TASK)
         assert task.repo_root == str(team.clone.resolve())
@@ -265,3 +271,37 @@ async def test_sync_and_fetch_failures_are_one_line(team: TeamRemote, tmp_path: 
         error = finished[0].error or ""
         assert "holds no task" in error and "\n" not in error
         assert not app.screen.query_one("#remote-status").display
+
+
+async def test_s_lists_a_newly_named_remote_and_its_tasks_appear(
+    team: TeamRemote, tmp_path: Path
+) -> None:
+    push_colleague_task(team)
+    store = tmp_path / "mine"
+    with Engine(store) as mine:
+        mine.add_remote("team", str(team.remote), team.clone)  # `pitstop remote add team URL`
+
+    app = PitstopApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert table_of(app).shown == []
+        await pilot.press("S")
+        await settle(pilot)
+        rows = table_of(app).shown
+        assert [s.task.id for s in rows] == [REMOTE_TASK]
+        assert isinstance(rows[0], RemoteSummary) and rows[0].remote_name == "team"
+        notes = [n.message for n in app._notifications]
+        assert any("holds 1 task(s), 1 not here" in note for note in notes)
+
+
+async def test_s_in_a_store_that_never_used_a_remote_is_not_offered(tmp_path: Path) -> None:
+    app = PitstopApp(tmp_path / "empty")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert screen.check_action("sync", ()) is False
+        assert screen.check_action("fetch", ()) is False
+        app.command_sync()  # the palette still explains
+        await settle(pilot)
+        notes = [n.message for n in app._notifications]
+        assert any("pitstop remote add NAME URL" in note for note in notes)
