@@ -90,8 +90,12 @@ def ledger_ref(task_id: str) -> str:
 
 def _tracking(url: str, kind: str, task_id: str) -> str:
     """Where a remote's ref is kept in the store's repository after a fetch."""
+    return f"{_tracking_root(url)}{kind}/{task_id}"
+
+
+def _tracking_root(url: str) -> str:
     key = hashlib.sha256(url.encode()).hexdigest()[:12]
-    return f"{PREFIX}remotes/{key}/{kind}/{task_id}"
+    return f"{PREFIX}remotes/{key}/"
 
 
 def _local_ledger_ref(task_id: str) -> str:
@@ -618,12 +622,16 @@ def _fetch_tracking(
     advertised: Mapping[str, str],
     kinds: Sequence[str] = ("checkpoints", "ledger"),
 ) -> None:
+    """Fetch the tasks' advertised refs into their tracking refs. A ref already tracked at the
+    advertised id is skipped: a push whose remote ledger nobody moved makes no fetch."""
+    tracked = remote_git.refs_under(store_repo, _tracking_root(url))
     refspecs = []
     for task_id in task_ids:
         for kind in kinds:
             ref = f"{PREFIX}{kind}/{task_id}"
-            if ref in advertised:
-                refspecs.append(f"+{ref}:{_tracking(url, kind, task_id)}")
+            local = _tracking(url, kind, task_id)
+            if ref in advertised and tracked.get(local) != advertised[ref]:
+                refspecs.append(f"+{ref}:{local}")
     remote_git.fetch(store_repo, url, refspecs)
 
 
@@ -643,8 +651,12 @@ def list_remote(
         if ref.startswith(f"{PREFIX}ledger/")
     }
     if ledgers:
-        key = hashlib.sha256(url.encode()).hexdigest()[:12]
-        remote_git.fetch(store_repo, url, [f"+{PREFIX}ledger/*:{PREFIX}remotes/{key}/ledger/*"])
+        # One glob fetch when any ledger moved; none when every one is tracked at its id (a
+        # dashboard refresh of an unchanged remote of thousands of tasks).
+        tracking = f"{_tracking_root(url)}ledger/"
+        tracked = remote_git.refs_under(store_repo, tracking)
+        if any(tracked.get(f"{tracking}{t}") != oid for t, oid in ledgers.items()):
+            remote_git.fetch(store_repo, url, [f"+{PREFIX}ledger/*:{tracking}*"])
     raw = remote_git.read_objects(store_repo, [f"{oid}:{TASK_FILE}" for oid in ledgers.values()])
     me = identity.load_identity_or_none()
     local_ids = store.task_ids(engine.db)
