@@ -80,7 +80,7 @@ def test_approvals_state_machine(repo: Path, monkeypatch: pytest.MonkeyPatch) ->
             # id -> (task, state as stored, expires_at); the model of the store.
             self.model: dict[str, tuple[str, ApprovalState, datetime | None]] = {}
             self.status = {task_id: TaskStatus.RUNNING for task_id in APPROVERS}
-            self.events = 2  # the two task starts
+            self.events = len(agent.events())  # the task starts (and their `share` events)
 
         def teardown(self) -> None:
             for engine in self.engines.values():
