@@ -438,6 +438,9 @@ def _sealed_text(db: sqlite_utils.Database) -> None:
     from core import store
 
     plain = Database(db.conn)
+    # What the clear text's pages held is zeroed as it is replaced, not left in free space.
+    (secure_delete,) = db.execute("PRAGMA secure_delete").fetchone()
+    db.execute("PRAGMA secure_delete = ON")
     # The audit log is append-only; this one rewrite puts its text into sealed form.
     db.execute("DROP TRIGGER events_no_update")
     store.record_check_findings(plain)
@@ -463,3 +466,4 @@ def _sealed_text(db: sqlite_utils.Database) -> None:
         "CREATE TRIGGER events_no_update BEFORE UPDATE ON events "
         "BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END"
     )
+    db.execute(f"PRAGMA secure_delete = {int(secure_delete)}")
