@@ -58,6 +58,7 @@ if TYPE_CHECKING:  # evidence pulls in redaction, zstd and crypto: loaded only w
     from core.approvals import Approvals
     from core.capture import RunOutcome
     from core.economics import TaskEstimate
+    from core.ledger import ApplyReport
     from core.effects import CheckOutcome, GuardOutcome, GuardRequest, Ledger, Notice, ProposeResult
     from core.metrics import Metrics
     from core.resume import ResumePlan
@@ -1775,6 +1776,25 @@ class Engine:
         )
         self._record_evidence_event(item)
         return item
+
+    # --- ledger sync (core.ledger) -----------------------------------------------------------
+
+    def export_ledger(self, task_id: str) -> dict[str, bytes]:
+        """The task's ledger as fact files (path → bytes) for `refs/pitstop/ledger/<task>`."""
+        from core import ledger
+
+        return ledger.export_facts(self, task_id)
+
+    def apply_ledger(self, task_id: str, facts: Mapping[str, bytes]) -> ApplyReport:
+        """Merge fetched ledger facts into this store; every change audited as `sync`."""
+        from core import ledger
+
+        return ledger.apply_facts(self, task_id, facts)
+
+    def ledger_conflicts(self, task_id: str) -> list[dict[str, Any]]:
+        """Decisions that lost a ledger merge for a task (kept and shown, never lost)."""
+        store.get_task(self.db, task_id)
+        return store.ledger_conflicts(self.db, task_id)
 
     # --- audit -----------------------------------------------------------------------------
 

@@ -467,3 +467,44 @@ def _sealed_text(db: sqlite_utils.Database) -> None:
         "BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END"
     )
     db.execute(f"PRAGMA secure_delete = {int(secure_delete)}")
+
+
+@migrations(name="0010_ledger_sync")
+def _ledger_sync(db: sqlite_utils.Database) -> None:
+    # Ledger sync (core.ledger): an audit event keeps the identity it was born with, so an event
+    # fetched from another store is never imported twice; NULL means `<store_id>:<id>` (born here).
+    db.execute("ALTER TABLE events ADD COLUMN uid TEXT")
+    db.execute("CREATE UNIQUE INDEX events_by_uid ON events (uid)")
+    # A resume recorded by another store: shown in the history, never a live lease here.
+    db.execute("ALTER TABLE resumes ADD COLUMN synced_from TEXT")
+    # Every ledger fact this store exported or applied, byte for byte: a fact re-exported keeps
+    # its bytes (repeated pushes add nothing) and an applied one is never applied twice.
+    db.execute(
+        """
+        CREATE TABLE ledger_facts (
+            uid TEXT PRIMARY KEY,
+            task_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            body BLOB NOT NULL,
+            source TEXT NOT NULL,
+            recorded_at TEXT NOT NULL
+        )
+        """
+    )
+    db.execute("CREATE INDEX ledger_facts_by_task ON ledger_facts (task_id, kind)")
+    # Decisions that lost a merge (decided differently in two places): kept and shown, never lost.
+    db.execute(
+        """
+        CREATE TABLE ledger_conflicts (
+            task_id TEXT NOT NULL,
+            entity TEXT NOT NULL,
+            entity_id TEXT NOT NULL,
+            kept TEXT NOT NULL,
+            lost TEXT NOT NULL,
+            lost_uid TEXT NOT NULL,
+            why TEXT NOT NULL,
+            recorded_at TEXT NOT NULL,
+            PRIMARY KEY (task_id, lost_uid)
+        )
+        """
+    )

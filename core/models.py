@@ -55,6 +55,7 @@ class Interface(StrEnum):
     TUI = "tui"
     HOOK = "hook"
     API = "api"
+    SYNC = "sync"  # a change brought in from another store's ledger (core.ledger)
 
 
 TASK_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")

@@ -362,10 +362,11 @@ def _export_chain(
     even if it has expired here since; `seal_worktree` applies to new ones only.
     """
     known = store.export_commits(engine.db, task.id)
+    present = remote_git.read_objects(store_repo, list(known.values()))  # one process for all
     tip: str | None = None
     for checkpoint in store.list_checkpoints(engine.db, task.id):
         exported = known.get(checkpoint.seq)
-        if exported is not None and remote_git.has_object(store_repo, exported):
+        if exported is not None and present.get(exported) is not None:
             tip = exported
             continue
         if checkpoint.state is not CheckpointState.COMPLETE:
@@ -588,8 +589,10 @@ def _push_once(
                     )
             if tip is not None:
                 updates[checkpoint_ref(task.id)] = (tip, remote_cp)
-                known = {oid for oid, _ in _chain(store_repo, remote_cp)} if remote_cp else set()
-                sent = sum(1 for oid, _ in _chain(store_repo, tip) if oid not in known)
+                if remote_cp is None:
+                    sent = len(_chain(store_repo, tip))
+                else:  # the remote's tip is an ancestor: count the first parents above it
+                    sent = len(remote_git.first_parent_chain(store_repo, tip, stop=[remote_cp]))
         ledger = _ledger_commit(engine, store_repo, task, remote_ledger)
         if ledger is not None:
             updates[ledger_ref(task.id)] = (ledger, remote_ledger)
