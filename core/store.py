@@ -387,14 +387,18 @@ def add_event(
     to_state: str | None = None,
     reason: str | None = None,
     detail: Mapping[str, Any] | None = None,
+    uid: str | None = None,
 ) -> None:
     """Append one audit event (invariant 6); events are never updated.
+
+    `uid` is given only to an event born in another store (ledger sync): NULL means born here.
 
     A task's reason is sealed with `keys`; an event of no task, or written with `keys=None`
     (gc's own wording, after it deleted the task's key), keeps Pitstop's own plain text.
     Must run inside `write_txn()`: the sealed reason is bound to the id the row gets.
     """
     columns: dict[str, Any] = {
+        "uid": uid,
         "at": at,
         "actor": actor,
         "interface": interface.value,
@@ -875,11 +879,16 @@ def _resume_from_row(row: Mapping[str, Any], keys: TextKeys | None) -> dict[str,
 
 
 def active_resumes(db: Database, task_id: str) -> list[dict[str, Any]]:
-    """Resumes of a task whose lease was not released (live or not); no text opened."""
+    """Resumes of a task taken here whose lease was not released (live or not); no text opened.
+
+    A resume brought in by ledger sync is another store's history, never a lease here.
+    """
     return [
         _resume_from_row(row, None)
         for row in db.query(
-            "SELECT * FROM resumes WHERE task_id = ? AND state = 'active' ORDER BY id", [task_id]
+            "SELECT * FROM resumes WHERE task_id = ? AND state = 'active' "
+            "AND synced_from IS NULL ORDER BY id",
+            [task_id],
         )
     ]
 
@@ -1274,3 +1283,101 @@ def add_task_recipient(
         [task_id, recipient, added_at, added_by],
     )
     return bool(cursor.rowcount)
+
+
+# --- ledger sync (core.ledger) ----------------------------------------------------------------
+
+
+def list_validations(db: Database, task_id: str) -> list[dict[str, Any]]:
+    """A task's validation runs, oldest first, findings as stored (JSON text)."""
+    return [
+        dict(row)
+        for row in db.query("SELECT * FROM validations WHERE task_id = ? ORDER BY id", [task_id])
+    ]
+
+
+def event_uids(db: Database, task_id: str) -> dict[int, str | None]:
+    """Every audit event of a task: id → the uid it was born with elsewhere (None: born here)."""
+    rows = db.execute("SELECT id, uid FROM events WHERE task_id = ? ORDER BY id", [task_id])
+    return {int(row[0]): row[1] for row in rows.fetchall()}
+
+
+def ledger_fact_bodies(db: Database, task_id: str) -> dict[str, bytes]:
+    """Every ledger fact this store exported or applied for a task: uid → its bytes."""
+    rows = db.execute("SELECT uid, body FROM ledger_facts WHERE task_id = ?", [task_id])
+    return {str(row[0]): bytes(row[1]) for row in rows.fetchall()}
+
+
+def record_ledger_facts(
+    db: Database, task_id: str, facts: Sequence[tuple[str, str, bytes]], source: str, at: str
+) -> None:
+    """Keep ledger facts (uid, kind, bytes) as first seen; a known uid keeps its bytes."""
+    for uid, kind, body in facts:
+        db.execute(
+            "INSERT OR IGNORE INTO ledger_facts (uid, task_id, kind, body, source, recorded_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [uid, task_id, kind, body, source, at],
+        )
+
+
+def record_ledger_conflict(
+    db: Database,
+    task_id: str,
+    entity: str,
+    entity_id: str,
+    kept: str,
+    lost: str,
+    lost_uid: str,
+    why: str,
+    at: str,
+) -> bool:
+    """Keep a decision that lost a ledger merge (plain JSON of both sides); False if known."""
+    cursor = db.execute(
+        "INSERT OR IGNORE INTO ledger_conflicts "
+        "(task_id, entity, entity_id, kept, lost, lost_uid, why, recorded_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [task_id, entity, entity_id, kept, lost, lost_uid, why, at],
+    )
+    return cursor.rowcount == 1
+
+
+def ledger_conflicts(
+    db: Database, task_id: str | None = None, entity: str | None = None
+) -> list[dict[str, Any]]:
+    """Recorded ledger conflicts, oldest first, `kept` and `lost` decoded."""
+    where, params = _where({"task_id": task_id, "entity": entity})
+    rows = db.query(f"SELECT * FROM ledger_conflicts{where} ORDER BY recorded_at, rowid", params)
+    found = []
+    for row in rows:
+        record = dict(row)
+        record["kept"] = json.loads(record["kept"])
+        record["lost"] = json.loads(record["lost"])
+        found.append(record)
+    return found
+
+
+def overrule_approval(
+    db: Database,
+    approval_id: str,
+    to_state: ApprovalState,
+    *,
+    decided_by: str | None,
+    decided_at: str,
+    reason: str | None,
+    keys: TextKeys,
+) -> bool:
+    """Replace an approval's decision with one made first elsewhere (ledger sync only)."""
+    found = db.execute("SELECT task_id, seq FROM approvals WHERE id = ?", [approval_id]).fetchone()
+    if found is None:
+        return False
+    cursor = db.execute(
+        "UPDATE approvals SET state = ?, decided_by = ?, decided_at = ?, reason = ? WHERE id = ?",
+        [
+            to_state.value,
+            decided_by,
+            decided_at,
+            _sealed(keys, found[0], approval_item(found[1], "reason"), reason),
+            approval_id,
+        ],
+    )
+    return cursor.rowcount == 1
