@@ -22,9 +22,8 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from core.errors import NotFoundError, StoreError
 from core.paths import ensure_private_file
@@ -70,9 +69,8 @@ def _unique_keys(keys: Iterable[str]) -> list[str]:
     return unique
 
 
-@dataclass(frozen=True)
-class Column:
-    """One column of a table, as `PRAGMA table_info` describes it."""
+class Column(NamedTuple):
+    """One column of a table, as `PRAGMA table_info` describes it (sqlite-utils' `Column`)."""
 
     cid: int
     name: str

@@ -14,7 +14,7 @@ import pytest
 
 from core.db import integrity_ok, open_database, write_txn
 from core.engine import Engine
-from core.errors import SchemaTooNewError
+from core.errors import NotFoundError, SchemaTooNewError
 from core.migrations import known_migration_names, migrate, schema_version
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,6 +154,38 @@ def test_write_txn_commits_and_rolls_back(tmp_path: Path) -> None:
 
     with write_txn(db), pytest.raises(RuntimeError), write_txn(db):
         pass
+    db.close()
+
+
+def test_database_adapter_stores_like_sqlite_utils(tmp_path: Path) -> None:
+    """The sqlite3 adapter writes and reads rows as sqlite-utils did (the store relied on it)."""
+    import sqlite_utils
+
+    db = open_database(tmp_path / "adapter.db")
+    db.execute("CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL, data TEXT)")
+    db.execute("CREATE TABLE pairs (a TEXT, b TEXT, PRIMARY KEY (a, b))")
+    theirs = sqlite_utils.Database(sqlite3.connect(":memory:"))
+    theirs.execute("CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL, data TEXT)")
+    rows = [{"name": "a", "data": {"k": [1, "é"]}}, {"name": "b", "data": ("x", None)}]
+    for row in rows:
+        assert db["things"].insert(row).last_rowid == theirs["things"].insert(row).last_rowid
+    mine = list(db.query("SELECT * FROM things ORDER BY id"))
+    assert mine == list(theirs.query("SELECT * FROM things ORDER BY id"))
+    db.table("things").update(1, {"data": None})
+    assert next(db.query("SELECT data FROM things WHERE id = ?", [1])) == {"data": None}
+    with pytest.raises(NotFoundError):
+        db.table("things").update(99, {"name": "x"})
+    with pytest.raises(ValueError):
+        db.query("UPDATE things SET name = 'c'")
+    db.table("pairs").insert_all([{"a": "1", "b": "2"}, {"a": "3"}])
+    assert list(db.query("SELECT * FROM pairs ORDER BY a")) == [
+        {"a": "1", "b": "2"},
+        {"a": "3", "b": None},
+    ]
+    db.table("pairs").update(("1", "2"), {"b": "4"})
+    assert [c.name for c in db["pairs"].columns if c.is_pk] == ["a", "b"]
+    assert list(db.query("SELECT 1 AS x, 2 AS x")) == [{"x": 1, "x_2": 2}]
+    assert sorted(db.table_names()) == ["pairs", "things"]
     db.close()
 
 
