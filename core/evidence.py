@@ -33,7 +33,7 @@ DEFAULT_TAIL_LINES = 200
 DEFAULT_TAIL_BYTES = 64 * 1024
 DEFAULT_CAP_BYTES = 32 * 1024 * 1024
 DEFAULT_CHUNK_BYTES = 1024 * 1024
-ZSTD_LEVEL = 3
+ZSTD_LEVEL = 1
 MAX_PENDING_LINE = 8192
 BATCH_BYTES = 256 * 1024
 """Raw bytes gathered before they are handed to the redaction stage (shorter streams never are)."""
