@@ -117,6 +117,11 @@ def read_remote_view(engine: Engine) -> RemoteView:
     return RemoteView(rows=rows, links=shared, remote_urls=tuple(urls))
 
 
+def one_line(text: str) -> str:
+    """`text` on one line: git's multi-line complaints become one readable sentence."""
+    return " ".join(text.split())
+
+
 def no_key_help(task_id: str) -> str:
     """Why a `no key` task cannot be fetched, and how to get access."""
     return (
@@ -158,7 +163,7 @@ def fetch_task(
         verb = "now in this store" if info.get("adopted") else "updated"
         count = int(info.get("checkpoints") or 0)
         lines.append(f"{fetched_id}: {verb}, {count} new checkpoint(s) from {result.url}")
-    problems = [f"{t}: {problem}" for t, problem in result.problems.items()]
+    problems = [f"{t}: {one_line(problem)}" for t, problem in result.problems.items()]
     problems += [no_key_help(t) for t in result.no_key]
     return RemoteOutcome(
         title=f"Fetched {task_id}" if result.fetched else f"Could not fetch {task_id}",
@@ -194,7 +199,7 @@ def sync_everything(engine: Engine, progress: Progress) -> RemoteOutcome:
         try:
             report = engine.sync(task_ids, url)
         except PitstopError as exc:
-            problems.append(f"{url}: {exc.message}")
+            problems.append(f"{url}: {one_line(exc.message)}")
             continue
         pulled = sum(int(info.get("checkpoints") or 0) for info in report["fetched"].values())
         sent = sum(int(info.get("checkpoints_sent") or 0) for info in report["pushed"].values())
@@ -205,14 +210,14 @@ def sync_everything(engine: Engine, progress: Progress) -> RemoteOutcome:
             f"{sent} pushed · {ledgers} ledger(s) updated"
         )
         problems += [f"{t}: no key (not a recipient)" for t in report["no_key"]]
-        problems += [f"{t}: {problem}" for t, problem in report["problems"].items()]
+        problems += [f"{t}: {one_line(str(problem))}" for t, problem in report["problems"].items()]
     repos = _repos_by_url(engine, links)
     for url in view.remote_urls:
         progress(f"listing {url}…")
         try:
             _, listing = engine.list_remote(url, repos.get(url, "."))
         except PitstopError as exc:
-            problems.append(f"{url}: {exc.message}")
+            problems.append(f"{url}: {one_line(exc.message)}")
             continue
         changed = True
         remote_only = sum(1 for task in listing if not task.local)

@@ -148,6 +148,10 @@ async def test_f_fetches_the_remote_task_in_a_worker_and_it_becomes_local(
         again = of_type(posted, RemoteFinished)[-1].outcome
         assert again is not None and again.lines[0].startswith(f"{REMOTE_TASK}: updated, 0 new")
 
+        await pilot.press("slash", *"shared", "enter")
+        await settle(pilot)
+        assert [s.task.id for s in table.shown] == [REMOTE_TASK]
+
     with Engine(store) as mine:
         task = mine.get_task(REMOTE_TASK)
         assert task.repo_root == str(team.clone.resolve())

@@ -288,7 +288,8 @@ class DashboardScreen(Screen[None]):
                     engine, task_id, url, repo, lambda text: self.post_message(RemoteProgress(text))
                 )
         except PitstopError as exc:
-            self.post_message(RemoteFinished(None, f"could not fetch {task_id}: {exc.message}"))
+            error = f"could not fetch {task_id}: {remotes.one_line(exc.message)}"
+            self.post_message(RemoteFinished(None, error))
             return
         self.post_message(RemoteFinished(outcome))
 
@@ -301,7 +302,7 @@ class DashboardScreen(Screen[None]):
                     engine, lambda text: self.post_message(RemoteProgress(text))
                 )
         except PitstopError as exc:
-            self.post_message(RemoteFinished(None, f"sync failed: {exc.message}"))
+            self.post_message(RemoteFinished(None, f"sync failed: {remotes.one_line(exc.message)}"))
             return
         self.post_message(RemoteFinished(outcome))
 
