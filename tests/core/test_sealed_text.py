@@ -251,3 +251,38 @@ def test_check_findings_stay_countable_once_reasons_are_sealed(
         "SELECT detail FROM events WHERE task_id = ? AND action = 'confirm'", [task.id]
     ).fetchone()
     assert json.loads(detail) == {"check": "already happened"}
+
+
+def test_a_sealed_text_moved_to_another_row_reads_as_the_marker(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Each text is bound to its task and item: copied elsewhere it does not open."""
+    repo = init_repo(tmp_path / "repo", {"app.py": "print('v1')\n"})
+    task = engine.start_task(repo=repo, objective="ship")
+    first = engine.request_approval(task.id, "MARK-ACTION first")
+    second = engine.request_approval(task.id, "MARK-ACTION second")
+    with write_txn(engine.db):
+        engine.db.execute(
+            "UPDATE approvals SET action = (SELECT action FROM approvals WHERE id = ?) "
+            "WHERE id = ?",
+            [first.id, second.id],
+        )
+    assert engine.get_approval(first.id).action == "MARK-ACTION first"
+    assert engine.get_approval(second.id).action == store.UNREADABLE
+
+
+def test_a_key_made_inside_a_write_that_rolls_back_is_not_kept(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Sealing inside a transaction creates the task's key there; a rollback takes both away."""
+    repo = init_repo(tmp_path / "repo", {"app.py": "print('v1')\n"})
+    task = engine.start_task(repo=repo, objective="ship")
+    with pytest.raises(RuntimeError, match="changed my mind"), write_txn(engine.db):
+        engine.keys.seal_text(task.id, "probe/1", "first")
+        engine.keys.seal_text(task.id, "probe/2", "second")  # reads the uncommitted key
+        raise RuntimeError("changed my mind")
+    assert not store.has_wrapped_key(engine.db, task.id)
+    sealed = engine.keys.seal_text(task.id, "probe/3", "kept")
+    assert store.has_wrapped_key(engine.db, task.id)
+    with Engine(engine.paths.root) as other:  # a fresh process reads it with the stored key
+        assert other.keys.open_text(task.id, "probe/3", sealed) == "kept"
