@@ -1791,10 +1791,13 @@ class Engine:
 
         return ledger.apply_facts(self, task_id, facts)
 
-    def ledger_conflicts(self, task_id: str) -> list[dict[str, Any]]:
-        """Decisions that lost a ledger merge for a task (kept and shown, never lost)."""
-        store.get_task(self.db, task_id)
-        return store.ledger_conflicts(self.db, task_id)
+    def ledger_conflicts(
+        self, task_id: str | None = None, entity: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Decisions that lost a ledger merge (kept and shown, never lost), of one task or all."""
+        if task_id is not None:
+            store.get_task(self.db, task_id)
+        return store.ledger_conflicts(self.db, task_id, entity)
 
     # --- audit -----------------------------------------------------------------------------
 

@@ -884,6 +884,9 @@ def apply_facts(engine: Engine, task_id: str, facts: Mapping[str, bytes]) -> App
     return applier.report
 
 
-def conflicts(engine: Engine, task_id: str) -> list[dict[str, Any]]:
-    """The conflicts this store recorded for a task, oldest first (plain fields only)."""
-    return store.ledger_conflicts(engine.db, task_id)
+def describe_conflict(record: Mapping[str, Any]) -> str:
+    """One line for a stored conflict (`Engine.ledger_conflicts`), as listings show it."""
+    kept, lost = record["kept"], record["lost"]
+    kept_text = _said(kept.get("state"), kept.get("by"), kept.get("at"))
+    lost_text = _said(lost.get("state"), lost.get("by"), lost.get("at"))
+    return f"conflict: {record['why']}; kept {kept_text}, set aside {lost_text}"

@@ -14,6 +14,8 @@ import click
 from tui.cli_base import Context, emit, json_option, pass_ctx
 
 if TYPE_CHECKING:
+    from collections.abc import Set
+
     from core.models import Approval, SideEffect
 
 EFFECT_STATES = ["proposed", "in_progress", "confirmed", "failed", "uncertain"]
@@ -52,7 +54,22 @@ def _effect_json(item: SideEffect) -> dict[str, Any]:
     return data
 
 
-def _effect_table(items: list[SideEffect]) -> str:
+def _conflict_lines(engine: Any, task_id: str | None, entity: str, entity_id: str) -> list[str]:
+    """What ledger sync set aside for one effect or approval (decided differently elsewhere)."""
+    from core.ledger import describe_conflict
+
+    return [
+        describe_conflict(record)
+        for record in engine.ledger_conflicts(task_id, entity)
+        if record["entity_id"] == entity_id
+    ]
+
+
+def _conflicted(engine: Any, task_id: str | None, entity: str) -> set[tuple[str, str]]:
+    return {(c["task_id"], c["entity_id"]) for c in engine.ledger_conflicts(task_id, entity)}
+
+
+def _effect_table(items: list[SideEffect], conflicted: Set[tuple[str, str]] = frozenset()) -> str:
     from core import clock
     from tui.render import table
 
@@ -63,7 +80,8 @@ def _effect_table(items: list[SideEffect]) -> str:
                 item.task_id,
                 item.key,
                 item.kind,
-                _effect_state_text(item),
+                _effect_state_text(item)
+                + (" (conflict)" if (item.task_id, item.key) in conflicted else ""),
                 item.attempts,
                 clock.humanize_age(item.updated_at),
                 (item.target or "")[:50],
@@ -73,7 +91,7 @@ def _effect_table(items: list[SideEffect]) -> str:
     )
 
 
-def _effect_detail(item: SideEffect, history: list[Any]) -> str:
+def _effect_detail(item: SideEffect, history: list[Any], conflicts: list[str]) -> str:
     lines = [
         f"side effect {item.key}",
         f"task        {item.task_id}",
@@ -98,6 +116,7 @@ def _effect_detail(item: SideEffect, history: list[Any]) -> str:
             "SETTLE      nobody knows whether this happened: run `pitstop effect check` or "
             "`pitstop effect confirm|fail … --reason TEXT`"
         )
+    lines.extend(f"CONFLICT    {line}" for line in conflicts)
     lines.append("history:")
     for event in history:
         change = f"{event.from_state or '-'} → {event.to_state or '-'}"
@@ -218,7 +237,7 @@ def effect_list(ctx: Context, task_id: str | None, states: tuple[str, ...], as_j
     if not items:
         click.echo("no side effects recorded")
         return
-    click.echo(_effect_table(items))
+    click.echo(_effect_table(items, _conflicted(ctx.engine(), task_id, "effect")))
 
 
 @effect.command("show")
@@ -232,10 +251,11 @@ def effect_show(ctx: Context, task_id: str, key: str, as_json: bool) -> None:
     history = [
         e for e in engine.events(task_id) if e.entity == "effect" and e.entity_id == item.key
     ]
+    conflicts = _conflict_lines(engine, task_id, "effect", item.key)
     emit(
         as_json,
-        {"effect": _effect_json(item), "history": history},
-        lambda: _effect_detail(item, history),
+        {"effect": _effect_json(item), "history": history, "conflicts": conflicts},
+        lambda: _effect_detail(item, history, conflicts),
     )
 
 
@@ -364,7 +384,7 @@ def approval() -> None:
     """Ask for human decisions and decide them: the approvals inbox."""
 
 
-def _approval_table(items: list[Approval]) -> str:
+def _approval_table(items: list[Approval], conflicted: Set[tuple[str, str]] = frozenset()) -> str:
     from core import clock
     from tui.render import table
 
@@ -373,7 +393,7 @@ def _approval_table(items: list[Approval]) -> str:
         [
             (
                 item.id,
-                item.state.value,
+                item.state.value + (" (conflict)" if (item.task_id, item.id) in conflicted else ""),
                 item.risk.value,
                 item.effect_key or "-",
                 clock.humanize_age(item.requested_at),
@@ -386,7 +406,7 @@ def _approval_table(items: list[Approval]) -> str:
     )
 
 
-def _approval_detail(item: Approval) -> str:
+def _approval_detail(item: Approval, conflicts: list[str]) -> str:
     lines = [
         f"approval    {item.id}",
         f"state       {item.state.value}",
@@ -404,6 +424,7 @@ def _approval_detail(item: Approval) -> str:
         lines.append(f"decided     {item.decided_at} by {item.decided_by}")
     if item.reason:
         lines.append(f"reason      {item.reason}")
+    lines.extend(f"CONFLICT    {line}" for line in conflicts)
     return "\n".join(lines)
 
 
@@ -503,7 +524,7 @@ def approval_list(ctx: Context, pending_only: bool, task_id: str | None, as_json
     if not items:
         click.echo("no pending approvals" if pending_only else "no approvals recorded")
         return
-    click.echo(_approval_table(items))
+    click.echo(_approval_table(items, _conflicted(engine, task_id, "approval")))
 
 
 @approval.command("show")
@@ -512,5 +533,13 @@ def approval_list(ctx: Context, pending_only: bool, task_id: str | None, as_json
 @pass_ctx
 def approval_show(ctx: Context, approval_id: str, as_json: bool) -> None:
     """Show one approval (ID is TASK:N)."""
-    item = ctx.engine().get_approval(approval_id)
-    emit(as_json, item, lambda: _approval_detail(item))
+    from tui.render import jsonable
+
+    engine = ctx.engine()
+    item = engine.get_approval(approval_id)
+    conflicts = _conflict_lines(engine, item.task_id, "approval", item.id)
+    emit(
+        as_json,
+        {**jsonable(item), "conflicts": conflicts},
+        lambda: _approval_detail(item, conflicts),
+    )

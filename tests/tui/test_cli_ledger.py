@@ -547,3 +547,41 @@ def test_a_signalled_guard_passes_the_signal_on_and_records_uncertain(
     assert "is uncertain (the guard was interrupted by SIGTERM" in stderr
     shown = pitstop.ok("effect", "show", "--task", "sig", "--key", "k")
     assert (shown["effect"]["state"], shown["effect"]["exit_code"]) == ("uncertain", 9)
+
+
+def test_a_decision_overruled_by_ledger_sync_shows_its_conflict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Approved here, rejected first elsewhere: show, list and --json all name the conflict."""
+    from core.engine import Engine
+    from core.models import EffectState
+
+    monkeypatch.setenv("PITSTOP_KEY", MASTER_KEY)
+    repo = make_repo(tmp_path / "repo")
+    pitstop = Pitstop(tmp_path, tmp_path / "store-a")
+    with Engine(pitstop.store, actor="alice") as a, Engine(tmp_path / "store-b", actor="bob") as b:
+        task = a.start_task(repo=repo, objective="ship", task_id="ship")
+        b.adopt_task(
+            task, origin_store=a.keys.store_id, data_key=a.keys.data_key("ship", create=True)
+        )
+        a.propose_effect("ship", "deploy", "deploy")
+        a.move_effect("ship", "deploy", EffectState.IN_PROGRESS)
+        a.move_effect("ship", "deploy", EffectState.UNCERTAIN)
+        a.request_approval("ship", "open the PR")
+        b.apply_ledger("ship", a.export_ledger("ship"))
+        b.decide_approval("ship:1", False, "not yet")
+        b.move_effect("ship", "deploy", EffectState.FAILED, reason="not live")
+        a.decide_approval("ship:1", True, "fine")
+        a.move_effect("ship", "deploy", EffectState.CONFIRMED, reason="saw it")
+        a.apply_ledger("ship", b.export_ledger("ship"))
+
+    shown = pitstop.run("approval", "show", "ship:1", who="alice")
+    assert shown.returncode == 0, shown.stderr
+    assert "state       rejected" in shown.stdout
+    assert "CONFLICT    conflict: decided differently; kept rejected by bob" in shown.stdout
+    assert "set aside approved by alice" in shown.stdout
+    assert "rejected (conflict)" in pitstop.run("approval", "list", who="alice").stdout
+    assert pitstop.ok("approval", "show", "ship:1", who="alice")["conflicts"]
+    effect = pitstop.run("effect", "show", "--task", "ship", "--key", "deploy", who="alice")
+    assert "CONFLICT    conflict: attempt 1 settled differently; kept failed" in effect.stdout
+    assert "failed (conflict)" in pitstop.run("effect", "list", who="alice").stdout
