@@ -320,6 +320,87 @@ class Engine:
         """Whom a task's remote copy is encrypted to: its recipients and the current operator."""
         return self._with_own_recipient(self.task_recipients(task_id))
 
+    def adopt_task(self, task: Task, *, origin_store: str, data_key: bytes) -> Task:
+        """Record a task fetched from a remote: same id, its content bound to its origin store.
+
+        `task` carries this machine's repository (`repo_root`, `store_repo`); the data key is
+        kept wrapped by this store's master key, so the task reads like one created here.
+        """
+        self.keys.adopt(task.id, data_key, origin_store)
+        now = clock.now_iso()
+        with write_txn(self.db):
+            store.insert_task(self.db, task)
+            store.set_task_origin(self.db, task.id, origin_store)
+            self.keys.keep_adopted(task.id)
+            self._event(task.id, "task", task.id, "adopt", None, task.status.value, None, now)
+        return task
+
+    # --- remotes (core.remote; imported on use: age and the network stay off other paths) ----
+
+    def push(
+        self, task_ids: Sequence[str], remote: str | None = None, *, seal_worktree: bool = False
+    ) -> Any:
+        """Send tasks' checkpoints and ledgers to a remote (`pitstop push`)."""
+        from core import remote as remotes
+
+        return remotes.push(self, task_ids, remote, seal_worktree=seal_worktree)
+
+    def fetch(
+        self,
+        task_ids: Sequence[str] = (),
+        remote: str | None = None,
+        repo: str | os.PathLike[str] | None = None,
+    ) -> Any:
+        """Bring remote tasks into this store (`pitstop fetch`)."""
+        from core import remote as remotes
+
+        return remotes.fetch(self, task_ids, remote, repo)
+
+    def list_remote(
+        self, remote: str | None = None, repo: str | os.PathLike[str] = "."
+    ) -> tuple[str, list[Any]]:
+        """Tasks on a remote, from refs and plain headers (`pitstop remote list`)."""
+        from core import remote as remotes
+
+        return remotes.list_remote(self, remote, repo)
+
+    def sync(
+        self,
+        task_ids: Sequence[str] = (),
+        remote: str | None = None,
+        repo: str | os.PathLike[str] | None = None,
+    ) -> dict[str, Any]:
+        """Fetch, merge and push (`pitstop sync`)."""
+        from core import remote as remotes
+
+        return remotes.sync(self, task_ids, remote, repo)
+
+    def add_remote(self, name: str, url: str, repo: str | os.PathLike[str] = ".") -> dict[str, Any]:
+        """Name a remote (`pitstop remote add NAME URL`)."""
+        from core import remote as remotes
+
+        return remotes.add_remote(self, name, url, repo)
+
+    def remove_remote(self, name: str) -> None:
+        """Forget a named remote."""
+        from core import remote as remotes
+
+        remotes.remove_remote(self, name)
+
+    def remotes(self) -> list[dict[str, Any]]:
+        """Named remotes."""
+        return store.list_remotes(self.db)
+
+    def remote_links(self, task_id: str | None = None) -> list[dict[str, Any]]:
+        """Which tasks travel through which remotes, and when they last did."""
+        return store.remote_links(self.db, task_id)
+
+    def remote_only_tasks(self) -> list[dict[str, Any]]:
+        """Tasks seen on remotes (last listing) that this store does not hold."""
+        from core import remote as remotes
+
+        return remotes.remote_tasks_for_dashboard(self)
+
     def get_task(self, task_id: str) -> Task:
         """One task by id."""
         return store.get_task(self.db, task_id)

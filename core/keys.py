@@ -132,6 +132,24 @@ class TaskKeys:
             return store.UNREADABLE
         return plain.decode("utf-8", "replace")
 
+    def adopt(self, task_id: str, key: bytes, scope: str) -> None:
+        """Hold a fetched task's data key and scope, before its row exists, to open its header."""
+        self._cache[task_id] = key
+        self._scopes[task_id] = scope
+
+    def keep_adopted(self, task_id: str) -> None:
+        """Store an adopted task's data key wrapped by this store's master key.
+
+        Runs inside the caller's transaction, after the task row is inserted.
+        """
+        store.insert_wrapped_key(
+            self._db,
+            task_id,
+            crypto.wrap_data_key(self.master, self._cache[task_id], self.store_id, task_id),
+            self.master.id,
+            clock.now_iso(),
+        )
+
     def data_key_id(self, task_id: str) -> str:
         """The public id of the task's data key (recorded in checkpoint headers)."""
         return crypto.key_id(self.data_key(task_id, create=True))

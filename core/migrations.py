@@ -429,6 +429,47 @@ def _task_recipients(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations(name="0010_ledger_sync")
+def _ledger_sync(db: sqlite_utils.Database) -> None:
+    # Ledger sync (core.ledger): an audit event keeps the identity it was born with, so an event
+    # fetched from another store is never imported twice; NULL means `<store_id>:<id>` (born here).
+    db.execute("ALTER TABLE events ADD COLUMN uid TEXT")
+    db.execute("CREATE UNIQUE INDEX events_by_uid ON events (uid)")
+    # A resume recorded by another store: shown in the history, never a live lease here.
+    db.execute("ALTER TABLE resumes ADD COLUMN synced_from TEXT")
+    # Every ledger fact this store exported or applied, byte for byte: a fact re-exported keeps
+    # its bytes (repeated pushes add nothing) and an applied one is never applied twice.
+    db.execute(
+        """
+        CREATE TABLE ledger_facts (
+            uid TEXT PRIMARY KEY,
+            task_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            body BLOB NOT NULL,
+            source TEXT NOT NULL,
+            recorded_at TEXT NOT NULL
+        )
+        """
+    )
+    db.execute("CREATE INDEX ledger_facts_by_task ON ledger_facts (task_id, kind)")
+    # Decisions that lost a merge (decided differently in two places): kept and shown, never lost.
+    db.execute(
+        """
+        CREATE TABLE ledger_conflicts (
+            task_id TEXT NOT NULL,
+            entity TEXT NOT NULL,
+            entity_id TEXT NOT NULL,
+            kept TEXT NOT NULL,
+            lost TEXT NOT NULL,
+            lost_uid TEXT NOT NULL,
+            why TEXT NOT NULL,
+            recorded_at TEXT NOT NULL,
+            PRIMARY KEY (task_id, lost_uid)
+        )
+        """
+    )
+
+
 @migrations(name="0011_sealed_text")
 def _sealed_text(db: sqlite_utils.Database) -> None:
     # Free text (audit reasons, approval actions and reasons, effect targets, checks and notes,
@@ -469,42 +510,60 @@ def _sealed_text(db: sqlite_utils.Database) -> None:
     db.execute(f"PRAGMA secure_delete = {int(secure_delete)}")
 
 
-@migrations(name="0010_ledger_sync")
-def _ledger_sync(db: sqlite_utils.Database) -> None:
-    # Ledger sync (core.ledger): an audit event keeps the identity it was born with, so an event
-    # fetched from another store is never imported twice; NULL means `<store_id>:<id>` (born here).
-    db.execute("ALTER TABLE events ADD COLUMN uid TEXT")
-    db.execute("CREATE UNIQUE INDEX events_by_uid ON events (uid)")
-    # A resume recorded by another store: shown in the history, never a live lease here.
-    db.execute("ALTER TABLE resumes ADD COLUMN synced_from TEXT")
-    # Every ledger fact this store exported or applied, byte for byte: a fact re-exported keeps
-    # its bytes (repeated pushes add nothing) and an applied one is never applied twice.
+@migrations(name="0012_remotes")
+def _remotes(db: sqlite_utils.Database) -> None:
+    # Named remotes (`pitstop remote add`): a URL and the local repository it serves.
     db.execute(
         """
-        CREATE TABLE ledger_facts (
-            uid TEXT PRIMARY KEY,
-            task_id TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            body BLOB NOT NULL,
-            source TEXT NOT NULL,
-            recorded_at TEXT NOT NULL
+        CREATE TABLE remotes (
+            name TEXT PRIMARY KEY,
+            url TEXT NOT NULL,
+            repo_root TEXT NOT NULL,
+            added_at TEXT NOT NULL
         )
         """
     )
-    db.execute("CREATE INDEX ledger_facts_by_task ON ledger_facts (task_id, kind)")
-    # Decisions that lost a merge (decided differently in two places): kept and shown, never lost.
+    # The commit that carries each checkpoint to remotes (built once, so pushing twice sends
+    # nothing new); for a fetched checkpoint it is the fetched commit itself.
     db.execute(
         """
-        CREATE TABLE ledger_conflicts (
+        CREATE TABLE remote_exports (
+            task_id TEXT NOT NULL REFERENCES tasks(id),
+            seq INTEGER NOT NULL,
+            commit_sha TEXT NOT NULL,
+            PRIMARY KEY (task_id, seq)
+        )
+        """
+    )
+    # Which tasks travel through which remote, and when they last did.
+    db.execute(
+        """
+        CREATE TABLE remote_links (
+            task_id TEXT NOT NULL REFERENCES tasks(id),
+            url TEXT NOT NULL,
+            pushed_at TEXT,
+            fetched_at TEXT,
+            PRIMARY KEY (task_id, url)
+        )
+        """
+    )
+    # The last listing of each remote (plain headers only), so the dashboard shows remote tasks
+    # without touching the network.
+    db.execute(
+        """
+        CREATE TABLE remote_listing (
+            url TEXT NOT NULL,
             task_id TEXT NOT NULL,
-            entity TEXT NOT NULL,
-            entity_id TEXT NOT NULL,
-            kept TEXT NOT NULL,
-            lost TEXT NOT NULL,
-            lost_uid TEXT NOT NULL,
-            why TEXT NOT NULL,
-            recorded_at TEXT NOT NULL,
-            PRIMARY KEY (task_id, lost_uid)
+            status TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            checkpoints INTEGER NOT NULL,
+            latest_seq INTEGER,
+            latest_at TEXT,
+            readable INTEGER NOT NULL,
+            header TEXT NOT NULL,
+            seen_at TEXT NOT NULL,
+            PRIMARY KEY (url, task_id)
         )
         """
     )
