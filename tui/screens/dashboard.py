@@ -208,15 +208,18 @@ class DashboardScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Offer `f` on remote and shared tasks and `S` once anything remote is known, so the
         footer of a store that never used a remote stays as it was."""
-        if action == "fetch":
-            table = self.query_one(TaskTable)
-            task_id = table.selected_task_id
-            return task_id is not None and (
-                table.selected_remote is not None or task_id in table.remote.links
-            )
+        if action not in ("fetch", "sync"):
+            return True
+        tables = self.query(TaskTable)
+        if not tables:
+            return False  # not composed yet (or being torn down)
+        table = tables.first()
         if action == "sync":
-            return not self.query_one(TaskTable).remote.is_empty
-        return True
+            return not table.remote.is_empty
+        task_id = table.selected_task_id
+        return task_id is not None and (
+            table.selected_remote is not None or task_id in table.remote.links
+        )
 
     def action_fetch(self) -> None:
         """Fetch the highlighted task (remote-only or shared)."""
