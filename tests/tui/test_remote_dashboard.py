@@ -19,6 +19,7 @@ from remote_env import (
     make_team_remote,
     push_colleague_task,
 )
+from textual.command import CommandPalette
 from textual.message import Message
 from textual.pilot import Pilot
 from textual.widgets import Static
@@ -309,3 +310,27 @@ async def test_s_in_a_store_that_never_used_a_remote_is_not_offered(tmp_path: Pa
         await settle(pilot)
         notes = [n.message for n in app._notifications]
         assert any("pitstop remote add NAME URL" in note for note in notes)
+
+
+async def test_palette_fetches_a_remote_task_from_the_task_screen(
+    team: TeamRemote, tmp_path: Path
+) -> None:
+    push_colleague_task(team)
+    store = tmp_path / "mine"
+    with Engine(store) as mine:
+        local = mine.start_task(repo=team.clone, objective="Tidy the search module").id
+    list_team_remote(store, team)
+    app = PitstopApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.open_task(local)
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*f"remote: fetch {REMOTE_TASK}")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, DashboardScreen), "back on the dashboard"
+        assert REMOTE_TASK in app.known_tasks and not app.known_remote_tasks
