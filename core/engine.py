@@ -14,7 +14,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from core import clock, store
 from core.config import Config, load_config
-from core.db import Database, open_database, write_txn
+from core.db import Database, batch_txn, open_database, write_txn
 from core.errors import (
     CommandStartError,
     ConflictError,
@@ -58,8 +58,8 @@ if TYPE_CHECKING:  # evidence pulls in redaction, zstd and crypto: loaded only w
     from core.approvals import Approvals
     from core.capture import RunOutcome
     from core.economics import TaskEstimate
-    from core.ledger import ApplyReport
     from core.effects import CheckOutcome, GuardOutcome, GuardRequest, Ledger, Notice, ProposeResult
+    from core.ledger import ApplyReport
     from core.metrics import Metrics
     from core.resume import ResumePlan
     from core.retention import GcReport
@@ -1839,23 +1839,27 @@ class Engine:
         """Record output a harness already captured in memory (a hook's tool response)."""
         from core import evidence
 
-        self._require_open_task(task_id)
-        recorder = evidence.EvidenceRecorder(
-            self.db,
-            self.keys,
-            task_id,
-            source=source,
-            label=label,
-            command=evidence.command_record(list(argv), cwd),
-            limits=limits or evidence.EvidenceLimits(),
-        )
-        for start in range(0, len(output), evidence.DEFAULT_CHUNK_BYTES):
-            recorder.feed(output[start : start + evidence.DEFAULT_CHUNK_BYTES])
-        item = recorder.finish(
-            exit_code=exit_code,
-            duration_ms=int(duration_s * 1000) if duration_s is not None else None,
-        )
-        self._record_evidence_event(item)
+        # Output shorter than one batch is recorded on this thread alone, so its four writes
+        # (the item, its chunk, its completion, the audit event) can commit as one: one fsync.
+        batch = batch_txn(self.db) if len(output) < evidence.BATCH_BYTES else nullcontext()
+        with batch:
+            self._require_open_task(task_id)
+            recorder = evidence.EvidenceRecorder(
+                self.db,
+                self.keys,
+                task_id,
+                source=source,
+                label=label,
+                command=evidence.command_record(list(argv), cwd),
+                limits=limits or evidence.EvidenceLimits(),
+            )
+            for start in range(0, len(output), evidence.DEFAULT_CHUNK_BYTES):
+                recorder.feed(output[start : start + evidence.DEFAULT_CHUNK_BYTES])
+            item = recorder.finish(
+                exit_code=exit_code,
+                duration_ms=int(duration_s * 1000) if duration_s is not None else None,
+            )
+            self._record_evidence_event(item)
         return item
 
     # --- ledger sync (core.ledger) -----------------------------------------------------------

@@ -388,6 +388,21 @@ def test_hooks_module_loads_no_heavy_library() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_hook_evidence_commits_once(repo: Path) -> None:
+    run(event("SessionStart", repo))
+    with Engine() as engine:
+        [task] = engine.list_tasks()
+        statements: list[str] = []
+        engine.db.conn.set_trace_callback(statements.append)
+        item = engine.add_evidence_output(
+            task.id, b"token=ghp_" + b"a" * 36 + b"\n3 passed in 0.1s\n", argv=["pytest"]
+        )
+        engine.db.conn.set_trace_callback(None)
+        assert statements.count("COMMIT") == 1  # one fsync for the item, its chunk and its event
+        assert item.state == "complete" and item.summary_text == "pytest: 3 passed"
+        assert [e.action for e in engine.events(task.id)][-1] == "record"
+
+
 RECORDING_PROBE = """
 import json, sys
 from core.hooks import HookContext, claude_code

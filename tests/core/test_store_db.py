@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.db import integrity_ok, open_database, write_txn
+from core.db import batch_txn, integrity_ok, open_database, write_txn
 from core.engine import Engine
 from core.errors import NotFoundError, SchemaTooNewError
 from core.migrations import known_migration_names, migrate, schema_version
@@ -186,6 +186,39 @@ def test_database_adapter_stores_like_sqlite_utils(tmp_path: Path) -> None:
     assert [c.name for c in db["pairs"].columns if c.is_pk] == ["a", "b"]
     assert list(db.query("SELECT 1 AS x, 2 AS x")) == [{"x": 1, "x_2": 2}]
     assert sorted(db.table_names()) == ["pairs", "things"]
+    db.close()
+
+
+def test_batch_txn_commits_units_of_work_once(tmp_path: Path) -> None:
+    db = open_database(tmp_path / "batch.db")
+    db.execute("CREATE TABLE items (name TEXT)")
+    statements: list[str] = []
+    db.conn.set_trace_callback(statements.append)
+    with batch_txn(db):
+        with write_txn(db):
+            db["items"].insert({"name": "first"})
+        with pytest.raises(NotFoundError), write_txn(db):  # undone alone, the batch goes on
+            db["items"].insert({"name": "undone"})
+            raise NotFoundError("gone")
+        with write_txn(db):
+            db["items"].insert({"name": "second"})
+        with pytest.raises(RuntimeError), batch_txn(db):
+            pass
+    assert [s for s in statements if s in ("BEGIN IMMEDIATE", "COMMIT")] == [
+        "BEGIN IMMEDIATE",
+        "COMMIT",
+    ]
+    names = [row[0] for row in db.execute("SELECT name FROM items ORDER BY rowid").fetchall()]
+    assert names == ["first", "second"]
+
+    with pytest.raises(ValueError), batch_txn(db):  # an error reaching the batch: all undone
+        with write_txn(db):
+            db["items"].insert({"name": "lost"})
+        raise ValueError("boom")
+    assert db.execute("SELECT COUNT(*) FROM items").fetchone() == (2,)
+    assert not db.conn.in_transaction and not db.batching
+    with write_txn(db), pytest.raises(RuntimeError), write_txn(db):  # still no nesting outside
+        pass
     db.close()
 
 
