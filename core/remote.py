@@ -24,6 +24,7 @@ import base64
 import hashlib
 import hmac
 import json
+import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -200,7 +201,7 @@ def _anchor(url: str, base: Path) -> str:
     return str((base / url).resolve())
 
 
-def add_remote(engine: Engine, name: str, url: str, repo: str | Path) -> dict[str, Any]:
+def add_remote(engine: Engine, name: str, url: str, repo: str | os.PathLike[str]) -> dict[str, Any]:
     """Name a remote for a repository (`pitstop remote add NAME URL`)."""
     if not name or not all(c.isalnum() or c in "-_." for c in name):
         raise UsageError(f"invalid remote name {name!r}: use letters, digits, '-', '_', '.'")
@@ -228,7 +229,7 @@ def remove_remote(engine: Engine, name: str) -> None:
         engine._event(None, "remote", name, "remove", None, None, None, now)
 
 
-def _store_repo(engine: Engine, repo: str | Path) -> tuple[snapshot.SourceRepo, Path]:
+def _store_repo(engine: Engine, repo: str | os.PathLike[str]) -> tuple[snapshot.SourceRepo, Path]:
     source = snapshot.resolve_source_repo(repo)
     return source, snapshot.ensure_store_repo(engine.paths.repos, source)
 
@@ -642,7 +643,7 @@ def _fetch_tracking(
 
 
 def list_remote(
-    engine: Engine, remote: str | None = None, repo: str | Path = "."
+    engine: Engine, remote: str | None = None, repo: str | os.PathLike[str] = "."
 ) -> tuple[str, list[RemoteTask]]:
     """Tasks and checkpoints on a remote, from its refs and plain headers alone."""
     source, store_repo = _store_repo(engine, repo)
@@ -725,7 +726,7 @@ def fetch(
     engine: Engine,
     task_ids: Sequence[str] = (),
     remote: str | None = None,
-    repo: str | Path | None = None,
+    repo: str | os.PathLike[str] | None = None,
 ) -> FetchResult:
     """Bring remote tasks into this store: checkpoints, evidence and ledger (idempotent)."""
     if repo is None:
@@ -1102,7 +1103,7 @@ def sync(
     engine: Engine,
     task_ids: Sequence[str] = (),
     remote: str | None = None,
-    repo: str | Path | None = None,
+    repo: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Fetch, merge and push: afterwards both sides hold the union of what either knew."""
     if task_ids:
