@@ -25,8 +25,6 @@ import os
 import re
 import shutil
 import signal
-import socket
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -35,7 +33,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core import approvals, clock, store
 from core.approvals import Audit
@@ -54,6 +52,9 @@ from core.errors import (
 )
 from core.models import ApprovalState, EffectState, SideEffect, Task
 from core.paths import ensure_private_dir
+
+if TYPE_CHECKING:
+    import subprocess
 
 __all__ = [
     "EXIT_BUSY",
@@ -621,6 +622,8 @@ class Ledger:
         notice: Notice,
         check_result: CheckResult | None,
     ) -> GuardOutcome:
+        import socket
+
         attempt = effect.attempts + 1
         started = clock.now_iso()
         # Durably in_progress before the action can start: a crash from here on leaves a trace.
@@ -808,6 +811,8 @@ def _readable_check(effect: SideEffect, command: str) -> str:
 
 def run_check(command: str, env: Mapping[str, str], timeout: float) -> CheckResult:
     """Run a precondition check with /bin/sh; its output goes to our stderr, never to disk."""
+    import subprocess
+
     try:
         proc = subprocess.Popen(
             ["/bin/sh", "-c", command],
@@ -834,6 +839,8 @@ def run_check(command: str, env: Mapping[str, str], timeout: float) -> CheckResu
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """Stop a process group: SIGTERM, then SIGKILL after a grace period."""
+    import subprocess
+
     for sig, grace in ((signal.SIGTERM, _KILL_GRACE_S), (signal.SIGKILL, None)):
         with suppress(ProcessLookupError):
             os.killpg(proc.pid, sig)
@@ -860,6 +867,8 @@ def _run_action(
     until the action (and whatever it started) is gone. Signals that would end a guard are passed
     on to the action, whose outcome is then unknown.
     """
+    import subprocess
+
     started = time.monotonic()
     received: list[int] = []
     proc = subprocess.Popen(
