@@ -15,6 +15,7 @@ import json
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -204,7 +205,25 @@ ops = st.one_of(
     st.tuples(st.just("sync"), st.sampled_from(("a>b", "b>a", "a>r", "b>r", "r>a", "r>b"))),
     st.tuples(st.just("sync"), st.sampled_from(("a>b", "b>a", "a>r", "b>r", "r>a", "r>b"))),
 )
-steps = st.lists(st.tuples(st.sampled_from("ab"), ops), min_size=10, max_size=40)
+directions = st.sampled_from(("a>b", "b>a", "a>r", "b>r", "r>a", "r>b"))
+
+
+def _interleave(round_: tuple[list[Any], list[Any], list[str]]) -> list[tuple[str, Any]]:
+    """One round: both stores act (interleaved, neither seeing the other), then some syncs."""
+    on_a, on_b, syncs = round_
+    acts = [
+        act
+        for pair in zip_longest(on_a, on_b)
+        for act in (("a", pair[0]), ("b", pair[1]))
+        if act[1] is not None
+    ]
+    return acts + [("a", ("sync", direction)) for direction in syncs]
+
+
+rounds = st.tuples(
+    st.lists(ops, max_size=5), st.lists(ops, max_size=5), st.lists(directions, max_size=3)
+).map(_interleave)
+steps = st.lists(rounds, min_size=2, max_size=6).map(lambda found: [s for r in found for s in r])
 
 
 class Run:
@@ -226,6 +245,8 @@ class Run:
             elif name == "decide":
                 pending = engine.list_approvals(TASK, pending_only=True)
                 if not pending:
+                    if where == "a":
+                        engine.request_approval(TASK, f"{MARK} run the deploy")
                     return
                 chosen = pending[op[1] % len(pending)]
                 decided = engine.decide_approval(chosen.id, op[2], f"{MARK} because")
@@ -294,7 +315,7 @@ class Run:
 
 
 @settings(
-    max_examples=60,
+    max_examples=150,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
