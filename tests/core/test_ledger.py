@@ -369,10 +369,10 @@ def test_every_order_of_syncs_converges_and_keeps_every_decision(
     # but its audit event travelled: both stores hold the same events, checked above).
     effects = {e.key: e for e in a.list_effects(TASK)}
     for key, state, attempt in run.made.settled:
-        kept = effects[key]
+        now = effects[key]
         assert (
-            (kept.state.value, kept.attempts) == (state, attempt)
-            or kept.attempts > attempt
+            (now.state.value, now.attempts) == (state, attempt)
+            or now.attempts > attempt
             or any(c[:2] == ("effect", key) for c in conflicts)
         )
     # A remote resume is history here, never a lease that blocks resuming.
