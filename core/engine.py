@@ -485,7 +485,7 @@ class Engine:
         recorded as `writing`, its commit written and re-read, and only then flipped to
         `complete` in one transaction (invariant 1).
         """
-        from core import economics, snapshot
+        from core import economics
 
         started = time.monotonic()
         task = store.get_task(self.db, task_id)
@@ -506,6 +506,8 @@ class Engine:
                 )
                 if too_soon:
                     return CheckpointResult(None, skipped=too_soon)
+            from core import snapshot  # only now: a skipped turn (every Stop hook) needs no git
+
             source = snapshot.resolve_source_repo(task.repo_root)
             store_repo = snapshot.ensure_store_repo(self.paths.repos, source)
             previous = store.latest_complete(self.db, task_id)
