@@ -62,8 +62,12 @@ __all__ = [
     "shannon_entropy",
 ]
 
-RULESET_VERSION = "2026.11.1"
-"""Version of the rule set; callers record it with everything they redact."""
+RULESET_VERSION = "2026.11.2"
+"""Version of the rule set; callers record it with everything they redact.
+
+2026.11.2: the aws-secret-access-key rule is gated on every spelling its regex accepts
+(``secret-access-key``, ``secret_accesskey``, …), not only two of them.
+"""
 
 MAX_MATCH = 24 * 1024
 """Upper bound on the length of any rule's match (every quantifier is bounded)."""

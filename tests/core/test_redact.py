@@ -149,6 +149,7 @@ def _positive_cases() -> list[tuple[str, str, str]]:
         (f"aws_access_key_id = {aws_id}", aws_id, "aws-access-key-id"),
         (f"aws_secret_access_key = {aws_secret}", aws_secret, "aws-secret-access-key"),
         (f'"SecretAccessKey": "{aws_secret}",', aws_secret, "aws-secret-access-key"),
+        (f"AWS_SECRET-ACCESS_KEY: {aws_secret}", aws_secret, "aws-secret-access-key"),
         (f"key={gcp}&q=1", gcp, "gcp-api-key"),
         (f'  "private_key": "{sa_key}",', sa_key, "private-key"),
         (
