@@ -340,7 +340,7 @@ class EvidenceRecorder:
             return
         self._scan_lines(redacted)
         window = self.limits.tail_bytes * 2
-        self._tail = (self._tail + redacted)[-window:]
+        self._tail = (self._tail + redacted[-window:])[-window:]
         self._chunk_buffer += redacted
         size = self.limits.chunk_bytes
         if len(self._chunk_buffer) >= size:
