@@ -48,6 +48,7 @@ CHECKPOINT_FILE = "checkpoint.json"
 NOTE_FILE = "note.enc"
 PACK_FILE = "snapshot.pack.enc"
 PREFIX = "refs/pitstop/"
+KINDS = ("checkpoints", "ledger")
 
 # Evidence columns that travel in clear: what a listing counts and sorts, never content.
 _EVIDENCE_PLAIN = (
@@ -160,10 +161,11 @@ class FetchResult:
 
 
 def _looks_like_url(text: str) -> bool:
+    """A URL or path rather than a remote's name (git's scp-like `host:path` included)."""
     return (
         "://" in text
         or text.startswith(("/", "./", "../", "~"))
-        or (":" in text and not text.startswith(":") and "@" in text.split(":", 1)[0])
+        or (":" in text.split("/", 1)[0] and not text.startswith(":"))
     )
 
 
@@ -356,24 +358,27 @@ def _export_evidence(
 
 def _export_chain(
     engine: Engine, store_repo: Path, task: Task, seal_worktree: bool = False
-) -> str | None:
-    """The remote commit of the task's newest checkpoint, building any not yet built.
+) -> list[str]:
+    """The remote commits of the task's checkpoints, oldest first, building any not yet built.
 
     A checkpoint already exported keeps its commit (history never changes under a remote),
     even if it has expired here since; `seal_worktree` applies to new ones only.
     """
     known = store.export_commits(engine.db, task.id)
     present = remote_git.read_objects(store_repo, list(known.values()))  # one process for all
-    tip: str | None = None
+    chain: list[str] = []
     for checkpoint in store.list_checkpoints(engine.db, task.id):
         exported = known.get(checkpoint.seq)
         if exported is not None and present.get(exported) is not None:
-            tip = exported
+            chain.append(exported)
             continue
         if checkpoint.state is not CheckpointState.COMPLETE:
             continue
-        tip = _export_checkpoint(engine, store_repo, task, checkpoint.seq, tip, seal_worktree)
-    return tip
+        parent = chain[-1] if chain else None
+        chain.append(
+            _export_checkpoint(engine, store_repo, task, checkpoint.seq, parent, seal_worktree)
+        )
+    return chain
 
 
 # --- export: the ledger -----------------------------------------------------------------------
@@ -454,21 +459,51 @@ def _merge_facts(*sides: Mapping[str, bytes]) -> dict[str, bytes]:
     return merged
 
 
+def _blob_entries(store_repo: Path, rev: str | None) -> dict[str, str]:
+    """The files of a ledger commit: path → blob id (no content read)."""
+    if rev is None:
+        return {}
+    return {
+        path: oid
+        for path, (kind, oid) in remote_git.list_tree(store_repo, rev).items()
+        if kind == "blob"
+    }
+
+
 def _ledger_commit(
     engine: Engine,
     store_repo: Path,
     task: Task,
     remote_tip: str | None,
+    local_tip: str | None,
 ) -> str | None:
-    """The ledger commit to push: local facts merged with the remote's; None when unchanged."""
-    local_tip = remote_git.read_ref(store_repo, _local_ledger_ref(task.id))
-    remote_files = _read_tree_files(store_repo, remote_tip)
-    local_files = _read_tree_files(store_repo, local_tip) if local_tip != remote_tip else {}
-    known = _merge_facts(_facts_of(remote_files), _facts_of(local_files))
+    """The ledger commit to push: local facts merged with the remote's; None when unchanged.
+
+    Facts already in a ledger commit are carried by blob id, never re-read: only the header,
+    the key file and facts that differ between the two sides are.
+    """
+    remote_entries = _blob_entries(store_repo, remote_tip)
+    local_entries = _blob_entries(store_repo, local_tip) if local_tip != remote_tip else {}
+    base_entries = remote_entries or local_entries
+    clashes = [
+        path
+        for path, oid in local_entries.items()
+        if path.startswith(FACTS_DIR) and remote_entries.get(path, oid) != oid
+    ]
+    wanted = [
+        oid for oid in (base_entries.get(TASK_FILE), *(local_entries[p] for p in clashes)) if oid
+    ]
+    wanted += [remote_entries[p] for p in clashes]
+    contents = remote_git.read_objects(store_repo, wanted)
+    facts = {p: oid for p, oid in local_entries.items() if p.startswith(FACTS_DIR)}
+    facts.update({p: oid for p, oid in remote_entries.items() if p.startswith(FACTS_DIR)})
+    for path in clashes:  # the same fact sealed twice: keep the smaller bytes, in any order
+        ours, theirs = local_entries[path], remote_entries[path]
+        facts[path] = min((ours, theirs), key=lambda oid: (contents.get(oid) or b"", oid))
     exported = engine.export_ledger(task.id)
-    fresh = {path: data for path, data in exported.items() if path not in known}
-    facts = {**known, **fresh}
-    previous_header = _parse_header(remote_files.get(TASK_FILE) or local_files.get(TASK_FILE))
+    new_files = {path: data for path, data in exported.items() if path not in facts}
+    previous_raw = contents.get(base_entries.get(TASK_FILE, ""))
+    previous_header = _parse_header(previous_raw)
     recipients = sorted(
         set(engine.remote_recipients(task.id)) | set(previous_header.get("recipients", []))
     )
@@ -478,23 +513,28 @@ def _ledger_commit(
             f"`pitstop key init` (creates your identity) or `pitstop task share {task.id} "
             "--recipient KEY`"
         )
-    header = _task_header(engine, store_repo, task, recipients, previous_header)
-    files = {**facts, TASK_FILE: _canonical(header)}
-    previous_key = remote_files.get(KEY_FILE) or local_files.get(KEY_FILE)
-    if previous_key is not None and previous_header.get("recipients") == recipients:
-        files[KEY_FILE] = previous_key
+    header = _canonical(_task_header(engine, store_repo, task, recipients, previous_header))
+    blob_ids = dict(facts)
+    if previous_raw == header:
+        blob_ids[TASK_FILE] = base_entries[TASK_FILE]
     else:
-        files[KEY_FILE] = identity.wrap_for_recipients(
+        new_files[TASK_FILE] = header
+    previous_key = base_entries.get(KEY_FILE)
+    if previous_key is not None and previous_header.get("recipients") == recipients:
+        blob_ids[KEY_FILE] = previous_key
+    else:
+        new_files[KEY_FILE] = identity.wrap_for_recipients(
             engine.keys.data_key(task.id, create=True), recipients
         )
-    tree = remote_git.build_tree(store_repo, files)
-    unchanged = remote_tip is not None and tree == _tree_of(store_repo, remote_tip)
-    if unchanged and (
-        local_tip is None or remote_git.is_ancestor(store_repo, local_tip, str(remote_tip))
-    ):
-        return None  # the remote holds exactly this already
-    if remote_tip is None and local_tip is not None and tree == _tree_of(store_repo, local_tip):
-        return local_tip  # a new remote: our last ledger commit as it is
+    if not new_files and blob_ids == base_entries:
+        if remote_tip is not None and (
+            local_tip in (None, remote_tip)
+            or remote_git.is_ancestor(store_repo, str(local_tip), remote_tip)
+        ):
+            return None  # the remote holds exactly this already
+        if remote_tip is None and local_tip is not None:
+            return local_tip  # a new remote: our last ledger commit as it is
+    tree = remote_git.build_tree(store_repo, new_files, blob_ids=blob_ids)
     parents = [p for p in dict.fromkeys([local_tip, remote_tip]) if p]
     return remote_git.commit(
         store_repo, tree, parents, f"pitstop ledger {task.id}", clock.git_timestamp(clock.now_iso())
@@ -553,9 +593,11 @@ def push(
 def _push_group(
     engine: Engine, url: str, store_repo: Path, tasks: list[Task], seal_worktree: bool
 ) -> PushResult:
+    """Push on what we last saw of the remote (one connection); when someone else moved a ref
+    since, the lease refuses the whole push and we fetch, merge and push again."""
     for attempt in range(3):
         try:
-            return _push_once(engine, url, store_repo, tasks, seal_worktree)
+            return _push_once(engine, url, store_repo, tasks, seal_worktree, refresh=attempt > 0)
         except remote_git.RemoteMovedError:
             if attempt == 2:
                 raise
@@ -563,53 +605,48 @@ def _push_group(
 
 
 def _push_once(
-    engine: Engine, url: str, store_repo: Path, tasks: list[Task], seal_worktree: bool
+    engine: Engine,
+    url: str,
+    store_repo: Path,
+    tasks: list[Task],
+    seal_worktree: bool,
+    *,
+    refresh: bool,
 ) -> PushResult:
-    advertised = remote_git.ls_remote(store_repo, url, f"{PREFIX}*")
-    _fetch_tracking(store_repo, url, [t.id for t in tasks], advertised, kinds=("ledger",))
+    if refresh:
+        _fetch_tasks(store_repo, url, [t.id for t in tasks])
+    refs = remote_git.refs_under(store_repo, PREFIX)
     updates: dict[str, tuple[str, str | None]] = {}
+    moved: dict[str, str] = {}
     result = PushResult(url=snapshot.strip_url_credentials(url))
     for task in tasks:
-        remote_cp = advertised.get(checkpoint_ref(task.id))
-        remote_ledger = advertised.get(ledger_ref(task.id))
-        tip = _export_chain(engine, store_repo, task, seal_worktree)
+        remote_cp = refs.get(_tracking(url, "checkpoints", task.id))
+        remote_ledger = refs.get(_tracking(url, "ledger", task.id))
+        chain = _export_chain(engine, store_repo, task, seal_worktree)
+        tip = chain[-1] if chain else None
         sent = 0
         if tip is not None and tip != remote_cp:
-            if remote_cp is not None and not remote_git.has_object(store_repo, remote_cp):
-                raise ConflictError(
-                    f"the remote holds checkpoints of {task.id} that this store lacks; "
-                    f"run `pitstop fetch {task.id}` first"
-                )
-            if remote_cp is not None and not remote_git.is_ancestor(store_repo, remote_cp, tip):
-                if remote_git.is_ancestor(store_repo, tip, remote_cp):
-                    tip = None  # the remote is ahead: nothing of ours is missing there
-                else:
-                    raise ConflictError(
-                        f"task {task.id} has checkpoints here and on {result.url} that diverge; "
-                        "resume one of them as a new task"
-                    )
+            if remote_cp is None:
+                sent = len(chain)
+            elif remote_cp in chain:
+                sent = len(chain) - chain.index(remote_cp) - 1
+            else:
+                tip = _reconcile_checkpoints(store_repo, task.id, tip, remote_cp, result.url)
             if tip is not None:
                 updates[checkpoint_ref(task.id)] = (tip, remote_cp)
-                if remote_cp is None:
-                    sent = len(_chain(store_repo, tip))
-                else:  # the remote's tip is an ancestor: count the first parents above it
-                    sent = len(remote_git.first_parent_chain(store_repo, tip, stop=[remote_cp]))
-        ledger = _ledger_commit(engine, store_repo, task, remote_ledger)
+                moved[_tracking(url, "checkpoints", task.id)] = tip
+        local_ledger = refs.get(_local_ledger_ref(task.id))
+        ledger = _ledger_commit(engine, store_repo, task, remote_ledger, local_ledger)
         if ledger is not None:
             updates[ledger_ref(task.id)] = (ledger, remote_ledger)
+        final = ledger or remote_ledger
+        if final is not None:
+            moved[_local_ledger_ref(task.id)] = final
+            moved[_tracking(url, "ledger", task.id)] = final
         result.tasks[task.id] = {"checkpoints_sent": sent, "ledger_updated": ledger is not None}
-        task_ledger = ledger or remote_ledger
-        result.tasks[task.id]["_ledger"] = task_ledger
     remote_git.push(store_repo, url, updates)
+    remote_git.set_refs(store_repo, moved)
     now = clock.now_iso()
-    for task in tasks:
-        task_ledger = result.tasks[task.id].pop("_ledger")
-        if task_ledger is not None:
-            remote_git.set_ref(store_repo, _local_ledger_ref(task.id), task_ledger)
-            remote_git.set_ref(store_repo, _tracking(url, "ledger", task.id), task_ledger)
-        new_cp = updates.get(checkpoint_ref(task.id))
-        if new_cp is not None:
-            remote_git.set_ref(store_repo, _tracking(url, "checkpoints", task.id), new_cp[0])
     with write_txn(engine.db):
         for task in tasks:
             store.link_remote(engine.db, task.id, result.url, pushed_at=now)
@@ -619,24 +656,38 @@ def _push_once(
     return result
 
 
-def _fetch_tracking(
-    store_repo: Path,
-    url: str,
-    task_ids: Sequence[str],
-    advertised: Mapping[str, str],
-    kinds: Sequence[str] = ("checkpoints", "ledger"),
-) -> None:
-    """Fetch the tasks' advertised refs into their tracking refs. A ref already tracked at the
-    advertised id is skipped: a push whose remote ledger nobody moved makes no fetch."""
-    tracked = remote_git.refs_under(store_repo, _tracking_root(url))
-    refspecs = []
-    for task_id in task_ids:
-        for kind in kinds:
-            ref = f"{PREFIX}{kind}/{task_id}"
-            local = _tracking(url, kind, task_id)
-            if ref in advertised and tracked.get(local) != advertised[ref]:
-                refspecs.append(f"+{ref}:{local}")
-    remote_git.fetch(store_repo, url, refspecs)
+def _reconcile_checkpoints(
+    store_repo: Path, task_id: str, tip: str, remote_cp: str, url: str
+) -> str | None:
+    """Our checkpoint tip when the remote's is not in our chain: None when the remote is ahead
+    (nothing of ours is missing there); a conflict when the two histories diverged."""
+    if not remote_git.has_object(store_repo, remote_cp):
+        raise ConflictError(
+            f"the remote holds checkpoints of {task_id} that this store lacks; "
+            f"run `pitstop fetch {task_id}` first"
+        )
+    if remote_git.is_ancestor(store_repo, remote_cp, tip):
+        return tip
+    if remote_git.is_ancestor(store_repo, tip, remote_cp):
+        return None
+    raise ConflictError(
+        f"task {task_id} has checkpoints here and on {url} that diverge; "
+        "resume one of them as a new task"
+    )
+
+
+def _fetch_tasks(store_repo: Path, url: str, task_ids: Sequence[str]) -> dict[str, str]:
+    """Fetch the tasks' refs (whichever exist) into tracking refs, pruning those the remote
+    dropped, in one connection; return every tracking ref of this remote."""
+    root = _tracking_root(url)
+    if task_ids:
+        # a pattern, not exact refs: an exact one fails on a ref the remote lacks, a pattern
+        # just matches nothing, so one fetch also tells which of the tasks the remote holds
+        refspecs = [f"+{PREFIX}*/{t}:{root}*/{t}" for t in task_ids]
+    else:
+        refspecs = [f"+{PREFIX}{kind}/*:{root}{kind}/*" for kind in KINDS]
+    remote_git.fetch(store_repo, url, refspecs, prune=True)
+    return remote_git.refs_under(store_repo, root)
 
 
 # --- list -------------------------------------------------------------------------------------
@@ -648,19 +699,14 @@ def list_remote(
     """Tasks and checkpoints on a remote, from its refs and plain headers alone."""
     source, store_repo = _store_repo(engine, repo)
     url = resolve_url(engine, remote, source.toplevel)
-    advertised = remote_git.ls_remote(store_repo, url, f"{PREFIX}*")
+    # One connection: fetch every ledger ref (only what moved transfers) and prune the ones
+    # the remote dropped; the tracking refs then say what the remote holds.
+    tracking = f"{_tracking_root(url)}ledger/"
+    remote_git.fetch(store_repo, url, [f"+{PREFIX}ledger/*:{tracking}*"], prune=True)
     ledgers = {
-        ref.removeprefix(f"{PREFIX}ledger/"): oid
-        for ref, oid in advertised.items()
-        if ref.startswith(f"{PREFIX}ledger/")
+        ref.removeprefix(tracking): oid
+        for ref, oid in remote_git.refs_under(store_repo, tracking).items()
     }
-    if ledgers:
-        # One glob fetch when any ledger moved; none when every one is tracked at its id (a
-        # dashboard refresh of an unchanged remote of thousands of tasks).
-        tracking = f"{_tracking_root(url)}ledger/"
-        tracked = remote_git.refs_under(store_repo, tracking)
-        if any(tracked.get(f"{tracking}{t}") != oid for t, oid in ledgers.items()):
-            remote_git.fetch(store_repo, url, [f"+{PREFIX}ledger/*:{tracking}*"])
     raw = remote_git.read_objects(store_repo, [f"{oid}:{TASK_FILE}" for oid in ledgers.values()])
     me = identity.load_identity_or_none()
     local_ids = store.task_ids(engine.db)
@@ -727,32 +773,42 @@ def fetch(
     task_ids: Sequence[str] = (),
     remote: str | None = None,
     repo: str | os.PathLike[str] | None = None,
+    *,
+    missing_ok: bool = False,
 ) -> FetchResult:
-    """Bring remote tasks into this store: checkpoints, evidence and ledger (idempotent)."""
+    """Bring remote tasks into this store: checkpoints, evidence and ledger (idempotent).
+
+    One connection: the tasks' refs are fetched by pattern, so the same call says which of
+    them the remote holds. With `missing_ok`, a task the remote lacks is skipped (sync).
+    """
     if repo is None:
         local = [t for t in task_ids if t in store.task_ids(engine.db)]
         repo = engine.get_task(local[0]).repo_root if local else "."
     source, store_repo = _store_repo(engine, repo)
     url = resolve_url(engine, remote, source.toplevel)
     shown_url = snapshot.strip_url_credentials(url)
-    advertised = remote_git.ls_remote(store_repo, url, f"{PREFIX}*")
+    tracked = _fetch_tasks(store_repo, url, task_ids)
+    root = _tracking_root(url)
     available = sorted(
-        ref.removeprefix(f"{PREFIX}ledger/")
-        for ref in advertised
-        if ref.startswith(f"{PREFIX}ledger/")
+        ref.removeprefix(f"{root}ledger/") for ref in tracked if ref.startswith(f"{root}ledger/")
     )
     wanted = list(task_ids) or available
     missing = [t for t in wanted if t not in available]
-    if missing:
+    if missing and not missing_ok:
         raise NotFoundError(
             f"{shown_url} holds no task {missing[0]!r}; `pitstop remote list` shows what it holds"
         )
-    _fetch_tracking(store_repo, url, wanted, advertised)
     me = identity.load_identity_or_none()
+    local_ledgers = remote_git.refs_under(store_repo, f"{PREFIX}ledger/")
     result = FetchResult(url=shown_url)
-    for task_id in wanted:
+    for task_id in (t for t in wanted if t not in missing):
+        tips = _Tips(
+            ledger=tracked[f"{root}ledger/{task_id}"],
+            checkpoints=tracked.get(f"{root}checkpoints/{task_id}"),
+            local_ledger=local_ledgers.get(_local_ledger_ref(task_id)),
+        )
         try:
-            outcome = _import_task(engine, source, store_repo, url, task_id, me)
+            outcome = _import_task(engine, source, store_repo, url, task_id, me, tips)
         except (PitstopError, GitError) as exc:
             if len(wanted) == 1:
                 raise
@@ -765,6 +821,15 @@ def fetch(
     return result
 
 
+@dataclass(frozen=True)
+class _Tips:
+    """Where a task's refs point after a fetch: the remote's two, and our own ledger."""
+
+    ledger: str
+    checkpoints: str | None
+    local_ledger: str | None
+
+
 def _import_task(
     engine: Engine,
     source: snapshot.SourceRepo,
@@ -772,9 +837,9 @@ def _import_task(
     url: str,
     task_id: str,
     me: identity.Identity | None,
+    tips: _Tips,
 ) -> dict[str, Any] | None:
-    ledger_tip = remote_git.read_ref(store_repo, _tracking(url, "ledger", task_id))
-    files = _read_tree_files(store_repo, ledger_tip)
+    files = _read_tree_files(store_repo, tips.ledger)
     header = _parse_header(files.get(TASK_FILE))
     if not header or KEY_FILE not in files:
         raise RemoteFormatError(f"the remote ledger of {task_id} has no task header or key")
@@ -784,15 +849,14 @@ def _import_task(
     origin = str(header["origin_store"])
     adopted = _adopt(engine, source, task_id, header, origin, data_key)
     imported = 0
-    tip = remote_git.read_ref(store_repo, _tracking(url, "checkpoints", task_id))
-    if tip is not None:
-        imported = _import_checkpoints(engine, store_repo, task_id, tip)
+    if tips.checkpoints is not None:
+        imported = _import_checkpoints(engine, store_repo, task_id, tips.checkpoints)
     applied = engine.apply_ledger(task_id, _facts_of(files))
-    local_tip = remote_git.read_ref(store_repo, _local_ledger_ref(task_id))
-    if ledger_tip and (
-        local_tip is None or remote_git.is_ancestor(store_repo, local_tip, ledger_tip)
+    local = tips.local_ledger
+    if local != tips.ledger and (
+        local is None or remote_git.is_ancestor(store_repo, local, tips.ledger)
     ):
-        remote_git.set_ref(store_repo, _local_ledger_ref(task_id), ledger_tip)
+        remote_git.set_ref(store_repo, _local_ledger_ref(task_id), tips.ledger)
     now = clock.now_iso()
     with write_txn(engine.db):
         store.link_remote(engine.db, task_id, snapshot.strip_url_credentials(url), fetched_at=now)
@@ -1105,35 +1169,37 @@ def sync(
     remote: str | None = None,
     repo: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
-    """Fetch, merge and push: afterwards both sides hold the union of what either knew."""
-    if task_ids:
-        targets = list(task_ids)
-    else:
-        targets = sorted({row["task_id"] for row in store.remote_links(engine.db)})
+    """Fetch, merge and push: afterwards both sides hold the union of what either knew.
+
+    Without `remote`, each task syncs with every remote it was pushed to or fetched from
+    (its repository's origin when it never travelled).
+    """
+    links = store.remote_links(engine.db)
+    targets = list(task_ids) or sorted({row["task_id"] for row in links})
     if not targets:
         raise UsageError(
             "no task has been pushed or fetched yet; `pitstop push TASK` or `pitstop fetch` first"
         )
     local = store.task_ids(engine.db)
-    fetched: FetchResult | None = None
-    by_repo: dict[str, list[str]] = {}
+    groups: dict[tuple[str, str], list[str]] = {}
     for task_id in targets:
         where = engine.get_task(task_id).repo_root if task_id in local else str(repo or ".")
-        by_repo.setdefault(where, []).append(task_id)
+        if remote is not None:
+            urls = [resolve_url(engine, remote, where)]
+        else:
+            urls = [row["url"] for row in links if row["task_id"] == task_id]
+            urls = urls or [resolve_url(engine, None, where)]
+        for url in urls:
+            groups.setdefault((where, url), []).append(task_id)
     report: dict[str, Any] = {"fetched": {}, "pushed": {}, "no_key": [], "problems": {}}
-    for where, ids in by_repo.items():
-        source, store_repo = _store_repo(engine, where)
-        url = resolve_url(engine, remote, source.toplevel)
-        advertised = remote_git.ls_remote(store_repo, url, f"{PREFIX}*")
-        on_remote = [t for t in ids if ledger_ref(t) in advertised]
-        if on_remote:
-            fetched = fetch(engine, on_remote, remote, where)
-            report["fetched"].update(fetched.fetched)
-            report["no_key"] += fetched.no_key
-            report["problems"].update(fetched.problems)
+    for (where, url), ids in groups.items():
+        fetched = fetch(engine, ids, url, where, missing_ok=True)
+        report["fetched"].update(fetched.fetched)
+        report["no_key"] += [t for t in fetched.no_key if t not in report["no_key"]]
+        report["problems"].update(fetched.problems)
         pushable = [t for t in ids if t in store.task_ids(engine.db) and t not in report["no_key"]]
         if pushable:
-            pushed = push(engine, pushable, remote)
+            pushed = push(engine, pushable, url)
             report["pushed"].update(pushed.tasks)
             report["url"] = pushed.url
     return report

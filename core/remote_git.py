@@ -32,6 +32,15 @@ _REFUSED_REF_HINTS = (
 )
 
 
+class NetworkError(GitError):
+    """A git command talking to a remote failed; `stderr` keeps all it said, for callers that
+    tell a moved ref from a refused one."""
+
+    def __init__(self, message: str, stderr: str) -> None:
+        super().__init__(message)
+        self.stderr = stderr
+
+
 class RemoteRefusedError(GitError):
     """The remote host refused Pitstop's refs (a host that only takes branches and tags)."""
 
@@ -237,6 +246,16 @@ def set_ref(store_repo: Path, ref: str, oid: str) -> None:
     _git(["update-ref", ref, oid], git_dir=store_repo)
 
 
+def set_refs(store_repo: Path, refs: Mapping[str, str]) -> None:
+    """Point several local refs at once (one `update-ref --stdin`, in one transaction)."""
+    if not refs:
+        return
+    for ref in refs:
+        (store_repo / f"{ref}.lock").unlink(missing_ok=True)
+    script = "".join(f"update {ref} {oid}\n" for ref, oid in sorted(refs.items()))
+    _git(["update-ref", "--stdin"], git_dir=store_repo, input=script.encode())
+
+
 def is_ancestor(store_repo: Path, older: str, newer: str) -> bool:
     """True when `older` is reachable from `newer`."""
     code = subprocess.run(
@@ -280,14 +299,17 @@ def ls_remote(store_repo: Path, url: str, pattern: str) -> dict[str, str]:
     return refs
 
 
-def fetch(store_repo: Path, url: str, refspecs: Sequence[str]) -> None:
-    """Fetch `refspecs` from `url` into the store repository (only missing objects move)."""
+def fetch(store_repo: Path, url: str, refspecs: Sequence[str], *, prune: bool = False) -> None:
+    """Fetch `refspecs` from `url` into the store repository (only missing objects move).
+
+    With `prune`, tracking refs that the refspecs' patterns cover and the remote no longer
+    has are deleted, so one fetch both updates and lists what the remote holds.
+    """
     if refspecs:
-        _network(
-            ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", url, *refspecs],
-            store_repo,
-            url,
-        )
+        args = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"]
+        if prune:
+            args.append("--prune")
+        _network([*args, url, *refspecs], store_repo, url)
 
 
 def push(store_repo: Path, url: str, updates: Mapping[str, tuple[str, str | None]]) -> None:
@@ -302,11 +324,12 @@ def push(store_repo: Path, url: str, updates: Mapping[str, tuple[str, str | None
     for ref, (_new, old) in sorted(updates.items()):
         args.append(f"--force-with-lease={ref}:{old or ''}")
     args.append(url)
-    args += [f"+{new}:{ref}" for ref, (new, _old) in sorted(updates.items())]
+    # no "+" on the refspecs: a forced refspec would override the lease
+    args += [f"{new}:{ref}" for ref, (new, _old) in sorted(updates.items())]
     try:
         _network(args, store_repo, url)
-    except GitError as exc:
-        text = str(exc).lower()
+    except NetworkError as exc:
+        text = exc.stderr.lower()
         if "stale info" in text or "fetch first" in text or "non-fast-forward" in text:
             raise RemoteMovedError(
                 f"the remote {url} changed while pushing (someone else pushed); "
@@ -337,5 +360,5 @@ def _network(args: list[str], store_repo: Path, url: str) -> bytes:
             if line.strip() and not line.startswith("hint:")
         ]
         detail = " / ".join(lines[-3:]) if lines else f"exit code {proc.returncode}"
-        raise GitError(f"git {args[0]} to {url} failed: {detail}")
+        raise NetworkError(f"git {args[0]} to {url} failed: {detail}", "\n".join(lines))
     return proc.stdout

@@ -422,3 +422,30 @@ def test_an_ssh_ed25519_recipient_reads_with_their_own_ssh_key(
         assert listing[0].readable
         assert d.fetch([task_id], repo=world["other"]).fetched[task_id]["checkpoints"] == 1
         assert d.get_task(task_id).objective.endswith(OBJECTIVE_MARK)
+
+
+def test_a_push_over_someone_elses_push_merges_instead_of_losing_it(
+    world: dict[str, Path], tmp_path: Path
+) -> None:
+    from core.models import ApprovalState
+
+    with Engine(tmp_path / "store-a", actor="alice") as a:
+        task_id = _work(a, world["author"], tmp_path)
+        first = a.request_approval(task_id, "open the pull request")
+        a.push([task_id])
+    with Engine(tmp_path / "store-b", actor="bob") as b:
+        b.fetch([task_id], repo=world["other"])
+        b.decide_approval(first.id, True, "go")
+        b.push([task_id])
+    remote_before = git(world["remote"], "rev-parse", f"refs/pitstop/ledger/{task_id}").strip()
+    with Engine(tmp_path / "store-a", actor="alice") as a:
+        # A has not fetched: what it knows of the remote ledger is stale
+        second = a.request_approval(task_id, "post the release note")
+        a.push([task_id])
+        merged = git(world["remote"], "rev-parse", f"refs/pitstop/ledger/{task_id}").strip()
+        parents = git(world["remote"], "rev-list", "--parents", "-n", "1", merged).split()[1:]
+        assert remote_before in parents, "A's push merged B's ledger instead of replacing it"
+    with Engine(tmp_path / "store-b", actor="bob") as b:
+        b.sync([task_id])
+        assert b.get_approval(first.id).state is ApprovalState.APPROVED
+        assert b.get_approval(second.id).state is ApprovalState.PENDING
