@@ -108,11 +108,10 @@ class Rule:
     """A keyword-gated rule.
 
     ``anchored`` rules are tried (``pattern.match``) only where one of their ``starts`` occurs,
-    which is how case-insensitive rules stay fast; the others are scanned (``pattern.finditer``)
-    over a block in which a keyword occurs (``gated=False``: over every block, for a
-    case-sensitive rule whose lowercased keyword is too common to gate on, and whose regex begins
-    with that literal so ``re`` finds it as fast as a gate would). ``select`` maps a match to the
-    spans to redact (empty: the match was a placeholder or a look-alike). The regex is compiled
+    which is how case-insensitive rules, and rules whose keyword alone is everywhere, stay fast;
+    the others are scanned (``pattern.finditer``) over a block in which a keyword occurs.
+    ``select`` maps a match to the spans to redact (empty: the match was a placeholder or a
+    look-alike). The regex is compiled
     on first use: compiling all of them costs more than a harness hook's whole budget, and most
     outputs never reach most rules.
     """
@@ -128,7 +127,6 @@ class Rule:
     """Anchored rules: ``(literal, offset)``: every match starts ``offset`` characters into an
     occurrence of one of these lowercase literals (a keyword with the characters that must
     surround it), so the literals alone say where to try the rule."""
-    gated: bool = True
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
@@ -497,12 +495,11 @@ def _rule(
     flags: int = _A,
     anchored: bool = False,
     starts: Iterable[tuple[str, int]] | None = None,
-    gated: bool = True,
 ) -> Rule:
     keywords = tuple(keywords)
     if anchored and starts is None:
         starts = [(kw, 0) for kw in keywords]
-    return Rule(name, keywords, pattern, flags, select, anchored, tuple(starts or ()), gated)
+    return Rule(name, keywords, pattern, flags, select, anchored, tuple(starts or ()))
 
 
 def _generic_starts(names: Iterable[str]) -> list[tuple[str, int]]:
@@ -523,6 +520,7 @@ def _generic_starts(names: Iterable[str]) -> list[tuple[str, int]]:
     return starts
 
 
+_HEX = "0123456789abcdef"
 _GENERIC_NAMES = (
     "password",
     "passwd",
@@ -690,14 +688,16 @@ RULES: tuple[Rule, ...] = (
         ["sk"],
         r"SK(?<![A-Za-z0-9_]SK)(?P<body>[0-9a-fA-F]{32})(?![0-9A-Za-z_])",
         _body_check("body", _random_enough),
-        gated=False,  # "sk" is in most blocks; the case-sensitive "SK" is a fast regex prefix
+        anchored=True,  # "sk" (skipped, task) is in every block: try only "SK" + hex
+        starts=[(f"sk{a}{b}", 0) for a in _HEX for b in _HEX],
     ),
     _rule(
         "twilio-account-sid",
         ["ac"],
         r"AC(?<![A-Za-z0-9_]AC)(?P<body>[0-9a-f]{32})(?![0-9A-Za-z_])",
         _body_check("body", _random_enough),
-        gated=False,  # as twilio-api-key: "ac" is everywhere, "AC" starts the regex
+        anchored=True,  # as twilio-api-key: "ac" is everywhere, "AC" + hex is not
+        starts=[(f"ac{a}{b}", 0) for a in _HEX for b in _HEX],
     ),
     _rule(
         "huggingface-token",
@@ -787,7 +787,7 @@ for _index, _r in enumerate(RULES):
     if _r.anchored:
         for _lit, _offset in _r.starts:
             _LITERALS.setdefault(_lit, ([], []))[1].append((_index, _offset))
-    elif _r.gated:
+    else:
         for _kw in _r.keywords:
             _LITERALS.setdefault(_kw, ([], []))[0].append(_index)
 _LITERAL_LIST = sorted(_LITERALS)
@@ -799,7 +799,6 @@ _AUTOMATON = ahocorasick_rs.BytesAhoCorasick(
     [lit.encode("ascii") for lit in _LITERAL_LIST],
     implementation=ahocorasick_rs.Implementation.DFA,
 )
-_UNGATED = frozenset(index for index, rule in enumerate(RULES) if not rule.gated)
 
 
 def _find_terminator(text: str, start: int, end: int) -> int:
@@ -938,7 +937,7 @@ class _Machine:
         # Lowercased bytes, one per character (a character above U+00FF, only possible in
         # redact_text, becomes "?", which no literal contains).
         low = buf[start:end].encode("latin-1", "replace").lower()
-        active = set(_UNGATED)
+        active: set[int] = set()
         tries: set[tuple[int, int]] = set()  # (rule index, offset into the block)
         for literal, at, _ in _AUTOMATON.find_matches_as_indexes(low, overlapping=True):
             gates = _GATES[literal]
