@@ -38,7 +38,9 @@ MAX_PENDING_LINE = 8192
 BATCH_BYTES = 256 * 1024
 """Raw bytes gathered before they are handed to the redaction stage (shorter streams never are)."""
 RAW_QUEUE_BATCHES = 8
+"""Batches waiting for the redaction stage; when full, the reads wait (memory stays bounded)."""
 CHUNK_QUEUE_CHUNKS = 4
+"""Redacted chunks waiting for the storage stage; when full, redaction waits."""
 
 # Lines worth showing the summary scanner; everything else is skipped at C speed.
 # Each line is looked at after its "\n" (the block gets a leading one), and the first-character
