@@ -230,6 +230,25 @@ def test_harmless_command_is_decided_without_a_store(repo: Path, transcript: Pat
     assert not Path(os.environ["PITSTOP_HOME"]).exists()
 
 
+def test_hook_process_leaves_the_wal_for_later_and_loses_nothing(
+    repo: Path, transcript: Path
+) -> None:
+    """A hook ends without closing the store (no WAL checkpoint per call); every write is kept."""
+    for name in ("session_start", "post_tool_use_tests", "notification_idle"):
+        proc = hook(payload(name, repo, transcript), "claude-code", cwd=repo)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    database = Path(os.environ["PITSTOP_HOME"]) / "pitstop.db"
+    wal = Path(f"{database}-wal")
+    assert wal.exists() and wal.stat().st_size > 0  # not checkpointed into the database yet
+    assert oct(wal.stat().st_mode & 0o777) == "0o600"
+    with Engine() as engine:
+        [task] = engine.list_tasks()
+        assert task.status is TaskStatus.WAITING
+        [item] = engine.list_evidence(task.id)
+        assert item.summary_text == "pytest: 4 passed" and item.state == "complete"
+        assert engine.db.conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
 @pytest.mark.parametrize(
     "raw",
     [b"", b"{", b'{"hook_event_name": "PreToolUse", "tool_name": "Ba', b"[1, 2]", b"\xff\xfe"],
