@@ -1,19 +1,22 @@
 """Git plumbing for remotes: build trees and commits from bytes, and move refs over git's own
 transports.
 
-Everything runs `git` against the store's own bare repository (never the user's). Object
-writes are batched — one `hash-object` for all blobs, one `mktree --batch` for all trees, one
-`cat-file --batch` for all reads — because a ledger holds thousands of small files and a process
-per object would dominate push and fetch.
+Everything runs against the store's own bare repository (never the user's). New objects are
+written directly as loose objects (git's own format), reads go through one `cat-file --batch`
+for many objects: a ledger holds thousands of small files, and a git process per step would
+dominate push and fetch.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import secrets
 import subprocess
-import tempfile
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from core.errors import GitError
 from core.snapshot import PITSTOP_IDENT, _clean_env, _git
@@ -49,28 +52,36 @@ class RemoteMovedError(GitError):
     """A ref on the remote moved since it was read (someone else pushed); fetch and retry."""
 
 
+def _write_object(store_repo: Path, kind: str, body: bytes) -> str:
+    """Write one loose object the way git does (zlib of `<kind> <size>\\0<body>`, named by its
+    SHA-1, read-only, moved into place whole); return its id.
+
+    Writing objects here instead of running `hash-object`, `mktree` and `commit-tree` saves a
+    process per step: a push builds two trees and two commits, and a git process costs more
+    than the objects themselves.
+    """
+    data = f"{kind} {len(body)}\0".encode() + body
+    oid = hashlib.sha1(data, usedforsecurity=False).hexdigest()
+    directory = store_repo / "objects" / oid[:2]
+    final = directory / oid[2:]
+    if final.exists():
+        return oid
+    directory.mkdir(mode=0o700, exist_ok=True)
+    temp = directory / f"tmp_obj_{os.getpid()}_{secrets.token_hex(6)}"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(zlib.compress(data, 1))
+        os.replace(temp, final)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return oid
+
+
 def write_blobs(store_repo: Path, blobs: Sequence[bytes]) -> list[str]:
-    """Store many blobs with one `git hash-object` run; return their ids in order."""
-    if not blobs:
-        return []
-    with tempfile.TemporaryDirectory(prefix="blobs-", dir=store_repo) as scratch:
-        paths = []
-        for number, data in enumerate(blobs):
-            path = os.path.join(scratch, str(number))
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            paths.append(path)
-        listing = "".join(f"{path}\n" for path in paths).encode()
-        out = _git(
-            ["hash-object", "-w", "--no-filters", "--stdin-paths"],
-            git_dir=store_repo,
-            input=listing,
-        )
-    oids = out.decode().split()
-    if len(oids) != len(blobs):
-        raise GitError(f"git hash-object stored {len(oids)} of {len(blobs)} blobs")
-    return oids
+    """Store blobs in the store repository; return their ids in order."""
+    return [_write_object(store_repo, "blob", data) for data in blobs]
 
 
 def build_tree(
@@ -81,84 +92,55 @@ def build_tree(
 ) -> str:
     """One tree holding `files` (path → bytes), existing `trees` (path → tree id) and existing
     `blob_ids` (path → blob id) at their paths; return the root tree id."""
-    paths = list(files)
-    oids = write_blobs(store_repo, [files[path] for path in paths])
-    entries: dict[str, tuple[str, str]] = {
-        path: ("100644 blob", oid) for path, oid in zip(paths, oids, strict=True)
-    }
-    for path, oid in (blob_ids or {}).items():
-        entries[path] = ("100644 blob", oid)
-    for path, oid in (trees or {}).items():
-        entries[path] = ("040000 tree", oid)
-    return _mktree_nested(store_repo, entries)
+    root: dict[str, Any] = {}
 
-
-def _mktree_nested(store_repo: Path, entries: Mapping[str, tuple[str, str]]) -> str:
-    """Write nested trees bottom-up through one `git mktree --batch` process."""
-    children: dict[str, dict[str, tuple[str, str]]] = {"": {}}
-    for path, entry in entries.items():
+    def place(path: str, entry: tuple[str, str] | dict[str, Any]) -> None:
         parts = path.strip("/").split("/")
-        for depth in range(1, len(parts)):
-            parent, name = "/".join(parts[: depth - 1]), parts[depth - 1]
-            children.setdefault("/".join(parts[:depth]), {})
-            children.setdefault(parent, {})[name] = ("040000 tree", "")
-        children.setdefault("/".join(parts[:-1]), {})[parts[-1]] = entry
-    env = _clean_env({"GIT_DIR": str(store_repo)})
-    process = subprocess.Popen(
-        ["git", "mktree", "--batch", "-z"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        umask=0o077,
-    )
-    assert process.stdin is not None and process.stdout is not None
-    built: dict[str, str] = {}
-    try:
-        for directory in sorted(children, key=lambda d: (-d.count("/"), d)):
-            if directory == "" and len(children) > 1:
-                continue  # the root goes last, below
-            built[directory] = _write_one(process, directory, children, built)
-        if "" not in built:
-            built[""] = _write_one(process, "", children, built)
-    finally:
-        process.stdin.close()
-        stderr = process.stderr.read() if process.stderr else b""
-        code = process.wait()
-    if code != 0:
-        raise GitError(f"git mktree failed: {stderr.decode(errors='replace').strip()}")
-    return built[""]
+        node = root
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise GitError(f"{path} is both a file and a directory")
+            node = child
+        node[parts[-1]] = entry
+
+    for path, data in files.items():
+        place(path, ("100644", _write_object(store_repo, "blob", data)))
+    for path, oid in (blob_ids or {}).items():
+        place(path, ("100644", oid))
+    for path, oid in (trees or {}).items():
+        place(path, ("40000", oid))
+    return _write_tree(store_repo, root)
 
 
-def _write_one(
-    process: subprocess.Popen[bytes],
-    directory: str,
-    children: Mapping[str, Mapping[str, tuple[str, str]]],
-    built: Mapping[str, str],
-) -> str:
-    assert process.stdin is not None and process.stdout is not None
-    lines = []
-    for name, (kind, oid) in sorted(children[directory].items()):
-        if not oid:
-            oid = built[f"{directory}/{name}" if directory else name]
-        lines.append(f"{kind} {oid}\t{name}\0".encode())
-    process.stdin.write(b"".join(lines) + b"\0")
-    process.stdin.flush()
-    answer = process.stdout.readline().decode().strip()
-    if not answer:
-        raise GitError(f"git mktree gave no tree for {directory or 'the root'}")
-    return answer
+def _write_tree(store_repo: Path, node: Mapping[str, Any]) -> str:
+    """Write a nested tree bottom-up; entries sorted as git sorts them (a tree's name as if it
+    ended in '/')."""
+    entries: list[tuple[bytes, bytes]] = []
+    for name, entry in node.items():
+        if isinstance(entry, dict):
+            mode, oid = "40000", _write_tree(store_repo, entry)
+        else:
+            mode, oid = entry
+        raw_name = name.encode()
+        key = raw_name + b"/" if mode == "40000" else raw_name
+        entries.append((key, mode.encode() + b" " + raw_name + b"\0" + bytes.fromhex(oid)))
+    body = b"".join(line for _key, line in sorted(entries))
+    return _write_object(store_repo, "tree", body)
 
 
 def commit(
     store_repo: Path, tree: str, parents: Iterable[str], message: str, timestamp: str
 ) -> str:
-    """A commit by Pitstop's fixed identity: the same inputs always give the same commit id."""
-    args = ["commit-tree", tree, "-m", message]
-    for parent in parents:
-        args += ["-p", parent]
-    env = {**PITSTOP_IDENT, "GIT_AUTHOR_DATE": timestamp, "GIT_COMMITTER_DATE": timestamp}
-    return _git(args, git_dir=store_repo, env=env).decode().strip()
+    """A commit by Pitstop's fixed identity: the same inputs always give the same commit id.
+
+    `timestamp` is git's `@<epoch> +0000` form (`clock.git_timestamp`).
+    """
+    when = timestamp.lstrip("@")
+    ident = f"{PITSTOP_IDENT['GIT_COMMITTER_NAME']} <{PITSTOP_IDENT['GIT_COMMITTER_EMAIL']}>"
+    lines = [f"tree {tree}", *(f"parent {parent}" for parent in parents)]
+    lines += [f"author {ident} {when}", f"committer {ident} {when}", "", message]
+    return _write_object(store_repo, "commit", ("\n".join(lines) + "\n").encode())
 
 
 def list_tree(store_repo: Path, rev: str, prefix: str = "") -> dict[str, tuple[str, str]]:

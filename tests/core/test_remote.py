@@ -132,6 +132,14 @@ def test_push_list_fetch_validate_resume_on_another_machine(
         _, listing = b.list_remote(repo=world["other"])
         assert listing[0].local and listing[0].checkpoints[0].local
 
+    # every object Pitstop wrote itself is well-formed, here and on the remote
+    for repo in (
+        world["remote"],
+        *(tmp_path / "store-a" / "repos").glob("*.git"),
+        *(tmp_path / "store-b" / "repos").glob("*.git"),
+    ):
+        subprocess.run(["git", "fsck", "--strict", "--no-dangling"], cwd=repo, check=True)
+
 
 def test_nothing_readable_leaves_the_machine(world: dict[str, Path], tmp_path: Path) -> None:
     with Engine(tmp_path / "store-a") as a:
