@@ -678,7 +678,8 @@ def _reconcile_checkpoints(
 
 def _fetch_tasks(store_repo: Path, url: str, task_ids: Sequence[str]) -> dict[str, str]:
     """Fetch the tasks' refs (whichever exist) into tracking refs, pruning those the remote
-    dropped, in one connection; return every tracking ref of this remote."""
+    dropped, in one connection; return every Pitstop ref of the store repository after it
+    (this remote's tracking refs and our own ledgers alike, read with one process)."""
     root = _tracking_root(url)
     if task_ids:
         # a pattern, not exact refs: an exact one fails on a ref the remote lacks, a pattern
@@ -687,7 +688,7 @@ def _fetch_tasks(store_repo: Path, url: str, task_ids: Sequence[str]) -> dict[st
     else:
         refspecs = [f"+{PREFIX}{kind}/*:{root}{kind}/*" for kind in KINDS]
     remote_git.fetch(store_repo, url, refspecs, prune=True)
-    return remote_git.refs_under(store_repo, root)
+    return remote_git.refs_under(store_repo, PREFIX)
 
 
 # --- list -------------------------------------------------------------------------------------
@@ -799,13 +800,12 @@ def fetch(
             f"{shown_url} holds no task {missing[0]!r}; `pitstop remote list` shows what it holds"
         )
     me = identity.load_identity_or_none()
-    local_ledgers = remote_git.refs_under(store_repo, f"{PREFIX}ledger/")
     result = FetchResult(url=shown_url)
     for task_id in (t for t in wanted if t not in missing):
         tips = _Tips(
             ledger=tracked[f"{root}ledger/{task_id}"],
             checkpoints=tracked.get(f"{root}checkpoints/{task_id}"),
-            local_ledger=local_ledgers.get(_local_ledger_ref(task_id)),
+            local_ledger=tracked.get(_local_ledger_ref(task_id)),
         )
         try:
             outcome = _import_task(engine, source, store_repo, url, task_id, me, tips)
@@ -848,15 +848,18 @@ def _import_task(
         return None
     origin = str(header["origin_store"])
     adopted = _adopt(engine, source, task_id, header, origin, data_key)
-    imported = 0
+    imported, refs = 0, {}
     if tips.checkpoints is not None:
-        imported = _import_checkpoints(engine, store_repo, task_id, tips.checkpoints)
+        imported, newest = _import_checkpoints(engine, store_repo, task_id, tips.checkpoints)
+        if newest is not None:
+            refs[f"{PREFIX}checkpoints/{task_id}"] = newest
     applied = engine.apply_ledger(task_id, _facts_of(files))
     local = tips.local_ledger
     if local != tips.ledger and (
         local is None or remote_git.is_ancestor(store_repo, local, tips.ledger)
     ):
-        remote_git.set_ref(store_repo, _local_ledger_ref(task_id), tips.ledger)
+        refs[_local_ledger_ref(task_id)] = tips.ledger
+    remote_git.set_refs(store_repo, refs)
     now = clock.now_iso()
     with write_txn(engine.db):
         store.link_remote(engine.db, task_id, snapshot.strip_url_credentials(url), fetched_at=now)
@@ -938,8 +941,11 @@ def _refresh_task(engine: Engine, task_id: str, header: Mapping[str, Any]) -> No
         )
 
 
-def _import_checkpoints(engine: Engine, store_repo: Path, task_id: str, tip: str) -> int:
-    """Record every fetched checkpoint this store lacks, oldest first; return how many."""
+def _import_checkpoints(
+    engine: Engine, store_repo: Path, task_id: str, tip: str
+) -> tuple[int, str | None]:
+    """Record every fetched checkpoint this store lacks, oldest first; return how many, and
+    the local commit the task's checkpoint ref must move to (None when nothing new)."""
     have = {c.seq: c for c in store.list_checkpoints(engine.db, task_id)}
     exports = store.export_commits(engine.db, task_id)
     count = 0
@@ -958,9 +964,7 @@ def _import_checkpoints(engine: Engine, store_repo: Path, task_id: str, tip: str
             continue
         newest = _import_checkpoint(engine, store_repo, task_id, oid, facts)
         count += 1
-    if newest is not None and count:
-        snapshot.update_checkpoint_ref(store_repo, task_id, newest)
-    return count
+    return count, newest if count else None
 
 
 def _chain(store_repo: Path, tip: str) -> list[tuple[str, dict[str, Any]]]:
