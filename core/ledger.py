@@ -33,9 +33,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core import clock, store
+from core.approvals import effective
 from core.db import write_txn
 from core.errors import StoreError
-from core.models import Approval, ApprovalState, EffectState, Interface, Risk, SideEffect
+from core.models import (
+    Approval,
+    ApprovalState,
+    EffectState,
+    Interface,
+    Risk,
+    SideEffect,
+    TaskStatus,
+)
 
 if TYPE_CHECKING:
     from core.engine import Engine
@@ -697,8 +706,8 @@ class _Applier:
     def approval(self, view: ApprovalView) -> None:
         request = self.facts[view.request_uid]
         row = store.find_approval(self.db, view.id, self.engine.keys)
-        if row is None:
-            row = Approval(
+        if row is None or fact_uid(request_plain(row)) != view.request_uid:
+            asked = Approval(
                 id=view.id,
                 task_id=self.task_id,
                 seq=int(request.get("seq")),
@@ -711,13 +720,20 @@ class _Applier:
                 expires_at=request.get("expires_at"),
                 checkpoint_seq=request.get("checkpoint_seq"),
             )
-            store.insert_approval(self.db, row, self.engine.keys)
-            self.report.approvals_created += 1
-            self.audit("approval", view.id, "sync", None, ApprovalState.PENDING.value,
-                       _SYNC_REASON)  # fmt: skip
-        elif fact_uid(request_plain(row)) != view.request_uid:
-            self.report.skipped.append(f"approval {view.id} was requested differently here")
-            return
+            if row is None:
+                store.insert_approval(self.db, asked, self.engine.keys)
+                self.report.approvals_created += 1
+                self.audit("approval", view.id, "sync", None, ApprovalState.PENDING.value,
+                           _SYNC_REASON)  # fmt: skip
+            else:
+                # Two stores numbered different requests alike: the one asked first keeps the
+                # number; the one asked here stays in the ledger and shows as the conflict.
+                store.replace_approval_request(self.db, asked, self.engine.keys)
+                self.report.approvals_overruled += 1
+                why = f"{_SYNC_REASON}: requested first elsewhere (see the conflict)"
+                self.audit("approval", view.id, "sync", row.state.value,
+                           ApprovalState.PENDING.value, why)  # fmt: skip
+            row = asked
         if view.decision_uid is None:
             return
         decision = self.facts[view.decision_uid]
@@ -750,6 +766,21 @@ class _Applier:
             self.report.approvals_overruled += 1
             why = f"{_SYNC_REASON}: decided first elsewhere (see the conflict)"
         self.audit("approval", view.id, "sync", row.state.value, to_state.value, why)
+
+    def end_wait(self) -> None:
+        """A task waiting here whose approvals were all decided elsewhere is paused (as a local
+        decision would leave it)."""
+        if not (self.report.approvals_decided or self.report.approvals_overruled):
+            return
+        if store.get_task(self.db, self.task_id).status is not TaskStatus.WAITING:
+            return
+        now = clock.now()
+        approvals = store.list_approvals(self.db, self.task_id, (ApprovalState.PENDING,))
+        if any(effective(a, now).state is ApprovalState.PENDING for a in approvals):
+            return
+        store.update_task(self.db, self.task_id, status=TaskStatus.PAUSED, updated_at=self.now)
+        self.audit("task", self.task_id, "status", TaskStatus.WAITING.value,
+                   TaskStatus.PAUSED.value, f"{_SYNC_REASON}: no approval pending")  # fmt: skip
 
     # validations, resumes and events
 
@@ -863,6 +894,7 @@ def apply_facts(engine: Engine, task_id: str, facts: Mapping[str, bytes]) -> App
             applier.effect(effect)
         for approval in view.approvals.values():
             applier.approval(approval)
+        applier.end_wait()
         have = {fact_uid(_row_plain(VALIDATION, task_id, row, _VALIDATION_PLAIN))
                 for row in store.list_validations(engine.db, task_id)}  # fmt: skip
         for uid in sorted(view.validations - have):

@@ -1470,6 +1470,28 @@ def ledger_conflicts(
     return found
 
 
+def replace_approval_request(db: Database, approval: Approval, keys: TextKeys) -> bool:
+    """Put another store's request in place of this one's under the same id, undecided (ledger
+    sync only: the same number was given to two different requests)."""
+    cursor = db.execute(
+        "UPDATE approvals SET action = ?, effect_key = ?, risk = ?, state = ?, requested_by = ?, "
+        "requested_at = ?, expires_at = ?, checkpoint_seq = ?, decided_by = NULL, "
+        "decided_at = NULL, reason = NULL WHERE id = ?",
+        [
+            _sealed(keys, approval.task_id, approval_item(approval.seq, "action"), approval.action),
+            approval.effect_key,
+            approval.risk.value,
+            approval.state.value,
+            approval.requested_by,
+            approval.requested_at,
+            approval.expires_at,
+            approval.checkpoint_seq,
+            approval.id,
+        ],
+    )
+    return cursor.rowcount == 1
+
+
 def overrule_approval(
     db: Database,
     approval_id: str,

@@ -240,13 +240,12 @@ class Run:
         try:
             if name == "advance":
                 self.advance(engine, op[1], op[2])
-            elif name == "request" and where == "a":  # the agent asks where it runs
+            elif name == "request":  # an agent may ask wherever the task was resumed
                 engine.request_approval(TASK, f"{MARK} run the deploy", effect_key=op[1])
             elif name == "decide":
                 pending = engine.list_approvals(TASK, pending_only=True)
                 if not pending:
-                    if where == "a":
-                        engine.request_approval(TASK, f"{MARK} run the deploy")
+                    engine.request_approval(TASK, f"{MARK} run the deploy from {where}")
                     return
                 chosen = pending[op[1] % len(pending)]
                 decided = engine.decide_approval(chosen.id, op[2], f"{MARK} because")
@@ -354,12 +353,23 @@ def test_every_order_of_syncs_converges_and_keeps_every_decision(
     for approval_id, state, by, at in run.made.approvals:
         kept = final[approval_id]
         assert kept.state.value == state or ("approval", approval_id, state, by, at) in conflicts
+    # (A decision on a request that lost its number to one asked first elsewhere is set aside.)
+    set_aside = {
+        (c.entity_id, c.lost_state, c.lost_by, c.lost_at)
+        for c in view.conflicts
+        if c.why == "decided on a request set aside"
+    }
     for approval_id in {m[0] for m in run.made.approvals}:
         made = sorted(
-            (at, by, state) for i, state, by, at in run.made.approvals if i == approval_id
+            (at, by, state)
+            for i, state, by, at in run.made.approvals
+            if i == approval_id and (i, state, by, at) not in set_aside
         )
-        at, by, state = made[0]
         kept = final[approval_id]
+        if not made:
+            assert kept.decided_at is None or kept.state is ApprovalState.EXPIRED
+            continue
+        at, by, state = made[0]
         assert (kept.state.value, kept.decided_by, kept.decided_at) == (state, by, at)
         if len({m[2] for m in made}) > 1:
             assert any(c[:2] == ("approval", approval_id) for c in conflicts)
@@ -566,3 +576,18 @@ def test_a_remote_active_resume_is_no_lease_here(
     assert store.active_resumes(b.db, TASK) == []
     (row,) = store.list_resumes(b.db, TASK, b.keys)
     assert (row["state"], row["synced_from"]) == ("active", "ledger")
+
+
+def test_an_approval_decided_elsewhere_ends_the_wait_here(
+    make_pair: Callable[[], tuple[Engine, Engine]],
+) -> None:
+    a, b = make_pair()
+    a.request_approval(TASK, f"{MARK} merge it")
+    assert a.get_task(TASK).status.value == "waiting"
+    _sync(a, b)
+    b.decide_approval(f"{TASK}:1", True, f"{MARK} ok")
+    report = _sync(b, a)
+    assert report.approvals_decided == 1
+    assert a.get_task(TASK).status.value == "paused"
+    (paused,) = [e for e in a.events(TASK) if e.entity == "task" and e.to_state == "paused"]
+    assert (paused.interface, paused.actor) == (Interface.SYNC, "alice")
