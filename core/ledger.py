@@ -68,6 +68,11 @@ KNOWLEDGE: Mapping[EffectState, int] = {
     EffectState.FAILED: 3,
 }
 _SETTLED = (EffectState.CONFIRMED.value, EffectState.FAILED.value)
+# The states a fact of each kind may record; anything else is from a newer Pitstop.
+_STATES: Mapping[str, frozenset[str]] = {
+    EFFECT: frozenset(state.value for state in EffectState),
+    DECISION: frozenset(state.value for state in ApprovalState) - {ApprovalState.PENDING.value},
+}
 _SYNC_REASON = "brought in by ledger sync"
 
 
@@ -140,6 +145,12 @@ def parse_fact(path: str, data: bytes) -> Fact:
     if document.get("kind") not in KINDS:
         raise LedgerFormatError(
             f"ledger fact {path} is of unknown kind {document.get('kind')!r}: it was written by "
+            "a newer Pitstop; upgrade pitstop to sync this task"
+        )
+    states = _STATES.get(str(document["kind"]))
+    if states is not None and document.get("state") not in states:
+        raise LedgerFormatError(
+            f"ledger fact {path} has unknown state {document.get('state')!r}: it was written by "
             "a newer Pitstop; upgrade pitstop to sync this task"
         )
     sealed = None

@@ -499,6 +499,13 @@ def test_an_altered_or_newer_fact_is_refused() -> None:
     newer["schema"] = "pitstop.ledger/2"
     with pytest.raises(LedgerFormatError, match="newer Pitstop"):
         derive({path: json.dumps(newer).encode()})
+    (effect_path, effect_data) = _fact(
+        EFFECT, key="deploy", effect_kind="deploy", state="rolled_back", attempts=1,
+        at="2026-03-01T09:00:00.000000Z", created_at="2026-03-01T08:00:00.000000Z",
+        needs_approval=False, exit_code=None, started_at=None, finished_at=None,
+    )  # fmt: skip
+    with pytest.raises(LedgerFormatError, match="unknown state 'rolled_back'"):
+        derive({effect_path: effect_data})
 
 
 # --- what leaves the machine ----------------------------------------------------------------------
