@@ -8,7 +8,8 @@ and medians compared, so a slow moment of a shared machine weighs on both sides.
 
 The session it simulates, once per run: a prompt, a harmless command (`ls`: decided without
 opening the store), a guarded `git push` (an approval is pending: the guard reads and denies),
-a test run and a failed command (evidence, redacted and encrypted), an edit (not Bash: ignored),
+a test run and a failed `npm publish` (evidence, redacted and encrypted; the failed command is a
+guarded one, so its side effect is looked up too), an edit (not Bash: ignored),
 an idle notification (the task waits), a stop (a `turn` checkpoint, which the policy skips:
 the last checkpoint is younger than its minimum interval), a compaction (a `milestone`
 checkpoint, always taken) and the session's end (a forced `interrupt` checkpoint). A
@@ -49,7 +50,7 @@ EVENTS: tuple[tuple[str, str, str], ...] = (
     ("PreToolUse ls", "pre_tool_use_ls", "no rule matches: store not opened"),
     ("PreToolUse git push", "pre_tool_use_git_push", "guarded: approval pending, denied"),
     ("PostToolUse Bash", "post_tool_use_tests", "evidence: redacted, encrypted"),
-    ("PostToolUseFailure", "post_tool_use_failure", "evidence of a failed command"),
+    ("PostToolUseFailure", "post_tool_use_failure", "evidence; a guarded command's effect"),
     ("PostToolUse Edit", "post_tool_use_edit", "not Bash: nothing to record"),
     ("Notification", "notification_idle", "the task waits for its user"),
     ("Stop", "stop", "turn checkpoint skipped (minimum interval)"),
