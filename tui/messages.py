@@ -150,10 +150,17 @@ class EffectsLoaded(Message):
 class ApprovalsLoaded(Message):
     """A task's approvals, oldest first."""
 
-    def __init__(self, task_id: str, approvals: list[Approval]) -> None:
+    def __init__(
+        self,
+        task_id: str,
+        approvals: list[Approval],
+        conflicts: dict[str, list[str]] | None = None,
+    ) -> None:
         super().__init__()
         self.task_id = task_id
         self.approvals = approvals
+        # Per approval id: decisions a ledger sync set aside (decided differently elsewhere).
+        self.conflicts = conflicts or {}
 
 
 class ActionDone(Message):

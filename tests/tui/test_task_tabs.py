@@ -238,6 +238,29 @@ async def test_an_approval_requested_meanwhile_appears_when_the_store_changes(
         assert view.approvals[-1].action == "Drop the legacy currency table"
 
 
+async def test_an_approval_decided_differently_elsewhere_shows_the_conflict(
+    ledger_store: Path, tmp_path: Path
+) -> None:
+    with Engine(ledger_store, actor="alice") as here, Engine(tmp_path / "b", actor="bob") as there:
+        task = here.get_task(INVOICE_CURRENCY)
+        key = here.keys.data_key(task.id, create=False)
+        there.adopt_task(task, origin_store=here.keys.scope(task.id), data_key=key)
+        there.apply_ledger(task.id, here.export_ledger(task.id))
+        (asked,) = [a for a in here.list_approvals(task.id) if a.action == EMAIL]
+        # The clock is frozen here: decided at the same instant, the decider's name breaks the tie.
+        there.decide_approval(asked.id, False, "told by the release notes")
+        here.decide_approval(asked.id, True, "send it")
+        here.apply_ledger(task.id, there.export_ledger(task.id))
+    app = PitstopApp(ledger_store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_task(pilot, INVOICE_CURRENCY, "p")
+        view = screen.query_one(ApprovalsView)
+        await highlight(pilot, view.query_one(ApprovalsTable), asked.id)
+        detail = str(view.query_one("#approvals-detail").render())
+        assert "conflict: decided differently; kept approved by alice" in detail
+        assert "set aside rejected by bob" in detail
+
+
 # --- side effects -----------------------------------------------------------------------------
 
 

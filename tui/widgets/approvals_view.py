@@ -19,6 +19,7 @@ from textual.widgets import Button, DataTable, Static
 
 from core import clock
 from core.errors import PitstopError
+from core.ledger import describe_conflict
 from core.models import Approval, ApprovalState, Risk
 from tui.messages import ActionDone, ApprovalsLoaded, LoadFailed
 from tui.screens.modals import ReasonModal
@@ -84,6 +85,7 @@ class ApprovalsView(Vertical):
         super().__init__(**kwargs)
         self.task_id: str | None = None
         self.approvals: list[Approval] = []
+        self.conflicts: dict[str, list[str]] = {}
 
     @property
     def pitstop(self) -> PitstopApp:
@@ -126,10 +128,13 @@ class ApprovalsView(Vertical):
         try:
             with self.pitstop.engine.for_thread() as engine:
                 approvals = engine.list_approvals(task_id)
+                conflicts: dict[str, list[str]] = {}
+                for record in engine.ledger_conflicts(task_id, "approval"):
+                    conflicts.setdefault(record["entity_id"], []).append(describe_conflict(record))
         except PitstopError as exc:
             self.post_message(LoadFailed("approvals", exc.message))
             return
-        self.post_message(ApprovalsLoaded(task_id, approvals))
+        self.post_message(ApprovalsLoaded(task_id, approvals, conflicts))
 
     @on(ApprovalsLoaded)
     def _loaded(self, event: ApprovalsLoaded) -> None:
@@ -138,6 +143,7 @@ class ApprovalsView(Vertical):
             return
         keep = self.selected.id if self.selected else None
         self.approvals = list(event.approvals)
+        self.conflicts = event.conflicts
         pending = [a for a in self.approvals if a.state is ApprovalState.PENDING]
         if self.approvals:
             heading = f"[b]{escape(event.task_id)}[/] · {len(self.approvals)} approvals"
@@ -193,6 +199,7 @@ class ApprovalsView(Vertical):
             parts.append(
                 f"[dim]decided by[/] {escape(approval.decided_by)}: {escape(approval.reason or '')}"
             )
+        parts.extend(f"[$warning]{escape(line)}[/]" for line in self.conflicts.get(approval.id, []))
         detail.update(Content.from_markup("\n".join(parts)))
         pending = approval.state is ApprovalState.PENDING
         self.query_one("#approval-approve", Button).disabled = not pending
