@@ -141,10 +141,17 @@ class EvidenceChunkLoaded(Message):
 class EffectsLoaded(Message):
     """A task's side effects, in the order they were proposed."""
 
-    def __init__(self, task_id: str, effects: list[SideEffect]) -> None:
+    def __init__(
+        self,
+        task_id: str,
+        effects: list[SideEffect],
+        conflicts: dict[str, list[str]] | None = None,
+    ) -> None:
         super().__init__()
         self.task_id = task_id
         self.effects = effects
+        # Per effect key: settlements a ledger sync set aside (settled differently elsewhere).
+        self.conflicts = conflicts or {}
 
 
 class ApprovalsLoaded(Message):

@@ -261,6 +261,30 @@ async def test_an_approval_decided_differently_elsewhere_shows_the_conflict(
         assert "set aside rejected by bob" in detail
 
 
+async def test_an_effect_settled_differently_elsewhere_shows_the_conflict(
+    ledger_store: Path, tmp_path: Path
+) -> None:
+    with Engine(ledger_store, actor="alice") as here, Engine(tmp_path / "b", actor="bob") as there:
+        task = here.get_task(INVOICE_CURRENCY)
+        key = here.keys.data_key(task.id, create=False)
+        there.adopt_task(task, origin_store=here.keys.scope(task.id), data_key=key)
+        here.move_effect(task.id, "notify-finance", EffectState.IN_PROGRESS)
+        here.move_effect(task.id, "notify-finance", EffectState.UNCERTAIN)
+        there.apply_ledger(task.id, here.export_ledger(task.id))
+        there.move_effect(task.id, "notify-finance", EffectState.FAILED, reason="bounced")
+        here.move_effect(task.id, "notify-finance", EffectState.CONFIRMED, reason="in the inbox")
+        here.apply_ledger(task.id, there.export_ledger(task.id))
+    app = PitstopApp(ledger_store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_task(pilot, INVOICE_CURRENCY, "s")
+        view = screen.query_one(EffectsView)
+        await highlight(pilot, view.query_one(EffectsTable), "notify-finance")
+        detail = str(view.query_one("#effects-detail").render())
+        # Settled at the same (frozen) instant: the state's name breaks the tie.
+        assert "conflict: attempt 1 settled differently; kept confirmed" in detail
+        assert "set aside failed" in detail
+
+
 # --- side effects -----------------------------------------------------------------------------
 
 

@@ -19,6 +19,7 @@ from textual.widgets import Button, DataTable, Static
 
 from core import clock
 from core.errors import PitstopError
+from core.ledger import describe_conflict
 from core.models import EffectState, SideEffect
 from tui.messages import ActionDone, EffectsLoaded, LoadFailed
 from tui.screens.modals import ReasonModal
@@ -94,6 +95,7 @@ class EffectsView(Vertical):
         super().__init__(**kwargs)
         self.task_id: str | None = None
         self.effects: list[SideEffect] = []
+        self.conflicts: dict[str, list[str]] = {}
 
     @property
     def pitstop(self) -> PitstopApp:
@@ -137,10 +139,13 @@ class EffectsView(Vertical):
         try:
             with self.pitstop.engine.for_thread() as engine:
                 effects = engine.list_effects(task_id)
+                conflicts: dict[str, list[str]] = {}
+                for record in engine.ledger_conflicts(task_id, "effect"):
+                    conflicts.setdefault(record["entity_id"], []).append(describe_conflict(record))
         except PitstopError as exc:
             self.post_message(LoadFailed("side effects", exc.message))
             return
-        self.post_message(EffectsLoaded(task_id, effects))
+        self.post_message(EffectsLoaded(task_id, effects, conflicts))
 
     @on(EffectsLoaded)
     def _loaded(self, event: EffectsLoaded) -> None:
@@ -149,6 +154,7 @@ class EffectsView(Vertical):
             return
         keep = self.selected.key if self.selected else None
         self.effects = list(event.effects)
+        self.conflicts = event.conflicts
         unsettled = sum(1 for e in self.effects if e.needs_settling)
         heading = f"[b]{escape(event.task_id)}[/] · {len(self.effects)} side effects"
         if unsettled:
@@ -204,6 +210,7 @@ class EffectsView(Vertical):
                 "[$warning]Nobody knows whether this happened. Check it (c), or confirm (y) / "
                 "fail (x) it with a reason.[/]"
             )
+        parts.extend(f"[$warning]{escape(line)}[/]" for line in self.conflicts.get(effect.key, []))
         detail.update(Content.from_markup("\n".join(parts)))
         settleable = effect.state in (EffectState.IN_PROGRESS, EffectState.UNCERTAIN)
         for button_id in ("#effect-check", "#effect-confirm", "#effect-fail"):
