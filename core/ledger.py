@@ -503,8 +503,6 @@ _RESUME_PLAIN = (
     "restore_ms", "exit_code", "accepted", "started_at", "finished_at", "actor",
 )  # fmt: skip
 _RESUME_SEALED = ("workdir", "branch", "brief_path", "accept_reason")
-_EVENT_PLAIN = ("at", "actor", "interface", "entity", "entity_id", "action", "from_state",
-                "to_state")  # fmt: skip
 
 
 def _row_plain(
