@@ -26,7 +26,7 @@ import hmac
 import json
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -597,7 +597,10 @@ def _push_group(
     since, the lease refuses the whole push and we fetch, merge and push again."""
     for attempt in range(3):
         try:
-            return _push_once(engine, url, store_repo, tasks, seal_worktree, refresh=attempt > 0)
+            with remote_git.session(store_repo):  # one cat-file for every read of the push
+                return _push_once(
+                    engine, url, store_repo, tasks, seal_worktree, refresh=attempt > 0
+                )
         except remote_git.RemoteMovedError:
             if attempt == 2:
                 raise
@@ -801,23 +804,24 @@ def fetch(
         )
     me = identity.load_identity_or_none()
     result = FetchResult(url=shown_url)
-    for task_id in (t for t in wanted if t not in missing):
-        tips = _Tips(
-            ledger=tracked[f"{root}ledger/{task_id}"],
-            checkpoints=tracked.get(f"{root}checkpoints/{task_id}"),
-            local_ledger=tracked.get(_local_ledger_ref(task_id)),
-        )
-        try:
-            outcome = _import_task(engine, source, store_repo, url, task_id, me, tips)
-        except (PitstopError, GitError) as exc:
-            if len(wanted) == 1:
-                raise
-            result.problems[task_id] = str(exc)
-            continue
-        if outcome is None:
-            result.no_key.append(task_id)
-        else:
-            result.fetched[task_id] = outcome
+    with remote_git.session(store_repo):  # one cat-file for every read of the fetch
+        for task_id in (t for t in wanted if t not in missing):
+            tips = _Tips(
+                ledger=tracked[f"{root}ledger/{task_id}"],
+                checkpoints=tracked.get(f"{root}checkpoints/{task_id}"),
+                local_ledger=tracked.get(_local_ledger_ref(task_id)),
+            )
+            try:
+                outcome = _import_task(engine, source, store_repo, url, task_id, me, tips)
+            except (PitstopError, GitError) as exc:
+                if len(wanted) == 1:
+                    raise
+                result.problems[task_id] = str(exc)
+                continue
+            if outcome is None:
+                result.no_key.append(task_id)
+            else:
+                result.fetched[task_id] = outcome
     return result
 
 
@@ -856,7 +860,12 @@ def _import_task(
     applied = engine.apply_ledger(task_id, _facts_of(files))
     local = tips.local_ledger
     if local != tips.ledger and (
-        local is None or remote_git.is_ancestor(store_repo, local, tips.ledger)
+        local is None
+        or local
+        in remote_git.commit_parents(
+            remote_git.read_objects(store_repo, [tips.ledger])[tips.ledger] or b""
+        )
+        or remote_git.is_ancestor(store_repo, local, tips.ledger)
     ):
         refs[_local_ledger_ref(task_id)] = tips.ledger
     remote_git.set_refs(store_repo, refs)
@@ -950,7 +959,7 @@ def _import_checkpoints(
     exports = store.export_commits(engine.db, task_id)
     count = 0
     newest: str | None = None
-    for oid, facts in reversed(_chain(store_repo, tip)):
+    for oid, facts in reversed(_chain(store_repo, tip, set(exports.values()))):
         seq = int(facts["seq"])
         if seq in have:
             if exports.get(seq) not in (None, oid):
@@ -967,29 +976,30 @@ def _import_checkpoints(
     return count, newest if count else None
 
 
-def _chain(store_repo: Path, tip: str) -> list[tuple[str, dict[str, Any]]]:
+def _chain(
+    store_repo: Path, tip: str, known: Set[str] = frozenset()
+) -> list[tuple[str, dict[str, Any]]]:
     """The checkpoint commits from `tip` back along first parents, newest first, with their
-    `checkpoint.json`; the walk ends at the first commit that is not a checkpoint (the first
-    checkpoint's first parent is its base commit)."""
-    commits = remote_git.first_parent_chain(store_repo, tip)
+    `checkpoint.json`. The walk stops at a commit in `known` (this store has it and all
+    before it) or at the first commit that is not a checkpoint (the first checkpoint's first
+    parent is its base commit). Reads go through the session's `cat-file`."""
     chain: list[tuple[str, dict[str, Any]]] = []
-    start, batch = 0, 32
-    while start < len(commits):
-        part = commits[start : start + batch]
-        raw = remote_git.read_objects(store_repo, [f"{oid}:{CHECKPOINT_FILE}" for oid in part])
-        for oid in part:
-            data = raw.get(f"{oid}:{CHECKPOINT_FILE}")
-            if data is None:
-                return chain
-            facts = json.loads(data)
-            schema = facts.get("schema") if isinstance(facts, dict) else None
-            if schema != CHECKPOINT_SCHEMA:
-                raise RemoteFormatError(
-                    f"remote checkpoint commit {oid[:12]} uses schema {schema!r}, not "
-                    f"{CHECKPOINT_SCHEMA!r}; upgrade pitstop"
-                )
-            chain.append((oid, facts))
-        start, batch = start + batch, min(batch * 4, 1024)
+    oid: str | None = tip
+    while oid is not None and oid not in known:
+        raw = remote_git.read_objects(store_repo, [f"{oid}:{CHECKPOINT_FILE}", oid])
+        data = raw.get(f"{oid}:{CHECKPOINT_FILE}")
+        if data is None:
+            break
+        facts = json.loads(data)
+        schema = facts.get("schema") if isinstance(facts, dict) else None
+        if schema != CHECKPOINT_SCHEMA:
+            raise RemoteFormatError(
+                f"remote checkpoint commit {oid[:12]} uses schema {schema!r}, not "
+                f"{CHECKPOINT_SCHEMA!r}; upgrade pitstop"
+            )
+        chain.append((oid, facts))
+        parents = remote_git.commit_parents(raw.get(oid) or b"")
+        oid = parents[0] if parents else None
     return chain
 
 

@@ -9,12 +9,14 @@ dominate push and fetch.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import os
 import secrets
 import subprocess
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -143,8 +145,106 @@ def commit(
     return _write_object(store_repo, "commit", ("\n".join(lines) + "\n").encode())
 
 
+class ObjectReader:
+    """One `git cat-file --batch` kept open for a whole operation: every read (blobs, trees,
+    `rev:path`) is a round trip on a pipe instead of a new git process."""
+
+    def __init__(self, store_repo: Path) -> None:
+        self.store_repo = store_repo
+        self._process = subprocess.Popen(
+            ["git", "cat-file", "--batch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=_clean_env({"GIT_DIR": str(store_repo)}),
+        )
+
+    def read(self, spec: str) -> tuple[str, bytes] | None:
+        """An object's type and content, or None when it is missing."""
+        stdin, stdout = self._process.stdin, self._process.stdout
+        assert stdin is not None and stdout is not None
+        stdin.write(spec.encode() + b"\n")
+        stdin.flush()
+        header = stdout.readline().decode().split()
+        if len(header) != 3:  # "<spec> missing" (or ambiguous)
+            return None
+        data = stdout.read(int(header[2]))
+        stdout.read(1)  # the newline after the content
+        return header[1], data
+
+    def close(self) -> None:
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        self._process.wait()
+
+
+_READERS: contextvars.ContextVar[dict[Path, ObjectReader] | None] = contextvars.ContextVar(
+    "pitstop_object_readers", default=None
+)
+
+
+@contextmanager
+def session(store_repo: Path) -> Iterator[None]:
+    """Within the block, reads of `store_repo` share one `cat-file` process."""
+    readers = _READERS.get()
+    if readers is not None and store_repo in readers:
+        yield
+        return
+    reader = ObjectReader(store_repo)
+    token = _READERS.set({**(readers or {}), store_repo: reader})
+    try:
+        yield
+    finally:
+        _READERS.reset(token)
+        reader.close()
+
+
+def _session_reader(store_repo: Path) -> ObjectReader | None:
+    readers = _READERS.get()
+    return readers.get(store_repo) if readers else None
+
+
+def _parse_tree(body: bytes) -> list[tuple[str, str, str]]:
+    """A tree object's entries: (mode, name, id)."""
+    entries = []
+    position = 0
+    while position < len(body):
+        space = body.index(b" ", position)
+        nul = body.index(b"\0", space)
+        mode = body[position:space].decode()
+        name = body[space + 1 : nul].decode("utf-8", "surrogateescape")
+        oid = body[nul + 1 : nul + 21].hex()
+        entries.append((mode, name, oid))
+        position = nul + 21
+    return entries
+
+
+def _kind(mode: str) -> str:
+    return {"40000": "tree", "160000": "commit"}.get(mode, "blob")
+
+
 def list_tree(store_repo: Path, rev: str, prefix: str = "") -> dict[str, tuple[str, str]]:
-    """Every entry under `rev` (recursively): path → (type, id)."""
+    """Every entry under `rev` (recursively; only below `prefix` when given): path → (type, id)."""
+    reader = _session_reader(store_repo)
+    if reader is None:
+        return _ls_tree(store_repo, rev, prefix)
+    entries: dict[str, tuple[str, str]] = {}
+    start = f"{rev}:{prefix.rstrip('/')}" if prefix else f"{rev}^{{tree}}"
+    pending = [(prefix.rstrip("/") + "/" if prefix else "", start)]
+    while pending:
+        base, spec = pending.pop()
+        found = reader.read(spec)
+        if found is None or found[0] != "tree":
+            continue
+        for mode, name, oid in _parse_tree(found[1]):
+            if mode == "40000":
+                pending.append((f"{base}{name}/", oid))
+            else:
+                entries[f"{base}{name}"] = (_kind(mode), oid)
+    return entries
+
+
+def _ls_tree(store_repo: Path, rev: str, prefix: str) -> dict[str, tuple[str, str]]:
     args = ["ls-tree", "-r", "-z", rev]
     if prefix:
         args += ["--", prefix]
@@ -160,6 +260,12 @@ def list_tree(store_repo: Path, rev: str, prefix: str = "") -> dict[str, tuple[s
 
 def top_entries(store_repo: Path, rev: str) -> dict[str, str]:
     """The top-level entries of a commit's tree: name → id."""
+    reader = _session_reader(store_repo)
+    if reader is not None:
+        found = reader.read(f"{rev}^{{tree}}")
+        if found is None:
+            raise GitError(f"{rev[:12]} is not in the store repository")
+        return {name: oid for _mode, name, oid in _parse_tree(found[1])}
     raw = _git(["ls-tree", "-z", rev], git_dir=store_repo)
     entries: dict[str, str] = {}
     for item in raw.split(b"\0"):
@@ -170,35 +276,28 @@ def top_entries(store_repo: Path, rev: str) -> dict[str, str]:
 
 
 def read_objects(store_repo: Path, specs: Sequence[str]) -> dict[str, bytes | None]:
-    """Read many objects (ids or `rev:path`) with one `cat-file --batch`; missing ones are None."""
+    """Read many objects (ids or `rev:path`); missing ones are None. One `cat-file --batch`
+    (the session's, when one is open)."""
     if not specs:
         return {}
-    env = _clean_env({"GIT_DIR": str(store_repo)})
-    process = subprocess.Popen(
-        ["git", "cat-file", "--batch"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
-    assert process.stdin is not None and process.stdout is not None
-    found: dict[str, bytes | None] = {}
+    reader = _session_reader(store_repo)
+    if reader is not None:
+        return {spec: (found[1] if (found := reader.read(spec)) else None) for spec in specs}
+    one_off = ObjectReader(store_repo)
     try:
-        for spec in specs:
-            process.stdin.write(spec.encode() + b"\n")
-            process.stdin.flush()
-            header = process.stdout.readline().decode().split()
-            if len(header) != 3:  # "<spec> missing" (or ambiguous)
-                found[spec] = None
-                continue
-            size = int(header[2])
-            data = process.stdout.read(size)
-            process.stdout.read(1)  # the newline after the content
-            found[spec] = data
+        return {spec: (found[1] if (found := one_off.read(spec)) else None) for spec in specs}
     finally:
-        process.stdin.close()
-        process.wait()
-    return found
+        one_off.close()
+
+
+def commit_parents(body: bytes) -> list[str]:
+    """The parent ids in a commit object's content, first parent first."""
+    header = body.split(b"\n\n", 1)[0]
+    return [
+        line[len(b"parent ") :].decode()
+        for line in header.splitlines()
+        if line.startswith(b"parent ")
+    ]
 
 
 def first_parent_chain(store_repo: Path, tip: str, stop: Iterable[str] = ()) -> list[str]:
