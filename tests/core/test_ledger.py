@@ -83,6 +83,26 @@ def make_pair(repo: Path) -> Iterator[Callable[[], tuple[Engine, Engine]]]:
         root.cleanup()
 
 
+@pytest.fixture
+def make_twin() -> Iterator[Callable[[Engine], Engine]]:
+    """Factory: one more store holding A's task (a third machine that fetched it)."""
+    opened: list[Engine] = []
+    dirs: list[tempfile.TemporaryDirectory[str]] = []
+
+    def factory(a: Engine) -> Engine:
+        root = tempfile.TemporaryDirectory()
+        dirs.append(root)
+        twin = _twin(a, Path(root.name) / "c")
+        opened.append(twin)
+        return twin
+
+    yield factory
+    for engine in opened:
+        engine.close()
+    for root in dirs:
+        root.cleanup()
+
+
 def _sync(src: Engine, dst: Engine) -> ledger.ApplyReport:
     return dst.apply_ledger(TASK, src.export_ledger(TASK))
 
@@ -233,6 +253,7 @@ class Run:
         self.stores = {"a": a, "b": b}
         self.remote: dict[str, bytes] = {}
         self.made = Made()
+        self.shipped: list[dict[str, bytes]] = []  # every ledger tree that left a store
 
     def act(self, where: str, op: tuple[Any, ...]) -> None:
         engine = self.stores[where]
@@ -284,9 +305,11 @@ class Run:
         if source == "r":
             self.apply(self.stores[target], self.remote)
         elif target == "r":
-            self.remote = merge_facts(self.remote, self.stores[source].export_ledger(TASK))
+            self.shipped.append(self.stores[source].export_ledger(TASK))
+            self.remote = merge_facts(self.remote, self.shipped[-1])
         else:
-            self.apply(self.stores[target], self.stores[source].export_ledger(TASK))
+            self.shipped.append(self.stores[source].export_ledger(TASK))
+            self.apply(self.stores[target], self.shipped[-1])
 
     def apply(self, engine: Engine, facts: Mapping[str, bytes]) -> None:
         before = {e.key: e for e in engine.list_effects(TASK)}
@@ -387,6 +410,33 @@ def test_every_order_of_syncs_converges_and_keeps_every_decision(
         )
     # A remote resume is history here, never a lease that blocks resuming.
     assert all(row["synced_from"] is None for row in store.active_resumes(b.db, TASK))
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(steps=steps, data=st.data())
+def test_a_third_store_reaches_the_same_rows_whatever_order_the_ledgers_arrive_in(
+    make_pair: Callable[[], tuple[Engine, Engine]],
+    make_twin: Callable[[Engine], Engine],
+    steps: list[tuple[str, tuple[Any, ...]]],
+    data: st.DataObject,
+) -> None:
+    a, b = make_pair()
+    run = Run(a, b)
+    for where, op in steps:
+        run.act(where, op)
+    run.settle_all()
+    settled = _state(a)[:4]
+    trees = [*run.shipped, a.export_ledger(TASK), b.export_ledger(TASK)]
+    for _ in range(2):
+        c = make_twin(a)
+        for tree in data.draw(st.permutations(trees)):
+            c.apply_ledger(TASK, tree)
+        assert _state(c)[:4] == settled
+        event(f"trees: {min(len(trees), 6)}+")
 
 
 # --- merge and derive, as pure functions ----------------------------------------------------------
