@@ -5,8 +5,9 @@ fetch does) through effect moves, operator settlements, approval requests and de
 validations and resumes, with syncs in random directions (directly, or through a shared remote
 tree) in between. After a final round of syncs both stores derive the same view and hold the
 same rows; every decision either stands or shows as a conflict, the one made first winning; and
-no sync moves an effect down in knowledge. Pure property tests pin merge and derive; a last test
-scans the exported bytes for the content they must never show in clear.
+no sync moves an effect down in knowledge. A third store that receives every ledger tree the run
+shipped, in any order, ends with the same rows. Pure property tests pin merge and derive; another
+test scans the exported bytes for the content they must never show in clear.
 """
 
 from __future__ import annotations
