@@ -314,10 +314,39 @@ def read_ref(store_repo: Path, ref: str) -> str | None:
 
 
 def refs_under(store_repo: Path, prefix: str) -> dict[str, str]:
-    """Local refs below `prefix`: ref name → id."""
-    out = _git(["for-each-ref", "--format=%(refname) %(objectname)", prefix], git_dir=store_repo)
-    pairs = (line.split(" ", 1) for line in out.decode().splitlines() if line)
-    return {name: oid for name, oid in pairs}
+    """Local refs below `prefix`: ref name → id.
+
+    Read from the ref files themselves (loose refs over `packed-refs`, git's "files" ref
+    storage) to spare a git process on every push and fetch; a repository with another ref
+    storage is asked through `git for-each-ref`.
+    """
+    if (store_repo / "reftable").exists():
+        out = _git(
+            ["for-each-ref", "--format=%(refname) %(objectname)", prefix], git_dir=store_repo
+        )
+        pairs = (line.split(" ", 1) for line in out.decode().splitlines() if line)
+        return {name: oid for name, oid in pairs}
+    refs: dict[str, str] = {}
+    packed = store_repo / "packed-refs"
+    if packed.exists():
+        for line in packed.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line and line[0] not in "#^":
+                oid, _, name = line.partition(" ")
+                if name.startswith(prefix):
+                    refs[name] = oid
+    top = store_repo / prefix.rstrip("/")
+    if top.is_dir():
+        for path in top.rglob("*"):
+            if path.is_file() and not path.name.endswith(".lock"):
+                name = path.relative_to(store_repo).as_posix()
+                value = path.read_text(encoding="utf-8", errors="replace").strip()
+                if len(value) in (40, 64) and all(c in "0123456789abcdef" for c in value):
+                    refs[name] = value
+                elif value.startswith("ref: "):  # a symbolic ref: let git resolve it
+                    resolved = read_ref(store_repo, name)
+                    if resolved:
+                        refs[name] = resolved
+    return dict(sorted(refs.items()))
 
 
 def set_ref(store_repo: Path, ref: str, oid: str) -> None:

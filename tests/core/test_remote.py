@@ -457,3 +457,19 @@ def test_a_push_over_someone_elses_push_merges_instead_of_losing_it(
         b.sync([task_id])
         assert b.get_approval(first.id).state is ApprovalState.APPROVED
         assert b.get_approval(second.id).state is ApprovalState.PENDING
+
+
+def test_refs_are_read_like_git_reads_them_loose_and_packed(tmp_path: Path) -> None:
+    from core import remote_git
+
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git_dir = repo / ".git"
+    for name in ("refs/pitstop/ledger/t1", "refs/pitstop/remotes/k/ledger/t2"):
+        git(repo, "update-ref", name, head)
+    git(repo, "pack-refs", "--all")
+    git(repo, "update-ref", "refs/pitstop/checkpoints/t3", head)  # loose beside packed
+    out = git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/pitstop/")
+    expected = dict(line.split(" ", 1) for line in out.splitlines())
+    assert remote_git.refs_under(git_dir, "refs/pitstop/") == expected
+    assert len(expected) == 3
