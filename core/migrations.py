@@ -567,3 +567,10 @@ def _remotes(db: sqlite_utils.Database) -> None:
         )
         """
     )
+
+
+@migrations(name="0013_validations_by_time")
+def _validations_by_time(db: sqlite_utils.Database) -> None:
+    # The newest validation is the latest by time, not by row id, since sync brings in
+    # validations run elsewhere; this keeps the dashboard's per-task lookup on one index.
+    db.execute("CREATE INDEX validations_by_time ON validations (task_id, at, id, verdict)")

@@ -838,7 +838,8 @@ def latest_validation(db: Database, task_id: str, seq: int | None = None) -> dic
     if seq is not None:
         sql += " AND seq = ?"
         params.append(seq)
-    rows = list(db.query(sql + " ORDER BY id DESC LIMIT 1", params))
+    # by time, not row id: a validation fetched by sync may be older than one run here
+    rows = list(db.query(sql + " ORDER BY at DESC, id DESC LIMIT 1", params))
     if not rows:
         return None
     row = dict(rows[0])
@@ -1095,8 +1096,10 @@ LEFT JOIN (
     SELECT task_id, COUNT(*) AS n FROM effects WHERE state = :uncertain GROUP BY task_id
 ) AS e ON e.task_id = t.id
 LEFT JOIN (
-    -- SQLite takes a bare column from the row that holds the MAX: the newest validation's verdict.
-    SELECT task_id, verdict, MAX(id) AS newest FROM validations GROUP BY task_id
+    -- SQLite takes a bare column from the row that holds the MAX: the newest validation's verdict
+    -- (by time: a validation fetched by sync may be older than one run here).
+    SELECT task_id, verdict, MAX(at || printf('|%012d', id)) AS newest
+    FROM validations GROUP BY task_id
 ) AS v ON v.task_id = t.id
 ORDER BY t.updated_at DESC
 """
@@ -1207,7 +1210,7 @@ SELECT json_group_array(json_object(
     'rollup_uncertain_effects', (SELECT COUNT(*) FROM effects
                                  WHERE state = :uncertain AND task_id = t.id),
     'rollup_last_verdict', (SELECT verdict FROM validations
-                            WHERE task_id = t.id ORDER BY id DESC LIMIT 1)
+                            WHERE task_id = t.id ORDER BY at DESC, id DESC LIMIT 1)
 ))
 FROM page JOIN tasks AS t ON t.id = page.id
 """

@@ -139,3 +139,24 @@ def test_an_empty_store_has_no_rollup(tmp_path: Path) -> None:
         assert engine.task_summaries() == []
         assert engine.first_task_summaries(50, ORDER) == []
         assert engine.task_status_counts() == {}
+
+
+def test_the_last_verdict_is_the_newest_by_time_not_by_row(tmp_path: Path) -> None:
+    """Sync brings in validations run elsewhere, possibly older than one run here."""
+    with Engine(tmp_path / "store") as engine:
+        with write_txn(engine.db):
+            engine.db.execute(
+                "INSERT INTO tasks (id, repo_root, store_repo, objective, status, created_at, "
+                "updated_at) VALUES ('t', '/r', '/s.git', 'o', 'paused', ?, ?)",
+                [at(1), at(1)],
+            )
+            for verdict, minute in (("ready", 50), ("stale", 10)):  # the older one arrives last
+                engine.db.execute(
+                    "INSERT INTO validations (task_id, seq, verdict, findings, duration_ms, at, "
+                    "actor, interface) VALUES ('t', 1, ?, '[]', 1, ?, 'test', 'sync')",
+                    [verdict, at(minute)],
+                )
+        (summary,) = engine.task_summaries()
+        assert summary.last_verdict == "ready"
+        (first,) = engine.first_task_summaries(10, ORDER)
+        assert first.last_verdict == "ready"
