@@ -16,7 +16,6 @@ from pathlib import Path
 import keyring.backend
 import pyrage
 import pytest
-from sqlite_utils.migrations import Migrations
 
 from core import crypto, identity
 from core.crypto import DecryptError, MasterKeyError
@@ -406,10 +405,8 @@ def test_the_recipients_migration_applies_to_an_older_store(
     # A store written by the build before 0009: every migration up to 0008, and a task.
     store_root.mkdir(mode=0o700)
     database = store_root / "pitstop.db"
-    older = Migrations(migrations.name)
-    older._migrations = [m for m in migrations._migrations if m.name < "0009"]
     db = open_database(database)
-    older.apply(db)
+    migrations.apply(db, stop_before="0009_task_recipients")
     db.close()
     conn = sqlite3.connect(database)
     conn.execute(
