@@ -39,6 +39,7 @@ from core.models import (
     Approval,
     AuditEvent,
     Budget,
+    ChangedFile,
     Checkpoint,
     CheckpointReason,
     CheckpointState,
@@ -123,6 +124,16 @@ def parse_checkpoint_ref(text: str) -> tuple[str, int | None]:
         raise UsageError(f"invalid checkpoint {text!r}: expected TASK@SEQ, e.g. fix-login-3f2a@2")
     seq = match.group("seq")
     return match.group("task"), int(seq) if seq and seq != "latest" else None
+
+
+def _lockfiles_of(checkpoint: Checkpoint | None) -> dict[str, str] | None:
+    """The lockfiles a checkpoint's manifest recorded for its worktree tree, when it has them."""
+    found = (checkpoint.manifest or {}).get("lockfiles") if checkpoint else None
+    if not isinstance(found, dict):
+        return None
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in found.items()):
+        return None
+    return dict(found)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -506,46 +517,67 @@ class Engine:
                 )
                 if too_soon:
                     return CheckpointResult(None, skipped=too_soon)
-            from core import snapshot  # only now: a skipped turn (every Stop hook) needs no git
+            from core import remote_git, snapshot  # only now: a skipped turn needs no git
 
             source = snapshot.resolve_source_repo(task.repo_root)
             store_repo = snapshot.ensure_store_repo(self.paths.repos, source)
-            previous = store.latest_complete(self.db, task_id)
-            if previous is not None:
-                previous = self._open(previous)
-            previous_trees: tuple[str, str] | None = None
-            if previous and previous.worktree_tree and previous.index_tree:
-                trees = (previous.worktree_tree, previous.index_tree)
-                if snapshot.verify_checkpoint(
-                    store_repo,
-                    commit=previous.commit or "",
-                    worktree_tree=trees[0],
-                    index_tree=trees[1],
-                    manifest_sha256=None,
-                ):
-                    previous = None  # damaged: start the chain afresh from the base commit
-                else:
-                    previous_trees = trees
-            limits = snapshot.SnapshotLimits(request.max_file_bytes or self.config.max_file_bytes)
-            snap = snapshot.take_snapshot(
-                source, store_repo, self.paths.tmp, limits, previous_trees
-            )
-            progress = self._progress(previous, request)
-            pending = store.list_evidence(self.db, task_id, pending=True)
-            if (
-                previous
-                and not request.force
-                and not pending
-                and self._is_noop(previous, snap, request, task)
+            with remote_git.session(store_repo):  # one `cat-file` for every read of the store
+                return self._checkpoint_in_session(task, request, source, store_repo, started)
+
+    def _checkpoint_in_session(
+        self,
+        task: Task,
+        request: CheckpointRequest,
+        source: snapshot.SourceRepo,
+        store_repo: Path,
+        started: float,
+    ) -> CheckpointResult:
+        from core import snapshot
+
+        task_id = task.id
+        previous = store.latest_complete(self.db, task_id)
+        if previous is not None:
+            previous = self._open(previous)
+        previous_trees: tuple[str, str] | None = None
+        if previous and previous.worktree_tree and previous.index_tree:
+            trees = (previous.worktree_tree, previous.index_tree)
+            # Every object of the previous trees, walked: the new snapshot stores only what
+            # differs from them, and its own verification relies on this walk.
+            if snapshot.verify_checkpoint(
+                store_repo,
+                commit=previous.commit or "",
+                worktree_tree=trees[0],
+                index_tree=trees[1],
+                manifest_sha256=None,
             ):
-                return CheckpointResult(
-                    None,
-                    skipped=f"nothing changed since {previous.ref}; checkpoint skipped "
-                    "(use --force to record one anyway)",
-                )
-            return self._record_checkpoint(
-                task, source, store_repo, snap, previous, request, progress, started, pending
+                previous = None  # damaged: start the chain afresh from the base commit
+            else:
+                previous_trees = trees
+        limits = snapshot.SnapshotLimits(request.max_file_bytes or self.config.max_file_bytes)
+        snap = snapshot.take_snapshot(
+            source,
+            store_repo,
+            self.paths.tmp,
+            limits,
+            previous_trees,
+            _lockfiles_of(previous) if previous_trees else None,
+        )
+        progress = self._progress(previous, request)
+        pending = store.list_evidence(self.db, task_id, pending=True)
+        if (
+            previous
+            and not request.force
+            and not pending
+            and self._is_noop(previous, snap, request, task)
+        ):
+            return CheckpointResult(
+                None,
+                skipped=f"nothing changed since {previous.ref}; checkpoint skipped "
+                "(use --force to record one anyway)",
             )
+        return self._record_checkpoint(
+            task, source, store_repo, snap, previous, request, progress, started, pending
+        )
 
     def _validate_consumption(self, request: CheckpointRequest) -> None:
         if request.tokens_used is not None and request.tokens_used < 0:
@@ -670,12 +702,17 @@ class Engine:
         from core import manifest, snapshot
         from core.fingerprint import fingerprint_environment, load_or_create_key
 
-        base_tree = (
+        base_tree = snap.base_tree or (
             snapshot.tree_of_commit(store_repo, snap.base_commit)
             if snap.base_commit
             else snapshot.EMPTY_TREE
         )
-        changed = snapshot.changed_files(store_repo, base_tree, snap.worktree_tree)
+        changed = self._changed_since_base(store_repo, snap, base_tree, previous)
+        lockfiles = (
+            dict(snap.lockfiles)
+            if snap.lockfiles is not None
+            else snapshot.lockfiles_in(store_repo, snap.worktree_tree)
+        )
         tokens_used = task.tokens_used if request.tokens_used is None else request.tokens_used
         usd_used = task.usd_used if request.usd_used is None else request.usd_used
         minutes_used = (clock.parse(created_at) - clock.parse(task.created_at)).total_seconds() / 60
@@ -688,16 +725,16 @@ class Engine:
             created_at=created_at,
             parent_commit=previous.commit if previous else None,
             snapshot=snap,
-            facts=snapshot.repo_facts(source),
+            facts=snap.facts or snapshot.repo_facts(source),
             changed=changed,
-            lockfiles=snapshot.lockfiles_in(store_repo, snap.worktree_tree),
+            lockfiles=lockfiles,
             credentials=fingerprint_environment(key, task.credentials),
             done=progress.done,
             todo=progress.todo,
             tokens_used=tokens_used,
             usd_used=usd_used,
             minutes_used=minutes_used,
-            environment=manifest.environment_identity(snapshot.git_version()),
+            environment=manifest.environment_identity(snapshot.git_version(self.paths.tmp)),
             max_file_bytes=request.max_file_bytes or self.config.max_file_bytes,
             creation_ms=int((time.monotonic() - started) * 1000),
             evidence=[manifest.evidence_entry(item) for item in pending],
@@ -730,6 +767,8 @@ class Engine:
             worktree_tree=snap.worktree_tree,
             index_tree=snap.index_tree,
             manifest_sha256=manifest_sha256,
+            # The snapshot checked each object it added, beyond trees walked just before.
+            objects_present=snap.objects_present,
         )
         if problems:
             raise DamagedCheckpointError(
@@ -796,6 +835,27 @@ class Engine:
                     completed_at,
                 )
         return CheckpointResult(self._open(store.get_checkpoint(self.db, task.id, seq)))
+
+    @staticmethod
+    def _changed_since_base(
+        store_repo: Path, snap: snapshot.Snapshot, base_tree: str, previous: Checkpoint | None
+    ) -> list[ChangedFile]:
+        """The files the snapshot changed against its base commit; a previous checkpoint of
+        the same base and worktree trees already lists them (a function of the two trees)."""
+        from core import snapshot
+
+        recorded = (previous.manifest or {}).get("snapshot", {}) if previous else {}
+        if (
+            previous is not None
+            and previous.worktree_tree == snap.worktree_tree
+            and previous.base_commit == snap.base_commit
+            and isinstance(recorded.get("changed_files"), list)
+        ):
+            try:
+                return [ChangedFile(**entry) for entry in recorded["changed_files"]]
+            except TypeError:
+                pass  # an older or foreign shape: ask git
+        return snapshot.changed_files(store_repo, base_tree, snap.worktree_tree)
 
     @contextmanager
     def _task_lock(self, task_id: str) -> Iterator[None]:

@@ -33,6 +33,7 @@ from core.models import ChangedFile, LeftOut
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 NULL_OID = "0" * 40
 GITLINK_MODE = "160000"
+TREE_MODE = "040000"
 MAX_IGNORED_LISTED = 500
 # The manifest is stored sealed (AES-GCM under the task's data key); only the header is plain.
 MANIFEST_FILE = "manifest.enc"
@@ -145,6 +146,13 @@ class Snapshot:
     left_out: tuple[LeftOut, ...]
     submodules: tuple[tuple[str, str], ...]
     bytes_added: int
+    base_tree: str | None = None  # the base commit's tree (EMPTY_TREE without one)
+    facts: RepoFacts | None = None  # remotes and upstream, read beside the snapshot
+    # True when every object of both trees is known to be in the store by itself: the
+    # previous trees were verified complete and each object beyond them was checked after
+    # copying. The checkpoint's verification then needs no walk of the whole trees.
+    objects_present: bool = False
+    lockfiles: tuple[tuple[str, str], ...] | None = None  # path → blob id, when derived
 
 
 @dataclass(frozen=True)
@@ -198,8 +206,44 @@ def _git(
     return proc.stdout
 
 
-def git_version() -> str:
-    """The installed git's version string, for the manifest's environment identity."""
+def git_version(cache_dir: Path | None = None) -> str:
+    """The installed git's version string, for the manifest's environment identity.
+
+    With `cache_dir`, the answer is kept in a file keyed by the git executable's resolved path,
+    inode, size and modification time, so that a new process (every hook is one) asks git only
+    after git itself changed.
+    """
+    if cache_dir is None:
+        return _ask_git_version()
+    found = shutil.which("git")
+    try:
+        info = Path(found).resolve().stat() if found else None
+    except OSError:
+        info = None
+    if found is None or info is None:
+        return _ask_git_version()
+    key = f"{Path(found).resolve()}\0{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
+    cache = cache_dir / "git-version"
+    try:
+        cached_key, _, cached = cache.read_text(encoding="utf-8").partition("\n")
+        if cached_key == key and cached:
+            return cached
+    except (OSError, UnicodeDecodeError):
+        pass
+    version = _ask_git_version()
+    temp = cache.with_name(f"git-version.{os.getpid()}.tmp")
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(f"{key}\n{version}")
+        os.replace(temp, cache)
+    except OSError:
+        temp.unlink(missing_ok=True)
+    return version
+
+
+def _ask_git_version() -> str:
     return _git(["--version"]).decode().strip().removeprefix("git version ")
 
 
@@ -338,7 +382,7 @@ def _has_objects(store_repo: Path, oids: Iterable[str]) -> dict[str, bool]:
 
 def _ensure_base_history(store_repo: Path, source: SourceRepo, base_commit: str) -> int:
     """Fetch the base commit and its history into the store once; return bytes added."""
-    if _has_objects(store_repo, [base_commit])[base_commit]:
+    if _store_reads(store_repo, [base_commit])[base_commit] is not None:
         return 0
     before = _store_pack_bytes(store_repo)
     _git(
@@ -353,6 +397,14 @@ def _ensure_base_history(store_repo: Path, source: SourceRepo, base_commit: str)
         git_dir=store_repo,
     )
     return max(_store_pack_bytes(store_repo) - before, 0)
+
+
+def _store_reads(store_repo: Path, specs: Sequence[str]) -> dict[str, bytes | None]:
+    """Objects (ids or `rev:path`) the store holds by itself, read through the operation's
+    `cat-file` session when one is open (one process for every read of a checkpoint)."""
+    from core import remote_git  # here, not at the top: remote_git builds on this module
+
+    return remote_git.read_objects(store_repo, specs)
 
 
 def _store_pack_bytes(store_repo: Path) -> int:
@@ -510,15 +562,19 @@ def _select_paths(
 
 def _new_objects(
     store_repo: Path, pairs: Sequence[tuple[str, str]], source: SourceRepo
-) -> list[str]:
-    """Objects the new tree of each (old, new) pair does not share with the old one.
+) -> tuple[list[str], list[tuple[str, str | None]] | None]:
+    """Objects the new tree of each (old, new) pair does not share with the old one, and the
+    files (path, new id or None when gone) that changed in the first pair.
 
     Blobs and subtrees (gitlinks excluded) plus each new root tree, from one `diff-tree --stdin`.
+    The file changes are None when the output could not be attributed to its pair.
     """
     oids = [new for old, new in pairs if old != new]
-    changed = [f"{old} {new}" for old, new in pairs if old != new]
+    changed_pairs = [index for index, (old, new) in enumerate(pairs) if old != new]
+    changed = [f"{pairs[index][0]} {pairs[index][1]}" for index in changed_pairs]
+    first_changes: list[tuple[str, str | None]] | None = []
     if not changed:
-        return oids
+        return oids, first_changes
     # The user's objects are an alternate here: the temporary index's cache may name subtrees
     # only the user's repository holds; they are copied into the store right after.
     raw = _git(
@@ -527,22 +583,39 @@ def _new_objects(
         env={"GIT_ALTERNATE_OBJECT_DIRECTORIES": str(source.objects_dir)},
         input=("\n".join(changed) + "\n").encode(),
     )
-    for field in raw.split(b"\0"):
-        meta = field.decode(errors="surrogateescape").rsplit("\n", 1)[-1]
-        if not meta.startswith(":"):
+    fields = raw.split(b"\0")
+    pair = -1
+    position = 0
+    while position < len(fields):
+        # "<old> <new>\n" opens each pair's records; each record is its meta then its path
+        _header, newline, meta = fields[position].rpartition(b"\n")
+        if newline:
+            pair += 1
+        if not meta.startswith(b":"):
+            position += 1
             continue
-        _old_mode, new_mode, _old_oid, new_oid, _status = meta[1:].split(" ")
+        path = fields[position + 1] if position + 1 < len(fields) else b""
+        position += 2
+        old_mode, new_mode, _old_oid, new_oid, _status = meta[1:].decode().split(" ")
         if new_oid != NULL_OID and new_mode != GITLINK_MODE:
             oids.append(new_oid)
-    return oids
+        if first_changes is None or TREE_MODE in (new_mode, old_mode):
+            continue
+        if not 0 <= pair < len(changed_pairs):
+            first_changes = None
+        elif changed_pairs[pair] == 0:
+            name = path.decode("utf-8", "surrogateescape")
+            first_changes.append((name, None if new_oid == NULL_OID else new_oid))
+    return oids, first_changes
 
 
-def _copy_missing_objects(store_repo: Path, source: SourceRepo, oids: list[str]) -> int:
-    """Copy objects only the user's repository holds into the store; return their stored bytes."""
+def _copy_missing_objects(store_repo: Path, source: SourceRepo, oids: list[str]) -> tuple[int, int]:
+    """Copy objects only the user's repository holds into the store; return their stored bytes
+    and how many of `oids` the store still lacks afterwards."""
     sizes = _object_sizes(store_repo, oids)
     missing = [oid for oid, size in sizes.items() if size is None]
     if not missing:
-        return sum(size or 0 for size in sizes.values())
+        return sum(size or 0 for size in sizes.values()), 0
     pack = _git(
         ["pack-objects", "--stdout", "-q"],
         cwd=source.toplevel,
@@ -553,7 +626,8 @@ def _copy_missing_objects(store_repo: Path, source: SourceRepo, oids: list[str])
         git_dir=store_repo,
         input=pack,
     )
-    return sum(size or 0 for size in _object_sizes(store_repo, oids).values())
+    sizes = _object_sizes(store_repo, oids)
+    return sum(size or 0 for size in sizes.values()), sum(1 for s in sizes.values() if s is None)
 
 
 def take_snapshot(
@@ -562,11 +636,15 @@ def take_snapshot(
     scratch_dir: Path,
     limits: SnapshotLimits = SnapshotLimits(),
     previous_trees: tuple[str, str] | None = None,
+    previous_lockfiles: Mapping[str, str] | None = None,
 ) -> Snapshot:
     """Write the exact working tree and staged state of `source` into `store_repo`.
 
-    `previous_trees` (worktree, index) of the task's last complete checkpoint let the store
-    skip objects it already holds and count only what this snapshot adds.
+    `previous_trees` (worktree, index) of the task's last complete checkpoint, every object of
+    which the caller verified the store holds, let the store skip objects it already holds and
+    count only what this snapshot adds; the snapshot then knows its own objects are all present.
+    `previous_lockfiles` (the lockfiles of that worktree tree) let the new tree's lockfiles be
+    derived from the same diff instead of a walk of the whole tree.
     """
     scratch_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     with tempfile.TemporaryDirectory(dir=scratch_dir, prefix="snapshot-") as temp:
@@ -581,7 +659,9 @@ def take_snapshot(
         # The directory walk is the slow part: run it while the cheap steps happen beside it.
         status = _start_git(_STATUS_ARGS, cwd=source.toplevel, env=env)
         try:
-            base_commit, base_tree, branch_name = _head_facts(source)
+            remotes, any_upstream = _config_facts(source)
+            head = _head_facts(source, upstream=any_upstream)
+            base_commit, base_tree, branch_name = head.commit, head.tree, head.branch
             bytes_added = (
                 _ensure_base_history(store_repo, source, base_commit) if base_commit else 0
             )
@@ -617,10 +697,20 @@ def take_snapshot(
         )
 
     old_worktree, old_index = previous_trees or (base_tree, base_tree)
-    needed = _new_objects(
+    needed, worktree_changes = _new_objects(
         store_repo, [(old_worktree, worktree_tree), (old_index, index_tree)], source
     )
-    bytes_added += _copy_missing_objects(store_repo, source, needed)
+    copied_bytes, unstored = _copy_missing_objects(store_repo, source, needed)
+    lockfiles = None
+    if previous_trees and previous_lockfiles is not None and worktree_changes is not None:
+        found = dict(previous_lockfiles)
+        for path, oid in worktree_changes:
+            if is_lockfile(path):
+                if oid is None:
+                    found.pop(path, None)
+                else:
+                    found[path] = oid
+        lockfiles = tuple(sorted(found.items()))
     return Snapshot(
         worktree_tree=worktree_tree,
         index_tree=index_tree,
@@ -628,23 +718,53 @@ def take_snapshot(
         branch=branch_name,
         left_out=tuple(left_out),
         submodules=tuple(submodules),
-        bytes_added=bytes_added,
+        bytes_added=bytes_added + copied_bytes,
+        base_tree=base_tree,
+        facts=RepoFacts(remotes=remotes, upstream=head.upstream, upstream_head=head.upstream_head),
+        objects_present=previous_trees is not None and unstored == 0,
+        lockfiles=lockfiles,
     )
 
 
-def _head_facts(source: SourceRepo) -> tuple[str | None, str, str | None]:
-    """Base commit, its tree and the branch name, in one git call (unborn HEAD handled)."""
-    out = _git(
-        ["rev-parse", "HEAD^{commit}", "HEAD^{tree}", "--symbolic-full-name", "HEAD"],
-        cwd=source.toplevel,
-        ok_codes=(0, 128),
-    )
-    lines = out.decode().split()
-    if len(lines) == 3:
+@dataclass(frozen=True)
+class _Head:
+    commit: str | None
+    tree: str
+    branch: str | None
+    upstream: str | None = None
+    upstream_head: str | None = None
+
+
+def _head_facts(source: SourceRepo, *, upstream: bool = False) -> _Head:
+    """Base commit, its tree and the branch name (with `upstream`, the upstream branch and its
+    head too), in one git call; an unborn HEAD or a missing upstream asks again apart."""
+    args = ["rev-parse", "HEAD^{commit}", "HEAD^{tree}"]
+    if upstream:  # the upstream's id before the symbolic names: rev-parse has no way back
+        args += ["@{upstream}", "--symbolic-full-name", "HEAD", "--abbrev-ref", "@{upstream}"]
+    else:
+        args += ["--symbolic-full-name", "HEAD"]
+    lines = _git(args, cwd=source.toplevel, ok_codes=(0, 128)).decode().split()
+    if upstream and len(lines) == 5:
+        commit, tree, upstream_head, ref, upstream_name = lines
+        return _Head(commit, tree, _branch_of(ref), upstream_name, upstream_head)
+    if not upstream and len(lines) == 3:
         commit, tree, ref = lines
-        return commit, tree, ref.removeprefix("refs/heads/") if ref != "HEAD" else None
-    ref_out = _git(["symbolic-ref", "-q", "--short", "HEAD"], cwd=source.toplevel, ok_codes=(0, 1))
-    return None, EMPTY_TREE, ref_out.decode().strip() or None
+        return _Head(commit, tree, _branch_of(ref))
+    if upstream and len(lines) == 2:  # HEAD resolved, its upstream did not (none, or gone)
+        head = _head_facts(source)
+    else:  # unborn HEAD
+        ref_out = _git(
+            ["symbolic-ref", "-q", "--short", "HEAD"], cwd=source.toplevel, ok_codes=(0, 1)
+        )
+        head = _Head(None, EMPTY_TREE, ref_out.decode().strip() or None)
+    if not upstream:
+        return head
+    name, oid = _upstream(source)
+    return _Head(head.commit, head.tree, head.branch, name, oid)
+
+
+def _branch_of(ref: str) -> str | None:
+    return ref.removeprefix("refs/heads/") if ref != "HEAD" else None
 
 
 def _rev_parse_optional(source: SourceRepo, rev: str) -> str | None:
@@ -670,16 +790,35 @@ def _submodule_commits(
 
 def repo_facts(source: SourceRepo) -> RepoFacts:
     """Remotes (credentials stripped) and the upstream branch with its head, where known."""
+    remotes, _any_upstream = _config_facts(source)
+    upstream, upstream_head = _upstream(source)
+    return RepoFacts(remotes=remotes, upstream=upstream, upstream_head=upstream_head)
+
+
+def _config_facts(source: SourceRepo) -> tuple[tuple[tuple[str, str], ...], bool]:
+    """The remotes (credentials stripped) and whether any branch has an upstream, from one
+    `git config` read (a branch without `branch.<name>.merge` has no upstream)."""
     raw = _git(
-        ["config", "-z", "--get-regexp", r"^remote\..*\.url$"], cwd=source.toplevel, ok_codes=(0, 1)
+        ["config", "-z", "--get-regexp", r"^(remote\..*\.url|branch\..*\.merge)$"],
+        cwd=source.toplevel,
+        ok_codes=(0, 1),
     )
     remotes = []
+    any_upstream = False
     for item in raw.split(b"\0"):
         if not item:
             continue
-        key, _, url = item.decode(errors="replace").partition("\n")
-        name = key.removeprefix("remote.").removesuffix(".url")
-        remotes.append((name, strip_url_credentials(url)))
+        key, _, value = item.decode(errors="replace").partition("\n")
+        if key.startswith("remote.") and key.endswith(".url"):
+            name = key.removeprefix("remote.").removesuffix(".url")
+            remotes.append((name, strip_url_credentials(value)))
+        else:
+            any_upstream = True
+    return tuple(remotes), any_upstream
+
+
+def _upstream(source: SourceRepo) -> tuple[str | None, str | None]:
+    """The upstream branch's short name and head, asked apart (None when there is none)."""
     upstream = (
         _git(
             ["rev-parse", "-q", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"],
@@ -691,7 +830,7 @@ def repo_facts(source: SourceRepo) -> RepoFacts:
         or None
     )
     upstream_head = _rev_parse_optional(source, "@{upstream}") if upstream else None
-    return RepoFacts(remotes=tuple(remotes), upstream=upstream, upstream_head=upstream_head)
+    return upstream, upstream_head
 
 
 def strip_url_credentials(url: str) -> str:
@@ -715,38 +854,61 @@ def write_checkpoint_commit(
     message: str,
     timestamp: str,
 ) -> tuple[str, int]:
-    """Store header, manifest and trees as one commit; return its id and the bytes it added."""
-    header_oid = _hash_blob(store_repo, header)
-    manifest_oid = _hash_blob(store_repo, manifest)
-    listing = (
-        f"100644 blob {header_oid}\tpitstop.json\n"
-        f"100644 blob {manifest_oid}\t{MANIFEST_FILE}\n"
-        f"040000 tree {snapshot.worktree_tree}\tworktree\n"
-        f"040000 tree {snapshot.index_tree}\tindex\n"
+    """Store header, manifest and trees as one commit; return its id and the bytes it added.
+
+    The objects are written directly as loose objects in git's own format (the ids `hash-object`,
+    `mktree` and `commit-tree` would give): four git processes fewer per checkpoint.
+    """
+    from core import remote_git  # here, not at the top: remote_git builds on this module
+
+    header_oid, manifest_oid = remote_git.write_blobs(store_repo, [header, manifest])
+    root = remote_git.build_tree(
+        store_repo,
+        {},
+        trees={"worktree": snapshot.worktree_tree, "index": snapshot.index_tree},
+        blob_ids={"pitstop.json": header_oid, MANIFEST_FILE: manifest_oid},
     )
-    root = _git(["mktree"], git_dir=store_repo, input=listing.encode()).decode().strip()
-    args = ["commit-tree", root, "-m", message]
-    if parent:
-        args += ["-p", parent]
-    if snapshot.base_commit:
-        args += ["-p", snapshot.base_commit]
-    env = {**PITSTOP_IDENT, "GIT_AUTHOR_DATE": timestamp, "GIT_COMMITTER_DATE": timestamp}
-    commit = _git(args, git_dir=store_repo, env=env).decode().strip()
-    sizes = _object_sizes(store_repo, [header_oid, manifest_oid, root, commit])
-    return commit, sum(size or 0 for size in sizes.values())
+    parents = [oid for oid in (parent, snapshot.base_commit) if oid]
+    commit = remote_git.commit(store_repo, root, parents, message, timestamp)
+    written = (header_oid, manifest_oid, root, commit)
+    return commit, sum(_loose_object_bytes(store_repo, oid) for oid in written)
 
 
-def _hash_blob(store_repo: Path, data: bytes) -> str:
-    return _git(["hash-object", "-w", "--stdin"], git_dir=store_repo, input=data).decode().strip()
+def _loose_object_bytes(store_repo: Path, oid: str) -> int:
+    """The size on disk of a loose object (0 when the store holds it only in a pack)."""
+    try:
+        return (store_repo / "objects" / oid[:2] / oid[2:]).stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 def update_checkpoint_ref(store_repo: Path, task_id: str, commit: str) -> None:
-    """Point `refs/pitstop/checkpoints/<task>` at the task's newest checkpoint commit."""
+    """Point `refs/pitstop/checkpoints/<task>` at the task's newest checkpoint commit.
+
+    The loose ref is written the way git writes it (`<ref>.lock` created exclusively, then
+    renamed over the ref), sparing an `update-ref` process; a store with another ref storage
+    than loose files is left to git.
+    """
+    ref = f"refs/pitstop/checkpoints/{task_id}"
     # Callers hold the task's checkpoint lock, so a ref lock file left here can only belong to
     # a writer that was killed mid-update; git would refuse forever until it is removed.
-    stale_lock = store_repo / "refs" / "pitstop" / "checkpoints" / f"{task_id}.lock"
+    stale_lock = store_repo / f"{ref}.lock"
     stale_lock.unlink(missing_ok=True)
-    _git(["update-ref", f"refs/pitstop/checkpoints/{task_id}", commit], git_dir=store_repo)
+    if (store_repo / "reftable").exists() or "/" in task_id:
+        _git(["update-ref", ref, commit], git_dir=store_repo)
+        return
+    directory = store_repo
+    for part in ("refs", "pitstop", "checkpoints"):
+        directory = directory / part
+        directory.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(stale_lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(f"{commit}\n")
+        os.replace(stale_lock, directory / task_id)
+    except BaseException:
+        stale_lock.unlink(missing_ok=True)
+        raise
 
 
 def read_blob(store_repo: Path, commit: str, path: str) -> bytes:
@@ -762,50 +924,73 @@ def verify_checkpoint(
     index_tree: str,
     manifest_sha256: str | None,
     deep: bool = True,
+    objects_present: bool = False,
 ) -> list[str]:
     """Re-read a checkpoint from the store and list every problem found (empty when sound).
 
-    `deep` walks every object of both snapshot trees; without it only the commit, its root
-    entries and the manifest are checked (a restore reads every blob anyway and reports any
-    missing one itself).
+    The commit, its root entries, the manifest (by sha256) and both snapshot root trees are
+    read back in one batch (through the operation's `cat-file` session when one is open).
+    `deep` then walks every object of both snapshot trees; without it only what the index tree
+    holds beyond the worktree tree is walked (a restore reads every blob anyway and reports any
+    missing one itself). `objects_present` (the writer checked every object of both trees as
+    it stored them, see `Snapshot.objects_present`) skips the walk.
     """
     if not (store_repo / "objects").is_dir():
         return [f"the store repository {store_repo} is missing"]
-    if not _has_objects(store_repo, [commit])[commit]:
+    manifest_spec = f"{commit}:{MANIFEST_FILE}"
+    specs = [commit, f"{commit}^{{tree}}", worktree_tree, index_tree]
+    if manifest_sha256 is not None:
+        specs.append(manifest_spec)
+    found = _store_reads(store_repo, list(dict.fromkeys(specs)))
+    if found[commit] is None:
         return [f"checkpoint commit {commit[:12]} is missing from the store repository"]
     problems: list[str] = []
-    raw = _git(["ls-tree", "-z", commit], git_dir=store_repo, ok_codes=(0, 128))
-    entries = {}
-    for entry in raw.split(b"\0"):
-        if entry:
-            meta, _, name = entry.decode().partition("\t")
-            entries[name] = meta.split()[2]
+    entries = _root_entries(found[f"{commit}^{{tree}}"] or b"")
     if entries.get("worktree") != worktree_tree:
         problems.append("the commit's worktree/ tree differs from the recorded snapshot tree")
     if entries.get("index") != index_tree:
         problems.append("the commit's index/ tree differs from the recorded staged tree")
     if manifest_sha256 is not None:
-        try:
-            manifest = read_blob(store_repo, commit, MANIFEST_FILE)
-        except GitError:
+        manifest = found[manifest_spec]
+        if manifest is None:
             problems.append(f"{MANIFEST_FILE} cannot be read from the checkpoint commit")
-        else:
-            if hashlib.sha256(manifest).hexdigest() != manifest_sha256:
-                problems.append(f"{MANIFEST_FILE} does not match its recorded sha256")
-    if deep:
-        missing = _missing_tree_objects(store_repo, [worktree_tree, index_tree])
+        elif hashlib.sha256(manifest).hexdigest() != manifest_sha256:
+            problems.append(f"{MANIFEST_FILE} does not match its recorded sha256")
+    presence = {tree: found[tree] is not None for tree in (worktree_tree, index_tree)}
+    if objects_present:
+        missing = sum(1 for present in presence.values() if not present)
+    elif deep:
+        missing = _missing_tree_objects(store_repo, [worktree_tree, index_tree], presence=presence)
     else:  # the restore walks the worktree tree itself; check what only the index holds
-        missing = _missing_tree_objects(store_repo, [index_tree], exclude=[worktree_tree])
+        missing = _missing_tree_objects(
+            store_repo, [index_tree], exclude=[worktree_tree], presence=presence
+        )
     if missing:
         problems.append(f"{missing} snapshot object(s) are missing from the store repository")
     return problems
 
 
-def _missing_tree_objects(store_repo: Path, trees: list[str], exclude: Sequence[str] = ()) -> int:
-    """Count objects reachable from `trees` (and not from `exclude`) the store cannot produce."""
-    presence = _has_objects(store_repo, trees)
-    missing = sum(1 for present in presence.values() if not present)
-    present_trees = [tree for tree, present in presence.items() if present]
+def _root_entries(body: bytes) -> dict[str, str]:
+    """A tree object's entries: name → id."""
+    from core import remote_git
+
+    return {name: oid for _mode, name, oid in remote_git._parse_tree(body)}
+
+
+def _missing_tree_objects(
+    store_repo: Path,
+    trees: list[str],
+    exclude: Sequence[str] = (),
+    presence: Mapping[str, bool] | None = None,
+) -> int:
+    """Count objects reachable from `trees` (and not from `exclude`) the store cannot produce.
+
+    `presence` (tree → held), when the caller already read the trees, spares asking again.
+    """
+    if presence is None or any(tree not in presence for tree in trees):
+        presence = _has_objects(store_repo, trees)
+    missing = sum(1 for tree in dict.fromkeys(trees) if not presence[tree])
+    present_trees = [tree for tree in dict.fromkeys(trees) if presence[tree]]
     if not present_trees:
         return missing
     listing = _git(
@@ -873,16 +1058,27 @@ def _checkout_tree(store_repo: Path, tree: str, into: Path, scratch_dir: Path) -
 
 
 def changed_files(store_repo: Path, old_tree: str, new_tree: str) -> list[ChangedFile]:
-    """Per-path status and line counts between two trees (renames detected)."""
-    status_raw = _git(
-        ["diff-tree", "-r", "-z", "-M", "--name-status", old_tree, new_tree], git_dir=store_repo
+    """Per-path status and line counts between two trees (renames detected).
+
+    One `diff-tree --raw --numstat`: every raw record (`:<modes> <ids> <status>`, then one path,
+    or two for a rename or copy) comes first, then every numstat record.
+    """
+    raw = _git(
+        ["diff-tree", "-r", "-z", "-M", "--raw", "--numstat", old_tree, new_tree],
+        git_dir=store_repo,
     )
-    numstat_raw = _git(
-        ["diff-tree", "-r", "-z", "-M", "--numstat", old_tree, new_tree], git_dir=store_repo
-    )
-    counts: dict[str, tuple[int | None, int | None]] = {}
-    fields = numstat_raw.decode("utf-8", errors="surrogateescape").split("\0")
+    fields = raw.decode("utf-8", errors="surrogateescape").split("\0")
+    statuses: list[tuple[str, str | None, str]] = []  # (status, old path, path)
     position = 0
+    while position < len(fields) and fields[position].startswith(":"):
+        status = fields[position].rsplit(" ", 1)[-1]
+        if status[0] in "RC":
+            statuses.append((status, fields[position + 1], fields[position + 2]))
+            position += 3
+        else:
+            statuses.append((status, None, fields[position + 1]))
+            position += 2
+    counts: dict[str, tuple[int | None, int | None]] = {}
     while position < len(fields) and fields[position]:
         added_text, deleted_text, path = fields[position].split("\t", 2)
         if not path:  # a rename: old and new names follow as their own fields
@@ -895,16 +1091,7 @@ def changed_files(store_repo: Path, old_tree: str, new_tree: str) -> list[Change
             None if deleted_text == "-" else int(deleted_text),
         )
     result = []
-    fields = status_raw.decode("utf-8", errors="surrogateescape").split("\0")
-    position = 0
-    while position < len(fields) and fields[position]:
-        status = fields[position]
-        if status[0] in "RC":
-            old_path, path = fields[position + 1], fields[position + 2]
-            position += 3
-        else:
-            old_path, path = None, fields[position + 1]
-            position += 2
+    for status, old_path, path in statuses:
         added, deleted = counts.get(path, (None, None))
         result.append(
             ChangedFile(
@@ -946,7 +1133,12 @@ def lockfiles_in(store_repo: Path, tree: str) -> dict[str, str]:
         if not entry:
             continue
         meta, _, path = entry.decode("utf-8", errors="surrogateescape").partition("\t")
-        name = path.rsplit("/", 1)[-1]
-        if name in LOCKFILE_NAMES or any(fnmatch.fnmatchcase(name, p) for p in LOCKFILE_PATTERNS):
+        if is_lockfile(path):
             found[path] = meta.split()[2]
     return found
+
+
+def is_lockfile(path: str) -> bool:
+    """True for a dependency lockfile (by its name, in any directory)."""
+    name = path.rsplit("/", 1)[-1]
+    return name in LOCKFILE_NAMES or any(fnmatch.fnmatchcase(name, p) for p in LOCKFILE_PATTERNS)
