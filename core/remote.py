@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import clock, identity, remote_git, snapshot, store
-from core.db import write_txn
+from core.db import batch_txn, write_txn
 from core.errors import ConflictError, GitError, NotFoundError, PitstopError, UsageError
 from core.models import Budget, CheckpointState, NamedVersion, Task, TaskStatus
 
@@ -622,31 +622,33 @@ def _push_once(
     updates: dict[str, tuple[str, str | None]] = {}
     moved: dict[str, str] = {}
     result = PushResult(url=snapshot.strip_url_credentials(url))
-    for task in tasks:
-        remote_cp = refs.get(_tracking(url, "checkpoints", task.id))
-        remote_ledger = refs.get(_tracking(url, "ledger", task.id))
-        chain = _export_chain(engine, store_repo, task, seal_worktree)
-        tip = chain[-1] if chain else None
-        sent = 0
-        if tip is not None and tip != remote_cp:
-            if remote_cp is None:
-                sent = len(chain)
-            elif remote_cp in chain:
-                sent = len(chain) - chain.index(remote_cp) - 1
-            else:
-                tip = _reconcile_checkpoints(store_repo, task.id, tip, remote_cp, result.url)
-            if tip is not None:
-                updates[checkpoint_ref(task.id)] = (tip, remote_cp)
-                moved[_tracking(url, "checkpoints", task.id)] = tip
-        local_ledger = refs.get(_local_ledger_ref(task.id))
-        ledger = _ledger_commit(engine, store_repo, task, remote_ledger, local_ledger)
-        if ledger is not None:
-            updates[ledger_ref(task.id)] = (ledger, remote_ledger)
-        final = ledger or remote_ledger
-        if final is not None:
-            moved[_local_ledger_ref(task.id)] = final
-            moved[_tracking(url, "ledger", task.id)] = final
-        result.tasks[task.id] = {"checkpoints_sent": sent, "ledger_updated": ledger is not None}
+    # what is recorded before the push (remote commits built, ledger facts) commits once
+    with batch_txn(engine.db):
+        for task in tasks:
+            remote_cp = refs.get(_tracking(url, "checkpoints", task.id))
+            remote_ledger = refs.get(_tracking(url, "ledger", task.id))
+            chain = _export_chain(engine, store_repo, task, seal_worktree)
+            tip = chain[-1] if chain else None
+            sent = 0
+            if tip is not None and tip != remote_cp:
+                if remote_cp is None:
+                    sent = len(chain)
+                elif remote_cp in chain:
+                    sent = len(chain) - chain.index(remote_cp) - 1
+                else:
+                    tip = _reconcile_checkpoints(store_repo, task.id, tip, remote_cp, result.url)
+                if tip is not None:
+                    updates[checkpoint_ref(task.id)] = (tip, remote_cp)
+                    moved[_tracking(url, "checkpoints", task.id)] = tip
+            local_ledger = refs.get(_local_ledger_ref(task.id))
+            ledger = _ledger_commit(engine, store_repo, task, remote_ledger, local_ledger)
+            if ledger is not None:
+                updates[ledger_ref(task.id)] = (ledger, remote_ledger)
+            final = ledger or remote_ledger
+            if final is not None:
+                moved[_local_ledger_ref(task.id)] = final
+                moved[_tracking(url, "ledger", task.id)] = final
+            result.tasks[task.id] = {"checkpoints_sent": sent, "ledger_updated": ledger is not None}
     remote_git.push(store_repo, url, updates)
     remote_git.set_refs(store_repo, moved)
     now = clock.now_iso()
@@ -811,8 +813,11 @@ def fetch(
                 checkpoints=tracked.get(f"{root}checkpoints/{task_id}"),
                 local_ledger=tracked.get(_local_ledger_ref(task_id)),
             )
+            refs: dict[str, str] = {}
             try:
-                outcome = _import_task(engine, source, store_repo, url, task_id, me, tips)
+                with batch_txn(engine.db):  # a task comes in whole or not at all, one commit
+                    outcome = _import_task(engine, source, store_repo, url, task_id, me, tips, refs)
+                remote_git.set_refs(store_repo, refs)
             except (PitstopError, GitError) as exc:
                 if len(wanted) == 1:
                     raise
@@ -842,7 +847,9 @@ def _import_task(
     task_id: str,
     me: identity.Identity | None,
     tips: _Tips,
+    refs: dict[str, str],
 ) -> dict[str, Any] | None:
+    """Import one task; the local refs to move once the import commits are added to `refs`."""
     files = _read_tree_files(store_repo, tips.ledger)
     header = _parse_header(files.get(TASK_FILE))
     if not header or KEY_FILE not in files:
@@ -852,7 +859,7 @@ def _import_task(
         return None
     origin = str(header["origin_store"])
     adopted = _adopt(engine, source, task_id, header, origin, data_key)
-    imported, refs = 0, {}
+    imported = 0
     if tips.checkpoints is not None:
         imported, newest = _import_checkpoints(engine, store_repo, task_id, tips.checkpoints)
         if newest is not None:
@@ -868,7 +875,6 @@ def _import_task(
         or remote_git.is_ancestor(store_repo, local, tips.ledger)
     ):
         refs[_local_ledger_ref(task_id)] = tips.ledger
-    remote_git.set_refs(store_repo, refs)
     now = clock.now_iso()
     with write_txn(engine.db):
         store.link_remote(engine.db, task_id, snapshot.strip_url_credentials(url), fetched_at=now)
