@@ -681,19 +681,37 @@ def _reconcile_checkpoints(
     )
 
 
-def _fetch_tasks(store_repo: Path, url: str, task_ids: Sequence[str]) -> dict[str, str]:
-    """Fetch the tasks' refs (whichever exist) into tracking refs, pruning those the remote
-    dropped, in one connection; return every Pitstop ref of the store repository after it
-    (this remote's tracking refs and our own ledgers alike, read with one process)."""
+def _fetch_tasks(
+    store_repo: Path, url: str, task_ids: Sequence[str], kinds: Sequence[str] = KINDS
+) -> dict[str, str]:
+    """Fetch the tasks' refs of `kinds` (whichever exist) into tracking refs, pruning those the
+    remote dropped, in one connection; return every Pitstop ref of the store repository after
+    it (this remote's tracking refs and our own ledgers alike, read without a process)."""
     root = _tracking_root(url)
     if task_ids:
-        # a pattern, not exact refs: an exact one fails on a ref the remote lacks, a pattern
+        # patterns, not exact refs: an exact one fails on a ref the remote lacks, a pattern
         # just matches nothing, so one fetch also tells which of the tasks the remote holds
-        refspecs = [f"+{PREFIX}*/{t}:{root}*/{t}" for t in task_ids]
+        # (`l*` is `ledger`, `c*` is `checkpoints`: the only kinds under refs/pitstop/)
+        stems = ["*"] if set(kinds) == set(KINDS) else [f"{kind[0]}*" for kind in kinds]
+        refspecs = [f"+{PREFIX}{stem}/{t}:{root}{stem}/{t}" for t in task_ids for stem in stems]
     else:
-        refspecs = [f"+{PREFIX}{kind}/*:{root}{kind}/*" for kind in KINDS]
+        refspecs = [f"+{PREFIX}{kind}/*:{root}{kind}/*" for kind in kinds]
     remote_git.fetch(store_repo, url, refspecs, prune=True)
     return remote_git.refs_under(store_repo, PREFIX)
+
+
+def _recipient_of(
+    store_repo: Path, ledgers: Mapping[str, str], me: identity.Identity | None
+) -> set[str]:
+    """The tasks (of task → ledger commit) whose plain header lists `me` as a recipient."""
+    if me is None or not ledgers:
+        return set()
+    raw = remote_git.read_objects(store_repo, [f"{oid}:{TASK_FILE}" for oid in ledgers.values()])
+    return {
+        task_id
+        for task_id, oid in ledgers.items()
+        if me.recipient in _parse_header(raw.get(f"{oid}:{TASK_FILE}")).get("recipients", [])
+    }
 
 
 # --- list -------------------------------------------------------------------------------------
@@ -793,8 +811,15 @@ def fetch(
     source, store_repo = _store_repo(engine, repo)
     url = resolve_url(engine, remote, source.toplevel)
     shown_url = snapshot.strip_url_credentials(url)
-    tracked = _fetch_tasks(store_repo, url, task_ids)
     root = _tracking_root(url)
+    me = identity.load_identity_or_none()
+    local_ids = store.task_ids(engine.db)
+    ours = bool(task_ids) and all(t in local_ids for t in task_ids)
+    # Tasks this store holds already are readable here: both refs in one connection. Others
+    # first by their ledger alone, and their checkpoints only when the header names us as a
+    # recipient, so a task we hold no key for leaves nothing of itself here (not even its
+    # plain snapshot objects).
+    tracked = _fetch_tasks(store_repo, url, task_ids, KINDS if ours else ("ledger",))
     available = sorted(
         ref.removeprefix(f"{root}ledger/") for ref in tracked if ref.startswith(f"{root}ledger/")
     )
@@ -804,7 +829,11 @@ def fetch(
         raise NotFoundError(
             f"{shown_url} holds no task {missing[0]!r}; `pitstop remote list` shows what it holds"
         )
-    me = identity.load_identity_or_none()
+    if not ours:
+        present = {t: tracked[f"{root}ledger/{t}"] for t in wanted if t not in missing}
+        readable = {t for t in present if t in local_ids} | _recipient_of(store_repo, present, me)
+        if readable:
+            tracked = _fetch_tasks(store_repo, url, sorted(readable), ("checkpoints",))
     result = FetchResult(url=shown_url)
     with remote_git.session(store_repo):  # one cat-file for every read of the fetch
         for task_id in (t for t in wanted if t not in missing):

@@ -174,6 +174,9 @@ def test_a_non_recipient_sees_no_key_until_shared(
             p.read_bytes() for p in (tmp_path / "store-c").rglob("*") if p.is_file()
         )
         assert OBJECTIVE_MARK.encode() not in db_bytes
+        for store_repo in (tmp_path / "store-c" / "repos").glob("*.git"):
+            held = _all_remote_bytes(store_repo)  # not even the plain snapshot objects came
+            assert b"NEW = True" not in held and b"untracked but kept" not in held
 
     monkeypatch.setenv("PITSTOP_IDENTITY", own)
     with Engine(tmp_path / "store-a") as a:
