@@ -269,7 +269,9 @@ def test_an_object_the_store_failed_to_copy_leaves_the_checkpoint_incomplete(
     git(repo, "add", "staged.txt")
     write(repo / "staged.txt", "in the work tree: hashed into the store itself\n")
 
-    def copy_nothing(store_repo: Path, source: object, oids: list[str]) -> tuple[int, int]:
+    def copy_nothing(
+        store_repo: Path, source: object, oids: list[str], base_commit: object = None
+    ) -> tuple[int, int]:
         sizes = snapshot._object_sizes(store_repo, oids)
         return 0, sum(1 for size in sizes.values() if size is None)
 
