@@ -519,22 +519,23 @@ class Engine:
                     return CheckpointResult(None, skipped=too_soon)
             from core import remote_git, snapshot  # only now: a skipped turn needs no git
 
-            source = snapshot.resolve_source_repo(task.repo_root)
-            store_repo = snapshot.ensure_store_repo(self.paths.repos, source)
+            located = snapshot.locate(task.repo_root)  # the repository and its HEAD at once
+            store_repo = snapshot.ensure_store_repo(self.paths.repos, located.source)
             with remote_git.session(store_repo):  # one `cat-file` for every read of the store
-                return self._checkpoint_in_session(task, request, source, store_repo, started)
+                return self._checkpoint_in_session(task, request, located, store_repo, started)
 
     def _checkpoint_in_session(
         self,
         task: Task,
         request: CheckpointRequest,
-        source: snapshot.SourceRepo,
+        located: snapshot.Located,
         store_repo: Path,
         started: float,
     ) -> CheckpointResult:
         from core import snapshot
 
         task_id = task.id
+        source = located.source
         previous = store.latest_complete(self.db, task_id)
         if previous is not None:
             previous = self._open(previous)
@@ -561,6 +562,7 @@ class Engine:
             limits,
             previous_trees,
             _lockfiles_of(previous) if previous_trees else None,
+            located,
         )
         progress = self._progress(previous, request)
         pending = store.list_evidence(self.db, task_id, pending=True)

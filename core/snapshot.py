@@ -262,6 +262,36 @@ def resolve_source_repo(path: str | os.PathLike[str]) -> SourceRepo:
         lines = _git(["rev-parse", *_REPO_FACTS], cwd=candidate).decode().splitlines()
     except GitError:
         lines = _resolve_with_gitpython(candidate)
+    return _source_from(lines)
+
+
+class Located(NamedTuple):
+    """A work tree located for a snapshot, with what its config and HEAD said meanwhile."""
+
+    source: SourceRepo
+    remotes: tuple[tuple[str, str], ...]
+    any_upstream: bool
+    head: HeadFacts | None  # None: asked again when the snapshot is taken
+
+
+def locate(path: str | os.PathLike[str]) -> Located:
+    """`resolve_source_repo`, plus the remotes and HEAD a snapshot records, in two git calls:
+    the config, then one `rev-parse` for the repository's paths and its HEAD together."""
+    candidate = Path(path).expanduser()
+    if candidate.is_file():
+        candidate = candidate.parent
+    if not candidate.is_dir():
+        return Located(resolve_source_repo(path), (), False, None)  # explains the refusal
+    remotes, any_upstream = _config_facts(candidate)
+    args = ["rev-parse", *_REPO_FACTS, *_head_args(upstream=any_upstream)]
+    lines = _git(args, cwd=candidate, ok_codes=(0, 128)).decode().splitlines()
+    if len(lines) < 5:  # not plainly inside a work tree: let the full lookup explain
+        return Located(resolve_source_repo(path), remotes, any_upstream, None)
+    head = _parse_head(lines[5:], upstream=any_upstream)
+    return Located(_source_from(lines), remotes, any_upstream, head)
+
+
+def _source_from(lines: Sequence[str]) -> SourceRepo:
     toplevel, git_dir, common_dir, index_file, objects_dir = (Path(line) for line in lines[:5])
     return SourceRepo(
         toplevel=toplevel.resolve(),
@@ -666,6 +696,7 @@ def take_snapshot(
     limits: SnapshotLimits = SnapshotLimits(),
     previous_trees: tuple[str, str] | None = None,
     previous_lockfiles: Mapping[str, str] | None = None,
+    located: Located | None = None,
 ) -> Snapshot:
     """Write the exact working tree and staged state of `source` into `store_repo`.
 
@@ -673,7 +704,8 @@ def take_snapshot(
     which the caller verified the store holds, let the store skip objects it already holds and
     count only what this snapshot adds; the snapshot then knows its own objects are all present.
     `previous_lockfiles` (the lockfiles of that worktree tree) let the new tree's lockfiles be
-    derived from the same diff instead of a walk of the whole tree.
+    derived from the same diff instead of a walk of the whole tree. `located` (from `locate`)
+    spares asking the config and HEAD again.
     """
     scratch_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     with tempfile.TemporaryDirectory(dir=scratch_dir, prefix="snapshot-") as temp:
@@ -689,8 +721,12 @@ def take_snapshot(
         # (Writing the staged tree beside it too gained nothing measurable on two cores.)
         status = _start_git(_STATUS_ARGS, cwd=source.toplevel, env=env)
         try:
-            remotes, any_upstream = _config_facts(source)
-            head = _head_facts(source, upstream=any_upstream)
+            if located is None:
+                remotes, any_upstream = _config_facts(source.toplevel)
+                head = _head_facts(source, upstream=any_upstream)
+            else:
+                remotes, any_upstream = located.remotes, located.any_upstream
+                head = located.head or _head_facts(source, upstream=any_upstream)
             base_commit, base_tree, branch_name = head.commit, head.tree, head.branch
             # Whether the store holds the base commit: read through the session when one is
             # open (no process), else asked in one batch with the snapshot's new objects.
@@ -765,7 +801,9 @@ def take_snapshot(
     )
 
 
-class _Head(NamedTuple):  # a tuple: a dataclass costs a hook ~0.5 ms to define
+class HeadFacts(NamedTuple):  # a tuple: a dataclass costs a hook ~0.5 ms to define
+    """The base commit, its tree, the branch, and the upstream branch with its head."""
+
     commit: str | None
     tree: str
     branch: str | None
@@ -773,32 +811,53 @@ class _Head(NamedTuple):  # a tuple: a dataclass costs a hook ~0.5 ms to define
     upstream_head: str | None = None
 
 
-def _head_facts(source: SourceRepo, *, upstream: bool = False) -> _Head:
-    """Base commit, its tree and the branch name (with `upstream`, the upstream branch and its
-    head too), in one git call; an unborn HEAD or a missing upstream asks again apart."""
-    args = ["rev-parse", "HEAD^{commit}", "HEAD^{tree}"]
+def _head_args(*, upstream: bool) -> list[str]:
+    """`rev-parse` arguments for the base commit, its tree and the branch (with `upstream`,
+    the upstream's head and short name too)."""
     if upstream:  # the upstream's id before the symbolic names: rev-parse has no way back
-        args += ["@{upstream}", "--symbolic-full-name", "HEAD", "--abbrev-ref", "@{upstream}"]
-    else:
-        args += ["--symbolic-full-name", "HEAD"]
-    lines = _git(args, cwd=source.toplevel, ok_codes=(0, 128)).decode().split()
+        return [
+            "HEAD^{commit}",
+            "HEAD^{tree}",
+            "@{upstream}",
+            "--symbolic-full-name",
+            "HEAD",
+            "--abbrev-ref",
+            "@{upstream}",
+        ]
+    return ["HEAD^{commit}", "HEAD^{tree}", "--symbolic-full-name", "HEAD"]
+
+
+def _parse_head(lines: Sequence[str], *, upstream: bool) -> HeadFacts | None:
+    """What `_head_args` printed, or None when rev-parse stopped short (unborn HEAD, no
+    upstream for this branch, a gone upstream branch)."""
     if upstream and len(lines) == 5:
         commit, tree, upstream_head, ref, upstream_name = lines
-        return _Head(commit, tree, _branch_of(ref), upstream_name, upstream_head)
+        return HeadFacts(commit, tree, _branch_of(ref), upstream_name, upstream_head)
     if not upstream and len(lines) == 3:
         commit, tree, ref = lines
-        return _Head(commit, tree, _branch_of(ref))
+        return HeadFacts(commit, tree, _branch_of(ref))
+    return None
+
+
+def _head_facts(source: SourceRepo, *, upstream: bool = False) -> HeadFacts:
+    """Base commit, its tree and the branch name (with `upstream`, the upstream branch and its
+    head too), in one git call; an unborn HEAD or a missing upstream asks again apart."""
+    args = ["rev-parse", *_head_args(upstream=upstream)]
+    lines = _git(args, cwd=source.toplevel, ok_codes=(0, 128)).decode().splitlines()
+    parsed = _parse_head(lines, upstream=upstream)
+    if parsed is not None:
+        return parsed
     if upstream and len(lines) == 2:  # HEAD resolved, its upstream did not (none, or gone)
         head = _head_facts(source)
     else:  # unborn HEAD
         ref_out = _git(
             ["symbolic-ref", "-q", "--short", "HEAD"], cwd=source.toplevel, ok_codes=(0, 1)
         )
-        head = _Head(None, EMPTY_TREE, ref_out.decode().strip() or None)
+        head = HeadFacts(None, EMPTY_TREE, ref_out.decode().strip() or None)
     if not upstream:
         return head
     name, oid = _upstream(source)
-    return _Head(head.commit, head.tree, head.branch, name, oid)
+    return HeadFacts(head.commit, head.tree, head.branch, name, oid)
 
 
 def _branch_of(ref: str) -> str | None:
@@ -828,17 +887,17 @@ def _submodule_commits(
 
 def repo_facts(source: SourceRepo) -> RepoFacts:
     """Remotes (credentials stripped) and the upstream branch with its head, where known."""
-    remotes, _any_upstream = _config_facts(source)
+    remotes, _any_upstream = _config_facts(source.toplevel)
     upstream, upstream_head = _upstream(source)
     return RepoFacts(remotes=remotes, upstream=upstream, upstream_head=upstream_head)
 
 
-def _config_facts(source: SourceRepo) -> tuple[tuple[tuple[str, str], ...], bool]:
+def _config_facts(cwd: Path) -> tuple[tuple[tuple[str, str], ...], bool]:
     """The remotes (credentials stripped) and whether any branch has an upstream, from one
     `git config` read (a branch without `branch.<name>.merge` has no upstream)."""
     raw = _git(
         ["config", "-z", "--get-regexp", r"^(remote\..*\.url|branch\..*\.merge)$"],
-        cwd=source.toplevel,
+        cwd=cwd,
         ok_codes=(0, 1),
     )
     remotes = []

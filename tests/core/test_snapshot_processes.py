@@ -17,7 +17,7 @@ from corekit import git, git_bytes, only_store_repo, write
 
 from core import snapshot
 from core.engine import CheckpointRequest, Engine
-from core.errors import DamagedCheckpointError
+from core.errors import DamagedCheckpointError, NotAGitRepoError
 from core.models import ChangedFile, Checkpoint, CheckpointState
 
 
@@ -51,9 +51,10 @@ def test_a_checkpoint_after_another_runs_few_git_processes(
 
     git_calls.clear()
     unchanged = _forced(engine)
-    # resolve, the cat-file session, the walk of the previous trees, status, config, HEAD,
-    # write-tree, update-index, write-tree: nothing written through git, nothing re-read
-    assert len(git_calls) <= 9, git_calls
+    # config, one rev-parse for the repository and its HEAD, the cat-file session, the walk of
+    # the previous trees, status, write-tree, update-index, write-tree: nothing written
+    # through git, nothing re-read
+    assert len(git_calls) <= 8, git_calls
     assert engine.verify(unchanged) == []
 
     write(repo / "notes.txt", "more work\n")
@@ -62,7 +63,7 @@ def test_a_checkpoint_after_another_runs_few_git_processes(
     edited = _forced(engine)
     # plus the diff against the previous trees, the stored check of what it added, and the
     # changed files against the base commit
-    assert len(git_calls) <= 12, git_calls
+    assert len(git_calls) <= 11, git_calls
     for forbidden in ("hash-object", "mktree", "commit-tree", "update-ref", "ls-tree", "--version"):
         assert forbidden not in git_calls
     assert engine.verify(edited) == []
@@ -229,7 +230,7 @@ def test_upstream_and_remotes_match_the_separate_questions(
     facts = _upstream_facts(engine)
     git_calls.clear()
     assert _upstream_facts(engine) == facts
-    assert git_calls.count("rev-parse") == 2  # the repository, then HEAD with its upstream
+    assert git_calls.count("rev-parse") == 1  # the repository, HEAD and its upstream at once
     assert facts["upstream"] == {"name": "local/main", "head": head}
     assert facts["remotes"] == {"origin": "https://example.com/remote.git", "local": str(remote)}
     expected = snapshot.repo_facts(source)
@@ -280,3 +281,20 @@ def test_an_object_the_store_failed_to_copy_leaves_the_checkpoint_incomplete(
         engine.checkpoint("t1", CheckpointRequest(force=True))
     latest = engine.list_checkpoints("t1")[-1]
     assert latest.state is CheckpointState.INCOMPLETE and latest.seq == 2
+
+
+def test_locate_agrees_with_resolve_and_refuses_the_same_paths(repo: Path, tmp_path: Path) -> None:
+    located = snapshot.locate(repo / "src/app.py")
+    assert located.source == snapshot.resolve_source_repo(repo)
+    assert located.head is not None
+    assert located.head.commit == git(repo, "rev-parse", "HEAD").strip()
+    assert (located.head.branch, located.head.upstream) == ("main", None)
+
+    unborn = tmp_path / "unborn"
+    git(tmp_path, "init", "-q", "-b", "trunk", str(unborn))
+    fresh = snapshot.locate(unborn)
+    assert fresh.source == snapshot.resolve_source_repo(unborn) and fresh.head is None
+
+    for nowhere in (tmp_path / "missing", tmp_path):
+        with pytest.raises(NotAGitRepoError):
+            snapshot.locate(nowhere)
