@@ -148,7 +148,7 @@ class Snapshot:
     submodules: tuple[tuple[str, str], ...]
     bytes_added: int
     base_tree: str | None = None  # the base commit's tree (EMPTY_TREE without one)
-    facts: RepoFacts | None = None  # remotes and upstream, read beside the snapshot
+    facts: RepoFacts | None = None  # remotes and upstream, read beside the snapshot (`locate`)
     # True when every object of both trees is known to be in the store by itself: the
     # previous trees were verified complete and each object beyond them was checked after
     # copying. The checkpoint's verification then needs no walk of the whole trees.
@@ -705,7 +705,8 @@ def take_snapshot(
     count only what this snapshot adds; the snapshot then knows its own objects are all present.
     `previous_lockfiles` (the lockfiles of that worktree tree) let the new tree's lockfiles be
     derived from the same diff instead of a walk of the whole tree. `located` (from `locate`)
-    spares asking the config and HEAD again.
+    spares asking HEAD again and gives the snapshot the repository's remotes and upstream
+    (`Snapshot.facts`); without it they are not read.
     """
     scratch_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     with tempfile.TemporaryDirectory(dir=scratch_dir, prefix="snapshot-") as temp:
@@ -721,12 +722,12 @@ def take_snapshot(
         # (Writing the staged tree beside it too gained nothing measurable on two cores.)
         status = _start_git(_STATUS_ARGS, cwd=source.toplevel, env=env)
         try:
-            if located is None:
-                remotes, any_upstream = _config_facts(source.toplevel)
-                head = _head_facts(source, upstream=any_upstream)
+            if located is None:  # the snapshot alone: HEAD, no remotes or upstream
+                facts = None
+                head = _head_facts(source)
             else:
-                remotes, any_upstream = located.remotes, located.any_upstream
-                head = located.head or _head_facts(source, upstream=any_upstream)
+                head = located.head or _head_facts(source, upstream=located.any_upstream)
+                facts = RepoFacts(located.remotes, head.upstream, head.upstream_head)
             base_commit, base_tree, branch_name = head.commit, head.tree, head.branch
             # Whether the store holds the base commit: read through the session when one is
             # open (no process), else asked in one batch with the snapshot's new objects.
@@ -795,7 +796,7 @@ def take_snapshot(
         submodules=tuple(submodules),
         bytes_added=bytes_added + copied_bytes,
         base_tree=base_tree,
-        facts=RepoFacts(remotes=remotes, upstream=head.upstream, upstream_head=head.upstream_head),
+        facts=facts,
         objects_present=previous_trees is not None and unstored == 0,
         lockfiles=lockfiles,
     )
