@@ -23,7 +23,6 @@ import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -111,8 +110,11 @@ LOCKFILE_NAMES = (
 LOCKFILE_PATTERNS = ("requirements*.txt", "constraints*.txt")
 
 
-@dataclass(frozen=True)
-class SourceRepo:
+# The value types here are named tuples, not frozen dataclasses: immutable all the same, and
+# defined in a fraction of the time (~1.5 ms less for every hook process that takes a snapshot).
+
+
+class SourceRepo(NamedTuple):
     """A user's git work tree, located once; everything Pitstop must never write to."""
 
     toplevel: Path
@@ -129,15 +131,16 @@ class SourceRepo:
         return f"{slug[:40] or 'repo'}-{digest}.git"
 
 
-@dataclass(frozen=True)
-class SnapshotLimits:
+class SnapshotLimits(NamedTuple):
     """What a snapshot is allowed to store."""
 
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
 
 
-@dataclass(frozen=True)
-class Snapshot:
+_DEFAULT_LIMITS = SnapshotLimits()
+
+
+class Snapshot(NamedTuple):
     """The trees of one snapshot, now held entirely by the store's repository."""
 
     worktree_tree: str
@@ -156,8 +159,7 @@ class Snapshot:
     lockfiles: tuple[tuple[str, str], ...] | None = None  # path → blob id, when derived
 
 
-@dataclass(frozen=True)
-class RepoFacts:
+class RepoFacts(NamedTuple):
     """What the manifest records about the source repository besides the snapshot."""
 
     remotes: tuple[tuple[str, str], ...]
@@ -693,7 +695,7 @@ def take_snapshot(
     source: SourceRepo,
     store_repo: Path,
     scratch_dir: Path,
-    limits: SnapshotLimits = SnapshotLimits(),
+    limits: SnapshotLimits = _DEFAULT_LIMITS,
     previous_trees: tuple[str, str] | None = None,
     previous_lockfiles: Mapping[str, str] | None = None,
     located: Located | None = None,
@@ -802,7 +804,7 @@ def take_snapshot(
     )
 
 
-class HeadFacts(NamedTuple):  # a tuple: a dataclass costs a hook ~0.5 ms to define
+class HeadFacts(NamedTuple):
     """The base commit, its tree, the branch, and the upstream branch with its head."""
 
     commit: str | None
