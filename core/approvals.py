@@ -15,7 +15,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from core import clock, redact, store
+from core import clock, store
 from core.db import Database, write_txn
 from core.errors import ConflictError, NotAllowedError, NotFoundError, UsageError
 from core.models import (
@@ -58,11 +58,15 @@ class Audit(Protocol):
 
 def persistable(text: str) -> str:
     """Free text as it may be stored: any secret in it replaced by `[REDACTED:rule]` (inv. 2)."""
+    from core import redact  # its rules load only when there is text to redact
+
     return redact.redact_text(text.strip())[0]
 
 
 def refuse_secrets(text: str, what: str) -> str:
     """Refuse text that must be kept exactly (a key, a command) when it holds a secret."""
+    from core import redact
+
     findings = redact.redact_text(text)[1]
     if findings:
         raise UsageError(

@@ -622,8 +622,6 @@ class Ledger:
         notice: Notice,
         check_result: CheckResult | None,
     ) -> GuardOutcome:
-        import socket
-
         attempt = effect.attempts + 1
         started = clock.now_iso()
         # Durably in_progress before the action can start: a crash from here on leaves a trace.
@@ -639,7 +637,7 @@ class Ledger:
                     "exit_code": None,
                     "note": None,
                     "runner_pid": os.getpid(),
-                    "runner_host": socket.gethostname(),
+                    "runner_host": os.uname().nodename,
                 },
             )
             self.audit(

@@ -496,8 +496,6 @@ class Engine:
         recorded as `writing`, its commit written and re-read, and only then flipped to
         `complete` in one transaction (invariant 1).
         """
-        from core import economics
-
         started = time.monotonic()
         task = store.get_task(self.db, task_id)
         if task.status.is_final:
@@ -509,6 +507,8 @@ class Engine:
         with self._task_lock(task_id):
             self._expire_stale_writers(task_id)
             if request.reason is CheckpointReason.TURN:  # DESIGN §4: no every-turn snapshots
+                from core import economics
+
                 last = store.latest_checkpoint_created_at(self.db, task_id)
                 too_soon = economics.turn_skip_reason(
                     clock.parse(last) if last else None,
@@ -632,8 +632,6 @@ class Engine:
         started: float,
         pending: list[dict[str, Any]],
     ) -> CheckpointResult:
-        import socket
-
         created_at = clock.now_iso()
         with write_txn(self.db):
             seq = store.next_checkpoint_seq(self.db, task.id)
@@ -645,7 +643,7 @@ class Engine:
                 note=self._seal_note(task.id, seq, request.note),
                 created_at=created_at,
                 writer_pid=os.getpid(),
-                writer_host=socket.gethostname(),
+                writer_host=os.uname().nodename,
             )
             self._event(
                 task.id,
@@ -1503,11 +1501,9 @@ class Engine:
 
     def _live_leases(self, task_id: str) -> list[str]:
         """Descriptions of resume leases on the task that are still live."""
-        import socket
-
         live = []
         now = clock.now()
-        host = socket.gethostname()
+        host = os.uname().nodename
         for row in store.active_resumes(self.db, task_id):
             if clock.parse(row["lease_until"]) <= now:
                 continue
@@ -1647,8 +1643,6 @@ class Engine:
         )
 
     def _take_lease(self, checkpoint: Checkpoint, verdict: str, target: Path) -> int:
-        import socket
-
         from core.validate import Verdict
 
         now = clock.now()
@@ -1673,7 +1667,7 @@ class Engine:
                 verdict=verdict,
                 workdir=str(target),
                 holder_pid=os.getpid(),
-                holder_host=socket.gethostname(),
+                holder_host=os.uname().nodename,
                 lease_until=until,
                 started_at=clock.to_iso(now),
                 actor=self.actor,

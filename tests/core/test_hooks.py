@@ -422,8 +422,9 @@ print(json.dumps({
         # Observations of a running session: the store is opened, nothing of git.
         (["UserPromptSubmit", "PostToolUse", "Notification"], []),
         # A checkpoint runs git itself (GitPython only creates the store's repository, once);
-        # validation and resume stay unloaded.
-        (["PreCompact"], ["core.economics"]),
+        # validation and resume stay unloaded, and economics too: only a turn checkpoint asks
+        # the policy whether it comes too soon.
+        (["PreCompact"], []),
     ],
 )
 def test_recording_hooks_load_only_what_they_use(
