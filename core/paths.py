@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-
-import platformdirs
 
 from core.errors import StoreError
 
@@ -44,9 +43,32 @@ class StorePaths:
         return self.root / "tmp"
 
 
+def _user_dir(kind: str) -> Path:
+    """The user's `data`, `config` or `cache` directory for Pitstop, as platformdirs gives it.
+
+    On Linux the XDG rule is applied here, as platformdirs applies it: `$XDG_<KIND>_HOME` when
+    it is an absolute path (the XDG spec ignores relative ones), else `~/.local/share`,
+    `~/.config` or `~/.cache` — because importing platformdirs costs every harness hook a few
+    milliseconds. Elsewhere platformdirs decides. A test compares both.
+    """
+    if sys.platform.startswith("linux"):
+        fallback = {"data": "~/.local/share", "config": "~/.config", "cache": "~/.cache"}[kind]
+        value = os.environ.get(f"XDG_{kind.upper()}_HOME", "")
+        base = value if os.path.isabs(value) else os.path.expanduser(fallback)
+        return Path(base) / APP_NAME
+    import platformdirs
+
+    finder = {
+        "data": platformdirs.user_data_dir,
+        "config": platformdirs.user_config_dir,
+        "cache": platformdirs.user_cache_dir,
+    }[kind]
+    return Path(finder(APP_NAME, appauthor=False))
+
+
 def default_store_root() -> Path:
     """The store directory when neither `--store` nor `PITSTOP_HOME` says otherwise."""
-    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+    return _user_dir("data")
 
 
 def config_dir() -> Path:
@@ -54,7 +76,7 @@ def config_dir() -> Path:
     override = os.environ.get(CONFIG_ENV)
     if override:
         return Path(override).expanduser()
-    return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
+    return _user_dir("config")
 
 
 def resolve_store_root(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -93,4 +115,4 @@ def ensure_private_file(path: Path) -> None:
 
 def demo_store_root() -> Path:
     """Where `pitstop demo` builds its store unless `--store` says otherwise (not the real one)."""
-    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False)) / "demo-store"
+    return _user_dir("cache") / "demo-store"

@@ -310,3 +310,28 @@ def test_loose_permissions_on_existing_store_are_fixed(store_root: Path) -> None
     Engine().close()
     assert stat.S_IMODE(store_root.stat().st_mode) == 0o700
     assert stat.S_IMODE((store_root / "pitstop.db").stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("xdg", [None, "", "/tmp/xdg-somewhere", "relative/xdg"])
+def test_user_directories_are_the_ones_platformdirs_gives(
+    xdg: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pitstop applies the XDG rule itself on Linux (a hook must not import platformdirs)."""
+    import sys
+
+    import platformdirs
+
+    from core import paths
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the rule is Linux's; elsewhere platformdirs is asked directly")
+    for kind in ("DATA", "CONFIG", "CACHE"):
+        if xdg is None:
+            monkeypatch.delenv(f"XDG_{kind}_HOME", raising=False)
+        else:
+            monkeypatch.setenv(f"XDG_{kind}_HOME", xdg and f"{xdg}/{kind.lower()}")
+    assert paths._user_dir("data") == Path(platformdirs.user_data_dir("pitstop", appauthor=False))
+    assert paths._user_dir("config") == Path(
+        platformdirs.user_config_dir("pitstop", appauthor=False)
+    )
+    assert paths._user_dir("cache") == Path(platformdirs.user_cache_dir("pitstop", appauthor=False))
