@@ -5,7 +5,7 @@ Read once per engine; a malformed file is a clear error, never a half-applied co
 
 from __future__ import annotations
 
-import getpass
+import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -93,9 +93,16 @@ class Config:
 
 
 def _operator_default() -> str:
+    """The login name, found as `getpass.getuser()` finds it (without importing getpass and
+    termios on every hook call)."""
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        if user := os.environ.get(name):
+            return user
     try:
-        return getpass.getuser()
-    except (KeyError, OSError):
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (KeyError, OSError, ImportError):
         return "operator"
 
 
