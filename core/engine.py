@@ -1149,8 +1149,18 @@ class Engine:
                 ),
                 limits=limits or evidence.EvidenceLimits(),
             )
-            while block := handle.read(evidence.DEFAULT_CHUNK_BYTES):
-                recorder.feed(block)
+            try:
+                while block := handle.read(evidence.DEFAULT_CHUNK_BYTES):
+                    recorder.feed(block)
+            except OSError as exc:  # the file went away or a disk failed halfway through
+                recorder.abort(f"reading {source} failed: {exc.strerror or exc}")
+                raise PitstopError(
+                    f"cannot read {source} to the end ({exc.strerror or exc}); the evidence item "
+                    f"{recorder.id} is marked incomplete"
+                ) from exc
+            except BaseException:
+                recorder.abort("recording was interrupted")
+                raise
         item = recorder.finish(
             exit_code=exit_code,
             duration_ms=int(duration_s * 1000) if duration_s is not None else None,

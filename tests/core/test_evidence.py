@@ -23,6 +23,7 @@ import pytest
 
 from core import store
 from core.engine import Engine
+from core.errors import PitstopError
 from core.evidence import EvidenceLimits, EvidenceRecorder
 
 # Credential-shaped test values (random, so they are not on any allow-list and never collide).
@@ -556,3 +557,15 @@ def test_evidence_belongs_to_the_next_checkpoint(
     assert [e.id for e in engine.list_evidence(f"{task_id}@2")] == [second]
     assert [e.id for e in engine.list_evidence(f"{task_id}@1")] == [first]
     assert [e.id for e in engine.list_evidence(task_id)] == [first, second]
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux /proc")
+def test_a_file_that_fails_halfway_leaves_an_incomplete_item_not_a_writing_one(
+    engine: Engine, task_id: str
+) -> None:
+    # /proc/self/mem opens, then its first read fails (EIO): a read error after the item exists
+    with pytest.raises(PitstopError, match="marked incomplete"):
+        engine.add_evidence_file(task_id, "/proc/self/mem")
+    (item,) = engine.list_evidence(task_id)
+    assert item.state == "incomplete"
+    assert "failed" in (item.failure or "")
