@@ -42,9 +42,7 @@ class PitstopCommands(Provider):
             found.append((f"remote: fetch {task_id}", partial(app.command_fetch, task_id), where))
         for ref, state in app.known_checkpoints().items():
             task_id = ref.split("@", 1)[0]
-            found.append(
-                (f"checkpoint: open {ref}", partial(app.open_task, task_id, ref), state)
-            )
+            found.append((f"checkpoint: open {ref}", partial(app.open_task, task_id, ref), state))
         for name in app.pitstop_theme_names:
             found.append(
                 (f"theme: {name}", partial(app.command_theme, name), f"Switch to the {name} theme")

@@ -22,7 +22,7 @@ from tui.widgets.approvals_view import ApprovalsTable, ApprovalsView
 from tui.widgets.diff_view import DiffView
 from tui.widgets.effects_view import EffectsTable, EffectsView
 from tui.widgets.evidence_view import EvidenceTable, EvidenceView
-from tui.widgets.formatting import repo_name, status_markup
+from tui.widgets.formatting import counted, repo_name, status_markup
 from tui.widgets.overview import CheckpointOverview
 from tui.widgets.resume_view import ResumeView
 from tui.widgets.timeline import CheckpointTimeline
@@ -37,7 +37,7 @@ def heading_markup(task: Task, checkpoints: list[Checkpoint]) -> str:
     complete = sum(1 for c in checkpoints if c.state is CheckpointState.COMPLETE)
     incomplete = len(checkpoints) - complete
     agent = " · ".join(str(part) for part in (task.harness, task.model) if part) or "agent unknown"
-    counts = f"{complete} checkpoints" + (f", {incomplete} incomplete" if incomplete else "")
+    counts = counted(complete, "checkpoint") + (f", {incomplete} incomplete" if incomplete else "")
     return (
         f"[b]{escape(task.id)}[/]  {status_markup(task.status)}  {escape(task.objective)}\n"
         f"[dim]{escape(repo_name(task))} · {escape(agent)} · {counts}[/]"

@@ -34,6 +34,11 @@ CHECKPOINT_GLYPHS = {
 }
 
 
+def counted(count: int, noun: str) -> str:
+    """`1 checkpoint`, `3 checkpoints`: a count with its noun in the right number."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def status_variable(status: TaskStatus) -> str:
     """The theme variable that colours a task status, e.g. `status-waiting`."""
     return f"status-{status.value}"
@@ -117,4 +122,3 @@ def truncate(text: str, width: int) -> str:
 def short_sha(sha: str | None) -> str:
     """The first seven hex digits of an object id."""
     return sha[:7] if sha else "—"
-

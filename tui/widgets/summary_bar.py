@@ -10,7 +10,7 @@ from textual.widgets import Static
 
 from core.engine import TaskSummary
 from core.models import TaskStatus
-from tui.widgets.formatting import STATUS_GLYPHS, status_variable
+from tui.widgets.formatting import STATUS_GLYPHS, counted, status_variable
 
 # Statuses a person has to act on, shown first and counted as "need attention".
 ATTENTION = (TaskStatus.WAITING, TaskStatus.PAUSED)
@@ -61,7 +61,7 @@ class SummaryBar(Static):
         if remote_count:
             parts.append(Content.from_markup(f"[$accent]↓ {remote_count} remote[/]"))
             total_count += remote_count
-        total = f"{total_count} tasks"
+        total = counted(total_count, "task")
         if filter_text:
             total = f"{shown} of {total_count} tasks match “{filter_text}”"
         parts.append(Content(total).stylize("dim"))

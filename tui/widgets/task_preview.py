@@ -11,7 +11,7 @@ from textual.widgets import Static
 from core import clock
 from core.engine import TaskSummary
 from tui.remotes import RemoteSummary, no_key_help
-from tui.widgets.formatting import bar_markup, human_count, repo_name, status_markup
+from tui.widgets.formatting import bar_markup, counted, human_count, repo_name, status_markup
 
 
 def _money(value: float) -> str:
@@ -68,7 +68,7 @@ class TaskPreview(Static):
         lines = [
             f"[b]{escape(task.id)}[/]  {status_markup(task.status)}  "
             f"[dim]started {clock.humanize_age(task.created_at)} ago · "
-            f"last checkpoint {last} · {summary.checkpoint_count} checkpoints[/]",
+            f"last checkpoint {last} · {counted(summary.checkpoint_count, 'checkpoint')}[/]",
             escape(task.objective),
             f"[dim]agent[/]     {escape(agent)}",
             f"[dim]repo[/]      {escape(repo_name(task))} [dim]{escape(task.repo_root)}[/]",
@@ -96,7 +96,7 @@ def remote_lines(summary: RemoteSummary) -> list[str]:
         where = f"{escape(summary.remote_name)} [dim]{where}[/]"
     lines = [
         f"[b]{escape(task.id)}[/]  {status_markup(task.status)}  [b $accent]↓ remote[/]  "
-        f"[dim]{summary.checkpoint_count} checkpoints · {latest} · {seen}[/]",
+        f"[dim]{counted(summary.checkpoint_count, 'checkpoint')} · {latest} · {seen}[/]",
         f"[dim]lives on[/]  {where}",
         "[dim]Only its plain header is here; objective, diff and evidence stay encrypted "
         "until it is fetched.[/]",
