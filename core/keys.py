@@ -83,25 +83,13 @@ class TaskKeys:
                 # Sealing inside the caller's write transaction (an audit reason, an approval's
                 # text): it already holds the write lock, and the new key commits or rolls back
                 # with what it seals, so it is cached only once it is read back committed.
-                store.insert_wrapped_key(
-                    self._db,
-                    task_id,
-                    crypto.wrap_data_key(self.master, key, self.store_id, task_id),
-                    self.master.id,
-                    clock.now_iso(),
-                )
+                self._insert_wrapped(task_id, key)
                 self._uncommitted.add(task_id)
                 return key
             with write_txn(self._db):
                 wrapped = store.get_wrapped_key(self._db, task_id)
                 if wrapped is None:
-                    store.insert_wrapped_key(
-                        self._db,
-                        task_id,
-                        crypto.wrap_data_key(self.master, key, self.store_id, task_id),
-                        self.master.id,
-                        clock.now_iso(),
-                    )
+                    self._insert_wrapped(task_id, key)
             if wrapped is None:
                 self._cache[task_id] = key
                 return key
@@ -142,10 +130,14 @@ class TaskKeys:
 
         Runs inside the caller's transaction, after the task row is inserted.
         """
+        self._insert_wrapped(task_id, self._cache[task_id])
+
+    def _insert_wrapped(self, task_id: str, key: bytes) -> None:
+        """Record a task's data key wrapped by the master key (in the caller's transaction)."""
         store.insert_wrapped_key(
             self._db,
             task_id,
-            crypto.wrap_data_key(self.master, self._cache[task_id], self.store_id, task_id),
+            crypto.wrap_data_key(self.master, key, self.store_id, task_id),
             self.master.id,
             clock.now_iso(),
         )

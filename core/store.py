@@ -793,22 +793,38 @@ def decide_approval(
     keys: TextKeys,
 ) -> bool:
     """Move a `pending` approval to its decision (reason sealed); False when not pending."""
+    return _write_decision(
+        db, approval_id, to_state, decided_by, decided_at, reason, keys, only_pending=True
+    )
+
+
+def _write_decision(
+    db: Database,
+    approval_id: str,
+    to_state: ApprovalState,
+    decided_by: str | None,
+    decided_at: str,
+    reason: str | None,
+    keys: TextKeys,
+    *,
+    only_pending: bool,
+) -> bool:
+    """Store an approval's decision, its reason sealed; False when no row was changed."""
     found = db.execute("SELECT task_id, seq FROM approvals WHERE id = ?", [approval_id]).fetchone()
     if found is None:
         return False
-    cursor = db.execute(
-        "UPDATE approvals SET state = ?, decided_by = ?, decided_at = ?, reason = ? "
-        "WHERE id = ? AND state = ?",
-        [
-            to_state.value,
-            decided_by,
-            decided_at,
-            _sealed(keys, found[0], approval_item(found[1], "reason"), reason),
-            approval_id,
-            ApprovalState.PENDING.value,
-        ],
-    )
-    return cursor.rowcount == 1
+    sql = "UPDATE approvals SET state = ?, decided_by = ?, decided_at = ?, reason = ? WHERE id = ?"
+    params = [
+        to_state.value,
+        decided_by,
+        decided_at,
+        _sealed(keys, found[0], approval_item(found[1], "reason"), reason),
+        approval_id,
+    ]
+    if only_pending:
+        sql += " AND state = ?"
+        params.append(ApprovalState.PENDING.value)
+    return db.execute(sql, params).rowcount == 1
 
 
 def tasks_keyed_by_other_master(db: Database, master_key_id: str) -> list[str]:
@@ -1506,17 +1522,6 @@ def overrule_approval(
     keys: TextKeys,
 ) -> bool:
     """Replace an approval's decision with one made first elsewhere (ledger sync only)."""
-    found = db.execute("SELECT task_id, seq FROM approvals WHERE id = ?", [approval_id]).fetchone()
-    if found is None:
-        return False
-    cursor = db.execute(
-        "UPDATE approvals SET state = ?, decided_by = ?, decided_at = ?, reason = ? WHERE id = ?",
-        [
-            to_state.value,
-            decided_by,
-            decided_at,
-            _sealed(keys, found[0], approval_item(found[1], "reason"), reason),
-            approval_id,
-        ],
+    return _write_decision(
+        db, approval_id, to_state, decided_by, decided_at, reason, keys, only_pending=False
     )
-    return cursor.rowcount == 1
