@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -113,7 +112,7 @@ def effective(approval: Approval, now: datetime) -> Approval:
         and approval.expires_at is not None
         and clock.parse(approval.expires_at) <= now
     ):
-        return replace(approval, state=ApprovalState.EXPIRED)
+        return approval._replace(state=ApprovalState.EXPIRED)
     return approval
 
 

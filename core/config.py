@@ -6,9 +6,8 @@ Read once per engine; a malformed file is a clear error, never a half-applied co
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from core.errors import UsageError
 from core.paths import config_dir
@@ -17,8 +16,7 @@ from core.paths import config_dir
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class EconomicsSettings:
+class EconomicsSettings(NamedTuple):
     """`[economics]`: what replaying and checkpointing a real task cost (DESIGN §4)."""
 
     p_interrupt: float = 0.05
@@ -32,15 +30,13 @@ class EconomicsSettings:
     validation_usd: float = 0.10
 
 
-@dataclass(frozen=True)
-class PolicySettings:
+class PolicySettings(NamedTuple):
     """`[policy]`: when a checkpoint request is skipped."""
 
     min_interval_seconds: float = 300.0
 
 
-@dataclass(frozen=True)
-class RetentionSettings:
+class RetentionSettings(NamedTuple):
     """`[retention]`: when `pitstop gc` expires checkpoints; byte caps are off when unset."""
 
     ttl_days: float = 14.0
@@ -58,7 +54,7 @@ def _section(file: Path, data: dict[str, Any], name: str, defaults: _Settings) -
     table = data.get(name, {})
     if not isinstance(table, dict):
         raise UsageError(f"{file}: [{name}] must be a table")
-    known = [item.name for item in fields(defaults)]
+    known = list(defaults._fields)
     values: dict[str, Any] = {}
     for key, value in table.items():
         if key not in known:
@@ -69,11 +65,10 @@ def _section(file: Path, data: dict[str, Any], name: str, defaults: _Settings) -
         values[key] = int(value) if wants_int else float(value)
     if name == "economics" and values.get("p_interrupt", 0) > 1:
         raise UsageError(f"{file}: economics.p_interrupt is a probability between 0 and 1")
-    return replace(defaults, **values)
+    return defaults._replace(**values)
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     """Settings that change Pitstop's behaviour, with their defaults."""
 
     operator: str
@@ -83,9 +78,9 @@ class Config:
     checkpoint_ttl_days: float = 14.0
     lease_minutes: float = 120.0
     harnesses: tuple[tuple[str, dict[str, str]], ...] = ()
-    economics: EconomicsSettings = field(default_factory=EconomicsSettings)
-    policy: PolicySettings = field(default_factory=PolicySettings)
-    retention: RetentionSettings = field(default_factory=RetentionSettings)
+    economics: EconomicsSettings = EconomicsSettings()
+    policy: PolicySettings = PolicySettings()
+    retention: RetentionSettings = RetentionSettings()
 
     def harness(self, name: str) -> dict[str, str]:
         """The `[harness.NAME]` table (resume template, version or version_command)."""

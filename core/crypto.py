@@ -19,8 +19,7 @@ import hashlib
 import os
 import secrets
 import struct
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -60,8 +59,7 @@ def key_id(key: bytes) -> str:
     return hashlib.sha256(b"pitstop-key-id\0" + key).hexdigest()[:12]
 
 
-@dataclass(frozen=True)
-class MasterKey:
+class MasterKey(NamedTuple):
     """The store owner's master key and where it came from."""
 
     key: bytes

@@ -29,11 +29,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core import approvals, clock, store
 from core.approvals import Audit
@@ -145,8 +144,7 @@ class CheckVerdict(StrEnum):
     UNKNOWN = "unknown"  # anything else: another exit code, a timeout, a check that cannot run
 
 
-@dataclass(frozen=True)
-class CheckResult:
+class CheckResult(NamedTuple):
     """One run of a precondition check."""
 
     verdict: CheckVerdict
@@ -154,8 +152,7 @@ class CheckResult:
     detail: str
 
 
-@dataclass(frozen=True)
-class ProposeResult:
+class ProposeResult(NamedTuple):
     """What proposing did: the effect under that key, whether it is new, and any warnings."""
 
     effect: SideEffect
@@ -163,16 +160,14 @@ class ProposeResult:
     warnings: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class CheckOutcome:
+class CheckOutcome(NamedTuple):
     """What `effect check` found and did."""
 
     effect: SideEffect
     result: CheckResult
 
 
-@dataclass(frozen=True)
-class GuardRequest:
+class GuardRequest(NamedTuple):
     """Everything `effect guard` is asked: which effect, how to check it, what to run."""
 
     task_id: str
@@ -186,8 +181,7 @@ class GuardRequest:
     stdout_to_stderr: bool = False
 
 
-@dataclass(frozen=True)
-class GuardOutcome:
+class GuardOutcome(NamedTuple):
     """What a guard did, and the exit code it should end with."""
 
     effect: SideEffect
@@ -199,8 +193,7 @@ class GuardOutcome:
     check: CheckResult | None = None
 
 
-@dataclass(frozen=True)
-class _ActionResult:
+class _ActionResult(NamedTuple):
     returncode: int
     duration_s: float
     timed_out: bool
@@ -246,7 +239,7 @@ class Ledger:
     def _with_runner(self, effect: SideEffect) -> SideEffect:
         if effect.state is not EffectState.IN_PROGRESS:
             return effect
-        return replace(effect, runner_alive=self._lock_held(effect.task_id, effect.key))
+        return effect._replace(runner_alive=self._lock_held(effect.task_id, effect.key))
 
     # --- proposing and moving ---------------------------------------------------------------
 
@@ -650,7 +643,7 @@ class Ledger:
                 f"guard, attempt {attempt}",
                 started,
             )
-        running = replace(effect, state=EffectState.IN_PROGRESS, attempts=attempt)
+        running = effect._replace(state=EffectState.IN_PROGRESS, attempts=attempt)
         try:
             result = _run_action(
                 request.argv,

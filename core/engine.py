@@ -15,10 +15,9 @@ import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core import clock, store
 from core.config import Config, load_config
@@ -75,16 +74,14 @@ _STATUS_AFTER = {
 }
 
 
-@dataclass(frozen=True)
-class CheckpointResult:
+class CheckpointResult(NamedTuple):
     """What `Engine.checkpoint` did: a new checkpoint, or why it skipped one."""
 
     checkpoint: Checkpoint | None
     skipped: str | None = None
 
 
-@dataclass(frozen=True)
-class CheckpointRequest:
+class CheckpointRequest(NamedTuple):
     """Everything an agent or operator says when asking for a checkpoint."""
 
     reason: CheckpointReason = CheckpointReason.MANUAL
@@ -97,8 +94,7 @@ class CheckpointRequest:
     max_file_bytes: int | None = None
 
 
-@dataclass(frozen=True)
-class TaskSummary:
+class TaskSummary(NamedTuple):
     """A task plus what the dashboard lists beside it."""
 
     task: Task
@@ -109,12 +105,11 @@ class TaskSummary:
     last_verdict: str | None = None
 
 
-@dataclass
-class _Progress:
+class _Progress(NamedTuple):
     """Carry-over of steps and consumption from one checkpoint to the next."""
 
-    done: list[str] = field(default_factory=list)
-    todo: list[str] = field(default_factory=list)
+    done: list[str]
+    todo: list[str]
 
 
 def parse_checkpoint_ref(text: str) -> tuple[str, int | None]:
@@ -452,7 +447,7 @@ class Engine:
             self._event(
                 task_id, "task", task_id, status.value, task.status.value, status.value, reason, now
             )
-        return replace(task, status=status, updated_at=now)
+        return task._replace(status=status, updated_at=now)
 
     # --- economics, retention and measures -------------------------------------------------
 
@@ -487,7 +482,7 @@ class Engine:
     # --- checkpoints -----------------------------------------------------------------------
 
     def checkpoint(
-        self, task_id: str, request: CheckpointRequest = CheckpointRequest()
+        self, task_id: str, request: CheckpointRequest | None = None
     ) -> CheckpointResult:
         """Snapshot the task's work tree and record a complete, verified checkpoint.
 
@@ -497,6 +492,7 @@ class Engine:
         `complete` in one transaction (invariant 1).
         """
         started = time.monotonic()
+        request = request or CheckpointRequest()
         task = store.get_task(self.db, task_id)
         if task.status.is_final:
             raise ConflictError(
@@ -909,8 +905,7 @@ class Engine:
         if checkpoint.state is CheckpointState.WRITING and not self._writer_alive(
             checkpoint.task_id
         ):
-            return replace(
-                checkpoint,
+            return checkpoint._replace(
                 state=CheckpointState.INCOMPLETE,
                 failure="the process writing this checkpoint stopped before it completed",
             )
@@ -953,9 +948,9 @@ class Engine:
         except (MasterKeyError, DecryptError):
             if strict:
                 raise
-            return replace(checkpoint, note=store.UNREADABLE)
-        return replace(
-            checkpoint, note=note, manifest=document, sealed_note=None, sealed_manifest=None
+            return checkpoint._replace(note=store.UNREADABLE)
+        return checkpoint._replace(
+            note=note, manifest=document, sealed_note=None, sealed_manifest=None
         )
 
     def list_checkpoints(self, task_id: str) -> list[Checkpoint]:
@@ -1373,6 +1368,8 @@ class Engine:
         progress: Callable[[Finding], None] | None = None,
     ) -> ValidationReport:
         """Run every restore check on a checkpoint; the run is stored and audited."""
+        from dataclasses import replace
+
         from core.validate import Verdict, run_checks
 
         inputs = self._validation_inputs(ref, into, offline)
@@ -1889,7 +1886,7 @@ class Engine:
             self._event(
                 task_id, "task", task_id, "status", task.status.value, status.value, reason, now
             )
-        return replace(task, status=status, updated_at=now)
+        return task._replace(status=status, updated_at=now)
 
     def add_evidence_output(
         self,

@@ -23,9 +23,8 @@ import os
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core.errors import NotAGitRepoError, PitstopError, UsageError
 
@@ -63,8 +62,7 @@ _WAITING_TEXT = re.compile(
 # --- rules ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     """A kind of shell command that acts outside the sandbox, and whether it needs an approval."""
 
     name: str
@@ -159,8 +157,7 @@ def load_rules(path: Path | None = None) -> tuple[Rule, ...]:
     return tuple(rules.values())
 
 
-@dataclass(frozen=True)
-class RuleMatch:
+class RuleMatch(NamedTuple):
     """A command a rule caught: the rule, the normalised command and its idempotency key."""
 
     rule: Rule
@@ -332,14 +329,13 @@ def _is_loopback(host: str) -> bool:
 # --- replies ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class HookReply:
+class HookReply(NamedTuple):
     """What the hook process prints and the code it exits with, in the harness's protocol."""
 
     exit_code: int = 0
     stdout: str = ""
     stderr: str = ""
-    recorded: tuple[str, ...] = field(default=(), compare=False)
+    recorded: tuple[str, ...] = ()
 
 
 def _deny(reason: str) -> HookReply:
@@ -405,20 +401,30 @@ def _text(event: Mapping[str, Any], key: str) -> str | None:
 OpenEngine = Callable[[str], "Engine"]
 
 
-@dataclass
 class HookContext:
-    """Where a hook records: the store, the rules, the environment it runs in."""
+    """Where a hook records: the store, the rules, the environment it runs in.
 
-    store: str | None = None
-    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    rules: tuple[Rule, ...] | None = None
-    config_path: Path | None = None
-    # A hook process that ends right after its answer (`tui.launch`) leaves the store open for
-    # the process exit: closing SQLite's last connection checkpoints the WAL into the database
-    # (two more fsyncs) on every tool call; SQLite's auto-checkpoint and the next long-lived
-    # connection to close do it instead. Every write is committed before the answer.
-    keep_store_open: bool = False
-    _engine: Engine | None = None
+    A hook process that ends right after its answer (`tui.launch`) passes `keep_store_open`: it
+    leaves the store open for the process exit, since closing SQLite's last connection
+    checkpoints the WAL into the database (two more fsyncs) on every tool call; SQLite's
+    auto-checkpoint and the next long-lived connection to close do it instead. Every write is
+    committed before the answer.
+    """
+
+    def __init__(
+        self,
+        store: str | None = None,
+        env: Mapping[str, str] | None = None,
+        rules: tuple[Rule, ...] | None = None,
+        config_path: Path | None = None,
+        keep_store_open: bool = False,
+    ) -> None:
+        self.store = store
+        self.env: Mapping[str, str] = dict(os.environ) if env is None else env
+        self.rules = rules
+        self.config_path = config_path
+        self.keep_store_open = keep_store_open
+        self._engine: Engine | None = None
 
     def engine(self, harness: str) -> Engine:
         """Open the store on first use, as the harness through the hook interface."""

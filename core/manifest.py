@@ -11,7 +11,6 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import Any
 
 from core.errors import DamagedCheckpointError, SchemaTooNewError
@@ -107,7 +106,7 @@ def build_manifest(
             "worktree_tree": snapshot.worktree_tree,
             "index_tree": snapshot.index_tree,
             "submodules": [{"path": p, "commit": c} for p, c in snapshot.submodules],
-            "changed_files": [asdict(change) for change in changed],
+            "changed_files": [change._asdict() for change in changed],
             "max_file_bytes": max_file_bytes,
         },
         "steps": {"done": list(done), "todo": list(todo)},
@@ -125,7 +124,7 @@ def build_manifest(
         "pending_approvals": [],
         "side_effects": [],
         "evidence": list(evidence),
-        "left_out": [asdict(item) for item in snapshot.left_out],
+        "left_out": [item._asdict() for item in snapshot.left_out],
         "stats": {"creation_ms": creation_ms, "snapshot_bytes_added": snapshot.bytes_added},
     }
 

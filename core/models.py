@@ -1,14 +1,16 @@
-"""The shared vocabulary: frozen dataclasses and enums every other module speaks.
+"""The shared vocabulary: immutable records and enums every other module speaks.
 
 Nothing here touches SQLite or git; `core.store` and `core.snapshot` translate to and from these.
+Records are `typing.NamedTuple`s, not dataclasses: a harness hook imports this module on every
+tool call, and `dataclasses` (which imports `inspect`) plus generating each class's methods cost
+about as much as Python's own start-up. A changed copy is `record._replace(field=value)`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from core.errors import UsageError
 
@@ -71,8 +73,7 @@ def validate_task_id(task_id: str) -> str:
     return task_id
 
 
-@dataclass(frozen=True)
-class NamedVersion:
+class NamedVersion(NamedTuple):
     """A harness or model as `NAME@VERSION` (the version may be unknown)."""
 
     name: str
@@ -90,8 +91,7 @@ class NamedVersion:
         return f"{self.name}@{self.version}" if self.version else self.name
 
 
-@dataclass(frozen=True)
-class Budget:
+class Budget(NamedTuple):
     """Limits a task may spend; `None` means no limit was set."""
 
     tokens: int | None = None
@@ -99,8 +99,7 @@ class Budget:
     minutes: float | None = None
 
 
-@dataclass(frozen=True)
-class Task:
+class Task(NamedTuple):
     """One long piece of agent work in one git repository."""
 
     id: str
@@ -112,15 +111,14 @@ class Task:
     updated_at: str
     harness: NamedVersion | None = None
     model: NamedVersion | None = None
-    budget: Budget = field(default_factory=Budget)
+    budget: Budget = Budget()
     tokens_used: int = 0
     usd_used: float = 0.0
     credentials: tuple[str, ...] = ()
     approvers: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class LeftOut:
+class LeftOut(NamedTuple):
     """A file the snapshot deliberately did not store, and why."""
 
     path: str
@@ -128,8 +126,7 @@ class LeftOut:
     size: int | None = None
 
 
-@dataclass(frozen=True)
-class ChangedFile:
+class ChangedFile(NamedTuple):
     """One path that differs between the base commit and the snapshot."""
 
     path: str
@@ -143,8 +140,7 @@ class ChangedFile:
         return self.added is None
 
 
-@dataclass(frozen=True)
-class Checkpoint:
+class Checkpoint(NamedTuple):
     """An immutable record of a task at one moment; resumable only when `complete`."""
 
     task_id: str
@@ -167,17 +163,24 @@ class Checkpoint:
     manifest_sha256: str | None = None
     manifest: dict[str, Any] | None = None
     # Content as stored (encrypted envelopes); the engine opens them into `note`/`manifest`.
-    sealed_note: bytes | None = field(default=None, repr=False)
-    sealed_manifest: bytes | None = field(default=None, repr=False)
+    sealed_note: bytes | None = None
+    sealed_manifest: bytes | None = None
 
     @property
     def ref(self) -> str:
         """The checkpoint's human handle, `TASK@SEQ`."""
         return f"{self.task_id}@{self.seq}"
 
+    def __repr__(self) -> str:  # the sealed envelopes are noise in a log or a test failure
+        shown = ", ".join(
+            f"{name}={getattr(self, name)!r}"
+            for name in self._fields
+            if name not in ("sealed_note", "sealed_manifest")
+        )
+        return f"Checkpoint({shown})"
 
-@dataclass(frozen=True)
-class AuditEvent:
+
+class AuditEvent(NamedTuple):
     """One state change: who, when, through which interface, from what to what, and why."""
 
     id: int
@@ -203,8 +206,7 @@ class EffectState(StrEnum):
     UNCERTAIN = "uncertain"
 
 
-@dataclass(frozen=True)
-class SideEffect:
+class SideEffect(NamedTuple):
     """An action outside the sandbox, recorded under an idempotency key unique in its task."""
 
     task_id: str
@@ -250,8 +252,7 @@ class Risk(StrEnum):
     HIGH = "high"
 
 
-@dataclass(frozen=True)
-class Approval:
+class Approval(NamedTuple):
     """An agent's request for a human decision before an action."""
 
     id: str

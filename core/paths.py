@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from core.errors import StoreError
 
@@ -20,8 +20,7 @@ STORE_ENV = "PITSTOP_HOME"
 CONFIG_ENV = "PITSTOP_CONFIG_DIR"
 
 
-@dataclass(frozen=True)
-class StorePaths:
+class StorePaths(NamedTuple):
     """Every path inside one store directory."""
 
     root: Path

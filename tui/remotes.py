@@ -10,19 +10,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from core.engine import Engine, TaskSummary
 from core.errors import PitstopError
 from core.models import Task, TaskStatus
 
 
-@dataclass(frozen=True)
-class RemoteSummary(TaskSummary):
+class RemoteSummary(NamedTuple):
     """A task seen on a remote and not in this store: its plain header, as a dashboard row.
 
+    It has every field of `core.engine.TaskSummary` (the table treats both alike), then its own.
     `task.objective` holds what the row says in place of the (sealed) objective.
     """
 
+    task: Task
+    checkpoint_count: int
+    last_checkpoint_at: str | None
+    pending_approvals: int = 0
+    uncertain_effects: int = 0
+    last_verdict: str | None = None
     url: str = ""
     remote_name: str | None = None
     readable: bool = True
@@ -34,6 +41,10 @@ class RemoteSummary(TaskSummary):
     def where(self) -> str:
         """The remote's name when it has one, else its URL."""
         return self.remote_name or self.url
+
+
+# A row of the dashboard's task table: a local task or one only seen on a remote.
+DashboardRow = TaskSummary | RemoteSummary
 
 
 @dataclass(frozen=True)

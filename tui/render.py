@@ -18,11 +18,13 @@ from core.models import Checkpoint, Task
 
 
 def jsonable(value: Any) -> Any:
-    """Turn dataclasses, enums and tuples into plain JSON types."""
+    """Turn records (dataclasses and the models' named tuples), enums and tuples into JSON types."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        data = {
+        return {
             field.name: jsonable(getattr(value, field.name)) for field in dataclasses.fields(value)
         }
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        data = {name: jsonable(getattr(value, name)) for name in value._fields}
         if isinstance(value, Checkpoint):
             data["ref"] = value.ref
         return data

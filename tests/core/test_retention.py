@@ -12,7 +12,6 @@ import os
 import sqlite3
 import subprocess
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -55,7 +54,7 @@ def timeline(monkeypatch: pytest.MonkeyPatch) -> Iterator[Timeline]:
 
 
 def open_engine(store_root: Path, **retention: object) -> Engine:
-    config = replace(load_config(), retention=RetentionSettings(**retention))  # type: ignore[arg-type]
+    config = load_config()._replace(retention=RetentionSettings(**retention))  # type: ignore[arg-type]
     return Engine(store_root, config=config)
 
 

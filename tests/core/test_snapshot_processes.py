@@ -179,7 +179,7 @@ def test_lockfiles_and_changed_files_match_a_fresh_reading(
         base_tree = snapshot.tree_of_commit(store, checkpoint.base_commit)
         fresh = changed_files(store, base_tree, checkpoint.worktree_tree)
         recorded = checkpoint.manifest["snapshot"]["changed_files"]
-        assert recorded == [vars(change) for change in fresh]
+        assert recorded == [change._asdict() for change in fresh]
     assert len(walked) == 1  # only the first checkpoint walked its whole tree
     assert len(diffed) == len(steps) - 1  # the unchanged one reused its predecessor's list
 

@@ -9,8 +9,7 @@ from textual.markup import escape
 from textual.widgets import Static
 
 from core import clock
-from core.engine import TaskSummary
-from tui.remotes import RemoteSummary, no_key_help
+from tui.remotes import DashboardRow, RemoteSummary, no_key_help
 from tui.widgets.formatting import bar_markup, counted, human_count, repo_name, status_markup
 
 
@@ -49,7 +48,7 @@ def budget_lines(
 class TaskPreview(Static):
     """Objective, agent, repository and budgets of one task (or where a remote one lives)."""
 
-    def show(self, summary: TaskSummary | None, shared_with: tuple[str, ...] = ()) -> None:
+    def show(self, summary: DashboardRow | None, shared_with: tuple[str, ...] = ()) -> None:
         """Describe `summary`'s task, or say that nothing is selected; `shared_with` lists the
         remotes a local task travels through."""
         if summary is None:

@@ -37,7 +37,7 @@ from textual.strip import Strip
 from core import clock
 from core.engine import TaskSummary
 from core.models import TaskStatus
-from tui.remotes import RemoteSummary, RemoteView
+from tui.remotes import DashboardRow, RemoteSummary, RemoteView
 from tui.widgets.formatting import (
     STATUS_ATTENTION,
     STATUS_GLYPHS,
@@ -98,11 +98,11 @@ TRIAGE_STATUSES: tuple[TaskStatus, ...] = tuple(
 )
 
 
-def _last_activity(summary: TaskSummary) -> str:
+def _last_activity(summary: DashboardRow) -> str:
     return summary.last_checkpoint_at or summary.task.updated_at
 
 
-SORT_KEYS: dict[str, Callable[[TaskSummary], Any]] = {
+SORT_KEYS: dict[str, Callable[[DashboardRow], Any]] = {
     "status": lambda s: STATUS_ATTENTION[s.task.status],
     "task": lambda s: s.task.id,
     "objective": lambda s: s.task.objective.lower(),
@@ -116,19 +116,19 @@ SORT_KEYS: dict[str, Callable[[TaskSummary], Any]] = {
 }
 
 
-def haystack(summary: TaskSummary) -> str:
+def haystack(summary: DashboardRow) -> str:
     """The lower-cased text a filter searches: id, status, repo and objective."""
     task = summary.task
     return " ".join((task.id, task.status.value, repo_name(task), task.objective)).lower()
 
 
-def matches(summary: TaskSummary, filter_text: str) -> bool:
+def matches(summary: DashboardRow, filter_text: str) -> bool:
     """True when every word of the filter appears in the task's id, status, repo or objective."""
     text = haystack(summary)
     return all(word in text for word in filter_text.lower().split())
 
 
-def triage_order(summaries: Sequence[TaskSummary]) -> list[TaskSummary]:
+def triage_order(summaries: Sequence[DashboardRow]) -> list[DashboardRow]:
     """Tasks that need a person first, then the most recently active."""
     by_recent = sorted(summaries, key=_last_activity, reverse=True)
     return sorted(by_recent, key=lambda s: STATUS_ATTENTION[s.task.status])
@@ -257,16 +257,16 @@ class TaskTable(ScrollView, can_focus=True):
         super().__init__(**kwargs)
         self.summaries: list[TaskSummary] = []  # the local tasks
         self.remote = RemoteView()  # remote-only rows and which local tasks are shared
-        self._rows: list[TaskSummary] = []  # local tasks, then remote-only ones
+        self._rows: list[DashboardRow] = []  # local tasks, then remote-only ones
         self.filter_text = ""
         self.sort_column: str | None = None
         self.sort_reverse = False
         self.cursor_row = 0
         self.hover_row: int | None = None
         self.hover_column: str | None = None
-        self._ordered: list[tuple[TaskSummary, str]] = []  # every task, in display order
-        self._shown: list[TaskSummary] = []
-        self._shown_pairs: list[tuple[TaskSummary, str]] = []
+        self._ordered: list[tuple[DashboardRow, str]] = []  # every task, in display order
+        self._shown: list[DashboardRow] = []
+        self._shown_pairs: list[tuple[DashboardRow, str]] = []
         self._narrowable = False
         self._haystacks: dict[str, str] = {}
         self._objective_width = 36
@@ -283,7 +283,7 @@ class TaskTable(ScrollView, can_focus=True):
     # --- the data --------------------------------------------------------------------------
 
     @property
-    def shown(self) -> list[TaskSummary]:
+    def shown(self) -> list[DashboardRow]:
         """The tasks the table shows now, in display order."""
         return self._shown
 
@@ -293,7 +293,7 @@ class TaskTable(ScrollView, can_focus=True):
         return len(self._shown)
 
     @property
-    def selected_summary(self) -> TaskSummary | None:
+    def selected_summary(self) -> DashboardRow | None:
         """The task under the cursor, with its counts, if any."""
         if 0 <= self.cursor_row < len(self._shown):
             return self._shown[self.cursor_row]
@@ -317,7 +317,7 @@ class TaskTable(ScrollView, can_focus=True):
         keep = self.selected_task_id
         self.summaries = list(summaries)
         self.remote = remote or RemoteView()
-        self._rows = self.summaries + list(self.remote.rows) if self.remote.rows else self.summaries
+        self._rows = [*self.summaries, *self.remote.rows]
         shared = self.remote.links
         repos: dict[str, str] = {}
         haystacks: dict[str, str] = {}
@@ -598,7 +598,7 @@ class TaskTable(ScrollView, can_focus=True):
             segments.append(Segment(pad + fit(text, cells, column.right) + pad, cell_style))
         return Strip(segments).adjust_cell_length(width, style)
 
-    def _badges(self, summary: TaskSummary, on_cursor: bool) -> list[tuple[str, Style]]:
+    def _badges(self, summary: DashboardRow, on_cursor: bool) -> list[tuple[str, Style]]:
         """What a row's objective cell starts with: `↓ remote` (and `no key`), or `⇅` shared.
 
         On the cursor row they keep the cursor's colours (an accent badge would vanish on an
@@ -636,7 +636,7 @@ class TaskTable(ScrollView, can_focus=True):
         segments.append(Segment(pad, style))
         return segments
 
-    def _cells(self, summary: TaskSummary) -> list[tuple[str, Style | None]]:
+    def _cells(self, summary: DashboardRow) -> list[tuple[str, Style | None]]:
         """Each column's text and colour for one task."""
         task = summary.task
         status: TaskStatus = task.status
