@@ -22,7 +22,14 @@ import struct
 from typing import Any, NamedTuple
 
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+try:  # the class itself: its public module also loads every cipher, mode and legacy algorithm,
+    # a quarter of cryptography's import time on every hook call (tests check it is the same)
+    from cryptography.hazmat.bindings._rust import openssl as _rust_openssl
+
+    AESGCM = _rust_openssl.aead.AESGCM
+except (ImportError, AttributeError):  # a cryptography laid out otherwise
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from core.errors import PitstopError, UsageError
 

@@ -61,6 +61,14 @@ def reopen() -> Engine:
 # --- envelopes ------------------------------------------------------------------------------
 
 
+def test_the_cipher_is_cryptographys_public_aesgcm() -> None:
+    """core.crypto takes AESGCM from cryptography's binding (a faster import): the same class
+    the public module exports, or that module's own when the binding is laid out otherwise."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    assert crypto.AESGCM is AESGCM
+
+
 def test_envelope_round_trip_and_format() -> None:
     key = crypto.generate_key()
     aad = crypto.associated_data("store", "task", "evidence/1/chunk/0")
