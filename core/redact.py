@@ -43,11 +43,14 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
+from typing import TYPE_CHECKING, Any
 
-import ahocorasick_rs
+if TYPE_CHECKING:
+    import ahocorasick_rs
 
 __all__ = [
+    "ACCELERATE_AFTER",
     "MAX_LINE",
     "PEM_HOLD_CAP",
     "RULES",
@@ -55,6 +58,7 @@ __all__ = [
     "Finding",
     "Rule",
     "StreamRedactor",
+    "hyperscan_available",
     "redact_argv",
     "redact_bytes",
     "redact_text",
@@ -77,6 +81,9 @@ MAX_LINE = 4 * OVERLAP
 """Lines longer than this are processed in overlapping windows rather than whole."""
 BLOCK = 64 * 1024
 """Complete lines are gated and scanned together in blocks of about this many characters."""
+ACCELERATED_BLOCK = 1024 * 1024
+"""The block size behind the Hyperscan gate, which scans a block without holding the GIL: fewer,
+larger blocks leave less Python work per byte (the output does not depend on block sizes)."""
 PEM_LINE_MAX = 4096
 """A line inside a PEM block longer than this cannot be key material."""
 PEM_HOLD_CAP = 64 * 1024
@@ -127,6 +134,11 @@ class Rule:
     """Anchored rules: ``(literal, offset)``: every match starts ``offset`` characters into an
     occurrence of one of these lowercase literals (a keyword with the characters that must
     surround it), so the literals alone say where to try the rule."""
+    locator: tuple[str, int] | None = None
+    """Anchored rules, optionally: ``(regex, width)``, a case-sensitive, fixed-width pattern that
+    the first ``width`` characters of every match fullmatch. Where Hyperscan scans a block, it
+    finds these places instead of the ``starts`` (which are many more: ``ac`` + two hex digits
+    is in every hex id); the rule is tried at exactly the same matches either way."""
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
@@ -495,11 +507,12 @@ def _rule(
     flags: int = _A,
     anchored: bool = False,
     starts: Iterable[tuple[str, int]] | None = None,
+    locator: tuple[str, int] | None = None,
 ) -> Rule:
     keywords = tuple(keywords)
     if anchored and starts is None:
         starts = [(kw, 0) for kw in keywords]
-    return Rule(name, keywords, pattern, flags, select, anchored, tuple(starts or ()))
+    return Rule(name, keywords, pattern, flags, select, anchored, tuple(starts or ()), locator)
 
 
 def _generic_starts(names: Iterable[str]) -> list[tuple[str, int]]:
@@ -690,6 +703,7 @@ RULES: tuple[Rule, ...] = (
         _body_check("body", _random_enough),
         anchored=True,  # "sk" (skipped, task) is in every block: try only "SK" + hex
         starts=[(f"sk{a}{b}", 0) for a in _HEX for b in _HEX],
+        locator=("SK[0-9a-fA-F]{32}", 34),
     ),
     _rule(
         "twilio-account-sid",
@@ -698,6 +712,7 @@ RULES: tuple[Rule, ...] = (
         _body_check("body", _random_enough),
         anchored=True,  # as twilio-api-key: "ac" is everywhere, "AC" + hex is not
         starts=[(f"ac{a}{b}", 0) for a in _HEX for b in _HEX],
+        locator=("AC[0-9a-f]{32}", 34),
     ),
     _rule(
         "huggingface-token",
@@ -782,6 +797,7 @@ for _r in RULES:
     assert _r.keywords and all(kw == kw.lower() and kw.isascii() for kw in _r.keywords), _r.name
     assert all(lit == lit.lower() and lit.isascii() for lit, _ in _r.starts), _r.name
     assert _r.anchored == bool(_r.starts), _r.name
+    assert _r.locator is None or _r.anchored, _r.name
 _LITERALS: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}
 for _index, _r in enumerate(RULES):
     if _r.anchored:
@@ -795,10 +811,79 @@ _GATES: tuple[tuple[int, ...], ...] = tuple(tuple(_LITERALS[lit][0]) for lit in 
 _STARTS: tuple[tuple[tuple[int, int], ...], ...] = tuple(
     tuple(_LITERALS[lit][1]) for lit in _LITERAL_LIST
 )
-_AUTOMATON = ahocorasick_rs.BytesAhoCorasick(
-    [lit.encode("ascii") for lit in _LITERAL_LIST],
-    implementation=ahocorasick_rs.Implementation.DFA,
-)
+
+
+@cache
+def _automaton() -> ahocorasick_rs.BytesAhoCorasick:
+    """The literal gate for short inputs, built on first use (hooks redact a few lines only)."""
+    import ahocorasick_rs
+
+    return ahocorasick_rs.BytesAhoCorasick(
+        [lit.encode("ascii") for lit in _LITERAL_LIST],
+        implementation=ahocorasick_rs.Implementation.DFA,
+    )
+
+
+# The same gate for large streams: one Hyperscan database holding every literal (caseless, as
+# the automaton sees lowercased text) and every rule's locator. Hyperscan scans the raw block at
+# several GB/s without the GIL and needs no lowercased copy; a literal that only gates a scanned
+# rule is reported once per block (SINGLEMATCH), a start at every occurrence. It reports the end
+# of each match; literals and locators have a fixed width, so the start is known. Each pattern
+# id maps to (rules gated, (rule, offset) tries, width); the last one is the PEM BEGIN marker.
+# Output is identical either way: the same rules run, over the same blocks, at the same places.
+ACCELERATE_AFTER = 1024 * 1024
+"""Bytes a stream must reach before the Hyperscan gate is compiled and used (~20 ms, once)."""
+
+_Table = tuple[tuple[tuple[int, ...], tuple[tuple[int, int], ...], int], ...]
+
+
+@cache
+def _hyperscan_gate() -> tuple[Any, _Table] | None:
+    """The compiled Hyperscan database and its pattern table; None where it is not installed."""
+    try:
+        import hyperscan
+    except ImportError:
+        return None
+    located = {index for index, rule in enumerate(RULES) if rule.locator is not None}
+    expressions: list[bytes] = []
+    flags: list[int] = []
+    table: list[tuple[tuple[int, ...], tuple[tuple[int, int], ...], int]] = []
+    for literal, gates, starts in zip(_LITERAL_LIST, _GATES, _STARTS, strict=True):
+        starts = tuple((index, offset) for index, offset in starts if index not in located)
+        if not gates and not starts:
+            continue
+        expressions.append(re.escape(literal).encode("ascii"))
+        flag = hyperscan.HS_FLAG_CASELESS
+        if not starts:
+            flag |= hyperscan.HS_FLAG_SINGLEMATCH
+        flags.append(flag)
+        table.append((gates, starts, len(literal)))
+    for index in sorted(located):
+        source, width = RULES[index].locator  # type: ignore[misc]
+        expressions.append(source.encode("ascii"))
+        flags.append(0)
+        table.append(((), ((index, 0),), width))
+    # Last: where a PEM BEGIN marker may start (the machine looks for one only then).
+    expressions.append(b"-----BEGIN")
+    flags.append(hyperscan.HS_FLAG_SINGLEMATCH)
+    table.append(((), (), 0))
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(
+        expressions=expressions,
+        ids=list(range(len(expressions))),
+        elements=len(expressions),
+        flags=flags,
+    )
+    return database, tuple(table)
+
+
+def hyperscan_available() -> bool:
+    """Whether the Hyperscan gate can be used here (the package is installed and compiles)."""
+    return _hyperscan_gate() is not None
+
+
+def _collect(pattern: int, _start: int, end: int, _flags: int, hits: list[tuple[int, int]]) -> None:
+    hits.append((pattern, end))
 
 
 def _find_terminator(text: str, start: int, end: int) -> int:
@@ -845,14 +930,45 @@ class _Machine:
     # was not a key resumes with the same spans instead of scanning the region again (which
     # would make a run of BEGIN lines quadratic): (region end, spans).
     cache: tuple[int, list[tuple[int, int, str]]] | None = None
+    # Hyperscan's scratch space while the Hyperscan gate is on (one per machine: a machine is
+    # used by one thread at a time, a scratch must be too).
+    scratch: Any = None
+    block: int = BLOCK
+    # With the Hyperscan gate: buf as bytes (scanned without a copy) and pending as bytes, and
+    # the absolute range of the last block scanned when it held no PEM BEGIN marker.
+    raw: bytes = b""
+    pending_raw: list[bytes] = field(default_factory=list)
+    no_pem: tuple[int, int] = (0, 0)
+    # Line feeds of the input that the output does not have (inside redacted spans): the output's
+    # line count plus this is the input's, so a caller need not count both.
+    dropped_newlines: int = 0
+
+    def accelerate(self, raw: bytes | None = None) -> bool:
+        """Use the Hyperscan gate from now on (``raw``: buf as bytes, when the caller has it);
+        False where it is not installed."""
+        gate = _hyperscan_gate()
+        if gate is None:
+            return False
+        if self.scratch is None:
+            import hyperscan
+
+            self.scratch = hyperscan.Scratch(gate[0])
+            self.block = ACCELERATED_BLOCK
+            self.raw = self.buf.encode("latin-1") if raw is None else raw
+            self.pending_raw = [chunk.encode("latin-1") for chunk in self.pending]
+        return True
 
     # input ------------------------------------------------------------------
 
-    def push(self, chunk: str) -> None:
+    def push(self, chunk: str, raw: bytes = b"") -> None:
+        """Add input; ``raw`` is the same input as bytes (required with the Hyperscan gate)."""
         if not chunk:
             return
         self.pending.append(chunk)
         self.pending_len += len(chunk)
+        if self.scratch is not None:
+            assert len(raw) == len(chunk)
+            self.pending_raw.append(raw)
         if "\n" in chunk or "\r" in chunk:
             ready = True  # a line (or a PEM block's line) may be complete
         elif self.pem is not None:
@@ -885,6 +1001,9 @@ class _Machine:
             self.buf = self.buf[drop:] + "".join(self.pending)
             self.pending.clear()
             self.pending_len = 0
+            if self.scratch is not None:
+                self.raw = self.raw[drop:] + b"".join(self.pending_raw)
+                self.pending_raw.clear()
             self.base += drop
             self.pos -= drop
             self.skip = max(0, self.skip - drop)
@@ -920,11 +1039,15 @@ class _Machine:
         self.pos = cursor
 
     def _record(self, name: str, start: int, stop: int) -> None:
+        """A redaction of buf[start:stop], which the output does not have."""
         self.counts[name] += 1
+        self.dropped_newlines += self.buf.count("\n", start, stop)
         if self.keep_findings:
             self.findings.append(Finding(name, self.base + start, self.base + stop))
 
     def _extend_last(self, stop: int) -> None:
+        """The last redaction also covers buf[pos:stop] (key lines dropped past the hold cap)."""
+        self.dropped_newlines += self.buf.count("\n", self.pos, stop)
         if self.keep_findings and self.findings:
             last = self.findings[-1]
             self.findings[-1] = Finding(last.rule, last.start, self.base + stop)
@@ -934,17 +1057,39 @@ class _Machine:
     def _scan(self, start: int, end: int) -> list[tuple[int, int, str]]:
         """All redaction spans of matches starting in buf[start:end] (endpos ``end``), merged."""
         buf = self.buf
-        # Lowercased bytes, one per character (a character above U+00FF, only possible in
-        # redact_text, becomes "?", which no literal contains).
-        low = buf[start:end].encode("latin-1", "replace").lower()
         active: set[int] = set()
         tries: set[tuple[int, int]] = set()  # (rule index, offset into the block)
-        for literal, at, _ in _AUTOMATON.find_matches_as_indexes(low, overlapping=True):
-            gates = _GATES[literal]
-            if gates:
-                active.update(gates)
-            for index, offset in _STARTS[literal]:
-                tries.add((index, at + offset))
+        if self.scratch is not None:
+            gate = _hyperscan_gate()
+            assert gate is not None
+            database, table = gate
+            hits: list[tuple[int, int]] = []
+            database.scan(
+                memoryview(self.raw)[start:end],
+                match_event_handler=_collect,
+                context=hits,
+                scratch=self.scratch,
+            )
+            pem_pattern = len(table) - 1
+            if not any(pattern == pem_pattern for pattern, _ in hits):
+                self.no_pem = (self.base + start, self.base + end)
+            for pattern, hit_end in hits:
+                gates, starts, width = table[pattern]
+                if gates:
+                    active.update(gates)
+                at = hit_end - width
+                for index, offset in starts:
+                    tries.add((index, at + offset))
+        else:
+            # Lowercased bytes, one per character (a character above U+00FF, only possible in
+            # redact_text, becomes "?", which no literal contains).
+            low = buf[start:end].encode("latin-1", "replace").lower()
+            for literal, at, _ in _automaton().find_matches_as_indexes(low, overlapping=True):
+                gates = _GATES[literal]
+                if gates:
+                    active.update(gates)
+                for index, offset in _STARTS[literal]:
+                    tries.add((index, at + offset))
         raw: list[tuple[int, int, int]] = []  # (start, end, rule index)
         for index in sorted(active):
             select = RULES[index].select
@@ -974,7 +1119,12 @@ class _Machine:
         """First BEGIN … PRIVATE KEY marker in buf[start:end] that no span covers, or -1."""
         buf = self.buf
         lo = max(start, self.skip)
-        if lo >= end or buf.find("-----BEGIN", lo, end) < 0:
+        if lo >= end:
+            return -1
+        free_from, free_to = self.no_pem  # a block in which Hyperscan saw no marker
+        if free_from <= self.base + lo and self.base + end <= free_to:
+            return -1
+        if buf.find("-----BEGIN", lo, end) < 0:
             return -1
         for m in _PEM_BEGIN.finditer(buf, lo, end):
             b = m.start()
@@ -1013,10 +1163,10 @@ class _Machine:
                 self._region(p, n)
                 continue
             # A region of complete lines, all shorter than MAX_LINE.
-            if t + 1 - p >= BLOCK:
+            if t + 1 - p >= self.block:
                 self._region(p, t + 1)
             else:
-                self._region(p, _rfind_terminator(buf, t, min(n, p + BLOCK)) + 1)
+                self._region(p, _rfind_terminator(buf, t, min(n, p + self.block)) + 1)
 
     def _region(self, p: int, e: int, spans: list[tuple[int, int, str]] | None = None) -> None:
         if spans is None:
@@ -1189,9 +1339,15 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
     return result
 
 
-def redact_bytes(data: bytes) -> bytes:
-    """Redact ``data`` of any encoding; bytes outside every redacted span are kept exactly."""
+def redact_bytes(data: bytes, *, accelerate: bool | None = None) -> bytes:
+    """Redact ``data`` of any encoding; bytes outside every redacted span are kept exactly.
+
+    ``accelerate``: use the Hyperscan gate (True: where installed; None: for data of at least
+    :data:`ACCELERATE_AFTER` bytes; False: never). The output is the same either way.
+    """
     machine = _Machine(keep_findings=False, buf=data.decode("latin-1"))
+    if accelerate or (accelerate is None and len(data) >= ACCELERATE_AFTER):
+        machine.accelerate(data)
     machine.advance(final=True)
     return machine.take().encode("latin-1")
 
@@ -1205,15 +1361,30 @@ class StreamRedactor:
     block being held (at most about :data:`PEM_HOLD_CAP`) plus the last chunk fed.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, accelerate: bool | None = None) -> None:
+        """``accelerate``: use the Hyperscan gate (True: from the start, where installed; None:
+        once :data:`ACCELERATE_AFTER` bytes were fed; False: never). Same output either way."""
         self._machine = _Machine(keep_findings=False)
         self._flushed = False
+        self._accelerate = accelerate
+        self._fed = 0
+        if accelerate:
+            self._machine.accelerate()
+
+    @property
+    def accelerated(self) -> bool:
+        """Whether the Hyperscan gate is in use."""
+        return self._machine.scratch is not None
 
     def feed(self, chunk: bytes) -> bytes:
         """Add ``chunk``; return the redacted output that no later byte can change."""
         if self._flushed:
             raise ValueError("feed() after flush()")
-        self._machine.push(chunk.decode("latin-1"))
+        if self._accelerate is None and self._fed < ACCELERATE_AFTER:
+            self._fed += len(chunk)
+            if self._fed >= ACCELERATE_AFTER:
+                self._machine.accelerate()
+        self._machine.push(chunk.decode("latin-1"), chunk)
         return self._machine.take().encode("latin-1")
 
     def flush(self) -> bytes:
@@ -1227,6 +1398,11 @@ class StreamRedactor:
     def counts(self) -> dict[str, int]:
         """How many secrets each rule has redacted so far."""
         return dict(self._machine.counts)
+
+    @property
+    def dropped_newlines(self) -> int:
+        """Line feeds fed so far that are inside redactions: input lines = output lines + this."""
+        return self._machine.dropped_newlines
 
     @property
     def held(self) -> int:

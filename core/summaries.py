@@ -10,9 +10,25 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 MAX_LINE_SCANNED = 4096
+
+# Lines worth showing the summary scanner; everything else is skipped at C speed.
+# Each line is looked at after its "\n" (a block of lines gets a leading one), and the
+# first-character class fails most lines before the alternatives are tried: ~3x faster than "^"
+# with re.M.
+_CANDIDATE_LINE = (
+    rb"(?:\x1b\[[0-9;]*m)*[ \t]*"
+    rb"(?:=+ |\d+ (?:passed|failed)|Ran \d|OK\b|FAILED|Tests[: ]|ok\s|FAIL|--- |test result:|"
+    rb"up to date|Found \d|All checks|Success:|Successfully installed|ERROR: |npm |added |removed |"
+    rb"changed |found \d)"
+)
+SUMMARY_CANDIDATE = re.compile(
+    rb"\n(?=[\x1b \t=0-9ROFTtoufASEnarc-])(" + _CANDIDATE_LINE + rb"[^\n]*)"
+)
+"""A candidate line: group 1 is the line (a match of ``ok\\s`` may run on into the next)."""
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _COUNT_WORDS = {
     "passed": "passed",
@@ -77,6 +93,76 @@ def _parts(body: str) -> dict[str, int]:
     for number, word in _PYTEST_PART.findall(body):
         counts[_COUNT_WORDS.get(word, word)] = int(number)
     return counts
+
+
+@cache
+def _candidate_gate() -> Any:
+    """A Hyperscan database finding where candidate lines start; None where not installed."""
+    try:
+        import hyperscan
+    except ImportError:
+        return None
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(
+        expressions=[rb"\n" + _CANDIDATE_LINE],
+        ids=[0],
+        elements=1,
+        flags=[hyperscan.HS_FLAG_SOM_LEFTMOST],
+    )
+    return database
+
+
+def _collect_start(_id: int, start: int, _end: int, _flags: int, starts: list[int]) -> None:
+    starts.append(start)
+
+
+class CandidateLines:
+    """Finds, in a block of complete lines, the lines worth showing a `SummaryScanner`.
+
+    ``lines(block)`` equals ``[m.group(1) for m in SUMMARY_CANDIDATE.finditer(block)]``. Once
+    accelerated (large streams, where Hyperscan is installed), Hyperscan finds the few places
+    where a candidate starts without holding the GIL, and the regex is only run there; the
+    pattern's part after the leading "\\n" cannot contain a "\\n" other than its last
+    character, so every place the regex matches is reported as a match start.
+    """
+
+    def __init__(self) -> None:
+        self._scratch: Any = None
+
+    @property
+    def accelerated(self) -> bool:
+        """Whether Hyperscan finds the candidates."""
+        return self._scratch is not None
+
+    def accelerate(self) -> bool:
+        """Use Hyperscan from now on; False where it is not installed."""
+        database = _candidate_gate()
+        if database is None:
+            return False
+        if self._scratch is None:
+            import hyperscan
+
+            self._scratch = hyperscan.Scratch(database)
+        return True
+
+    def lines(self, block: bytes) -> list[bytes]:
+        """The candidate lines of ``block`` (which starts with "\\n"), in order."""
+        if self._scratch is None:
+            return [m.group(1) for m in SUMMARY_CANDIDATE.finditer(block)]
+        starts: list[int] = []
+        _candidate_gate().scan(
+            block, match_event_handler=_collect_start, context=starts, scratch=self._scratch
+        )
+        found: list[bytes] = []
+        resume = 0  # finditer goes on after the end of the previous match
+        for start in sorted(set(starts)):
+            if start < resume:
+                continue
+            match = SUMMARY_CANDIDATE.match(block, start)
+            if match is not None:
+                found.append(match.group(1))
+                resume = match.end()
+        return found
 
 
 class SummaryScanner:
