@@ -25,7 +25,13 @@ import zstandard
 from core import clock, crypto, store
 from core.db import Database, open_database, write_txn
 from core.keys import TaskKeys
-from core.redact import RULESET_VERSION, StreamRedactor, redact_argv, redact_text
+from core.redact import (
+    RULESET_VERSION,
+    StreamRedactor,
+    redact_argv,
+    redact_text,
+    use_hyperscan_cache,
+)
 from core.summaries import CandidateLines, SummaryScanner
 
 DEFAULT_TAIL_LINES = 200
@@ -40,7 +46,7 @@ BATCH_BYTES = 256 * 1024
 """Raw bytes gathered before they are handed to the redaction stage (shorter streams never are)."""
 RAW_QUEUE_BATCHES = 8
 """Batches waiting for the redaction stage; when full, the reads wait (memory stays bounded)."""
-CHUNK_QUEUE_CHUNKS = 8
+CHUNK_QUEUE_CHUNKS = 4
 """Redacted chunks waiting for the storage stage; when full, redaction waits."""
 STORE_BATCH_CHUNKS = 8
 """Most chunks the storage stage takes at once when it has fallen behind. Every call that lets
@@ -185,6 +191,10 @@ class EvidenceRecorder:
         self._data_key = keys.data_key(task_id, create=True)
         self._scope = keys.scope(task_id)
         self._db_file = _database_file(db)
+        if self._db_file is not None:
+            # A large stream loads the compiled Hyperscan gate from the store instead of
+            # compiling it in every process (see core.redact.use_hyperscan_cache).
+            use_hyperscan_cache(self._db_file.parent / "cache")
         with write_txn(db):
             store.get_task(db, task_id)
             self.id = store.insert_evidence(

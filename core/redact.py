@@ -44,9 +44,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing itself is not imported: a hook's import budget is tight
 if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
     import ahocorasick_rs
 
 __all__ = [
@@ -848,16 +851,26 @@ def _hyperscan_gate() -> tuple[Any, _Table] | None:
     expressions: list[bytes] = []
     flags: list[int] = []
     table: list[tuple[tuple[int, ...], tuple[tuple[int, int], ...], int]] = []
-    for literal, gates, starts in zip(_LITERAL_LIST, _GATES, _STARTS, strict=True):
+    for literal, starts in zip(_LITERAL_LIST, _STARTS, strict=True):
         starts = tuple((index, offset) for index, offset in starts if index not in located)
-        if not gates and not starts:
-            continue
-        expressions.append(re.escape(literal).encode("ascii"))
-        flag = hyperscan.HS_FLAG_CASELESS
-        if not starts:
-            flag |= hyperscan.HS_FLAG_SINGLEMATCH
-        flags.append(flag)
-        table.append((gates, starts, len(literal)))
+        if starts:
+            expressions.append(re.escape(literal).encode("ascii"))
+            flags.append(hyperscan.HS_FLAG_CASELESS)
+            table.append(((), starts, len(literal)))
+    # A scanned rule is gated on its own regex, compiled in prefilter mode (lookarounds and
+    # possessive quantifiers relaxed: Hyperscan reports a superset of the regex's matches), so
+    # a keyword alone (the "acca" in a hex id) no longer sends a block through the rule. A
+    # bounded repeat of more than 69 becomes unbounded there: a superset too, and ~1000x faster
+    # to compile (the private-key rule's ``{32,16384}`` alone takes Hyperscan 1.7 s).
+    long_repeat = re.compile(r"(?<!\\)\{(\d+),(?:\d{3,}|[7-9]\d)\}")
+    for index, rule in enumerate(RULES):
+        if not rule.anchored:
+            expressions.append(long_repeat.sub(r"{\1,}", rule.source).encode("ascii"))
+            flag = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH
+            if rule.flags & re.IGNORECASE:
+                flag |= hyperscan.HS_FLAG_CASELESS
+            flags.append(flag)
+            table.append(((index,), (), 0))
     for index in sorted(located):
         source, width = RULES[index].locator  # type: ignore[misc]
         expressions.append(source.encode("ascii"))
@@ -867,6 +880,48 @@ def _hyperscan_gate() -> tuple[Any, _Table] | None:
     expressions.append(b"-----BEGIN")
     flags.append(hyperscan.HS_FLAG_SINGLEMATCH)
     table.append(((), (), 0))
+    return hyperscan_database("redact", expressions, flags), tuple(table)
+
+
+_hyperscan_cache: list[Path] = []
+
+
+def use_hyperscan_cache(directory: Path) -> None:
+    """Keep compiled Hyperscan databases in ``directory`` (created 0700 when first written).
+
+    Loading a serialized database takes well under a millisecond and ~1 MiB; compiling one takes
+    ~60 ms and ~12 MiB at its peak, once per process. The files hold only the rule set compiled
+    (no output), are keyed by a hash of the patterns, flags and Hyperscan version, and are
+    recompiled whenever they do not load.
+    """
+    _hyperscan_cache[:] = [directory]
+
+
+def hyperscan_database(name: str, expressions: list[bytes], flags: list[int]) -> Any:
+    """A block-mode Hyperscan database of ``expressions`` (ids are their indexes), loaded from
+    the cache when it holds this exact one, else compiled (and cached)."""
+    import hashlib
+    import platform
+    import sys
+
+    import hyperscan
+
+    identity = repr(
+        (
+            getattr(hyperscan, "__version__", ""),
+            sys.platform,
+            platform.machine(),
+            expressions,
+            flags,
+        )
+    ).encode()
+    digest = hashlib.sha256(identity).hexdigest()[:32]
+    path = _hyperscan_cache[0] / f"hyperscan-{name}-{digest}.db" if _hyperscan_cache else None
+    if path is not None:
+        try:
+            return hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
+        except (OSError, hyperscan.error):
+            pass  # absent, unreadable or built for another CPU: compile it
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     database.compile(
         expressions=expressions,
@@ -874,7 +929,26 @@ def _hyperscan_gate() -> tuple[Any, _Table] | None:
         elements=len(expressions),
         flags=flags,
     )
-    return database, tuple(table)
+    if path is not None:
+        _write_private(path, hyperscan.dumpb(database))
+    return database
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Write ``path`` whole (0600, via a temporary file and a rename); give up quietly."""
+    import contextlib
+    import os
+
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
 
 
 def hyperscan_available() -> bool:
@@ -1057,7 +1131,8 @@ class _Machine:
     def _scan(self, start: int, end: int) -> list[tuple[int, int, str]]:
         """All redaction spans of matches starting in buf[start:end] (endpos ``end``), merged."""
         buf = self.buf
-        active: set[int] = set()
+        # Scanned rules to run, each from where its first match can start.
+        active: dict[int, int] = {}
         tries: set[tuple[int, int]] = set()  # (rule index, offset into the block)
         if self.scratch is not None:
             gate = _hyperscan_gate()
@@ -1075,8 +1150,12 @@ class _Machine:
                 self.no_pem = (self.base + start, self.base + end)
             for pattern, hit_end in hits:
                 gates, starts, width = table[pattern]
-                if gates:
-                    active.update(gates)
+                for index in gates:
+                    # The first place the rule's regex can end (a superset's first match):
+                    # every match ends there or later, so it lies in that line or after it
+                    # (no rule matches across a line end).
+                    last = start + hit_end - 1
+                    active[index] = max(start, _rfind_terminator(buf, start, last) + 1)
                 at = hit_end - width
                 for index, offset in starts:
                     tries.add((index, at + offset))
@@ -1085,15 +1164,14 @@ class _Machine:
             # redact_text, becomes "?", which no literal contains).
             low = buf[start:end].encode("latin-1", "replace").lower()
             for literal, at, _ in _automaton().find_matches_as_indexes(low, overlapping=True):
-                gates = _GATES[literal]
-                if gates:
-                    active.update(gates)
+                for index in _GATES[literal]:
+                    active[index] = start
                 for index, offset in _STARTS[literal]:
                     tries.add((index, at + offset))
         raw: list[tuple[int, int, int]] = []  # (start, end, rule index)
         for index in sorted(active):
             select = RULES[index].select
-            for m in RULES[index].pattern.finditer(buf, start, end):
+            for m in RULES[index].pattern.finditer(buf, active[index], end):
                 for s, e in select(m):
                     raw.append((s, e, index))
         for index, at in tries:

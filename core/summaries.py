@@ -102,14 +102,11 @@ def _candidate_gate() -> Any:
         import hyperscan
     except ImportError:
         return None
-    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    database.compile(
-        expressions=[rb"\n" + _CANDIDATE_LINE],
-        ids=[0],
-        elements=1,
-        flags=[hyperscan.HS_FLAG_SOM_LEFTMOST],
+    from core.redact import hyperscan_database
+
+    return hyperscan_database(
+        "summary", [rb"\n" + _CANDIDATE_LINE], [hyperscan.HS_FLAG_SOM_LEFTMOST]
     )
-    return database
 
 
 def _collect_start(_id: int, start: int, _end: int, _flags: int, starts: list[int]) -> None:

@@ -243,6 +243,14 @@ HOSTILE: dict[str, Callable[[int], bytes]] = {
     "BEGIN lines": lambda n: b"-----BEGIN RSA PRIVATE KEY-----\n" * (n // 32),
     "base64 lines": lambda n: b"QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3ODkw+/\n" * (n // 47),
     "url": lambda n: b"http://u:" * (n // 9),
+    "at signs": lambda n: b"://" + b"@" * n,
+    "eyJ-segments": lambda n: b"eyJabcdefgh." * (n // 12),
+    "xoxb": lambda n: b"xoxb-123456789012-" * (n // 18),
+    "ghp_": lambda n: b"ghp_" * (n // 4),
+    "base64 line": lambda n: b"QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3ODkw+/" * (n // 46),
+    "endless key": lambda n: (
+        b"-----BEGIN RSA PRIVATE KEY-----\n" + b"QUJD" * 16 * (n // 65) + b"\n"
+    ),
 }
 
 
