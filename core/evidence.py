@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import zstandard
 
@@ -49,11 +49,18 @@ RAW_QUEUE_BATCHES = 8
 CHUNK_QUEUE_CHUNKS = 4
 """Redacted chunks waiting for the storage stage; when full, redaction waits."""
 STORE_BATCH_CHUNKS = 8
-"""Most chunks the storage stage takes at once when it has fallen behind. Every call that lets
-go of the GIL (compression, a commit) waits up to the interpreter's switch interval to get it
-back while the redaction thread runs Python, so the stage makes few calls, each on more data."""
+"""Most chunks the compression stage takes at once when it has fallen behind. Every call that
+lets go of the GIL waits up to the interpreter's switch interval to get it back while the
+redaction thread runs Python, so the later stages make few calls, each on more data (one zstd
+call per batch, one commit for every batch waiting)."""
 COMPRESS_THREADS = 2
 """Threads zstd compresses a batch of chunks on (each chunk stays its own frame)."""
+FRAME_QUEUE_BATCHES = 2
+"""Compressed batches waiting for the storage stage; when full, compression waits."""
+
+_Frame = tuple[int, int, bytes]
+"""A compressed chunk on its way to storage: raw length, line count, zstd frame."""
+_Item = TypeVar("_Item")
 
 
 @dataclass(frozen=True)
@@ -161,12 +168,13 @@ class EvidenceRecorder:
     """Records one evidence item from a raw stream fed in pieces.
 
     The caller's thread only hashes, counts and hands the raw bytes on, so a command's live
-    output is never held up by what happens to its copy. Up to three threads share the work:
+    output is never held up by what happens to its copy. Up to four threads share the work:
     the caller's (sha256, counts), a redaction thread (redaction, summary scan, tail, chunking;
-    it holds the GIL) and a storage thread (zstd, AES-GCM and SQLite on its own connection,
-    which mostly release the GIL), joined by small bounded queues, so memory stays bounded and
-    a slow stage slows the reads instead of growing a buffer. Nothing leaves the redaction
-    thread unredacted. A stream shorter than one batch is recorded on the caller's thread alone.
+    it holds the GIL but for Hyperscan's scans), a compression thread (zstd on batches of
+    chunks, GIL released) and a storage thread (AES-GCM and SQLite on its own connection),
+    joined by small bounded queues, so memory stays bounded and a slow stage slows the reads
+    instead of growing a buffer. Nothing leaves the redaction thread unredacted. A stream
+    shorter than one batch is recorded on the caller's thread alone.
     """
 
     def __init__(
@@ -232,6 +240,9 @@ class EvidenceRecorder:
         self._tail = b""
         self._chunk_buffer = bytearray()
         self._chunk_queue: queue.Queue[bytes | None] = queue.Queue(CHUNK_QUEUE_CHUNKS)
+        self._compress_thread: threading.Thread | None = None
+        # the compression stage
+        self._frame_queue: queue.Queue[list[_Frame] | None] = queue.Queue(FRAME_QUEUE_BATCHES)
         self._store_thread: threading.Thread | None = None
         # the storage stage
         self._chunk_seq = 0
@@ -279,7 +290,7 @@ class EvidenceRecorder:
             self._redact_thread.start()
         self._put(self._raw_queue, data)
 
-    def _put(self, into: queue.Queue[bytes | None], item: bytes | None) -> None:
+    def _put(self, into: queue.Queue[_Item | None], item: _Item | None) -> None:
         """Wait for room in a queue, giving up if a stage failed or the recording stopped."""
         while True:
             self._raise_failure()
@@ -291,7 +302,7 @@ class EvidenceRecorder:
             except queue.Full:
                 continue
 
-    def _get(self, source: queue.Queue[bytes | None]) -> bytes | None:
+    def _get(self, source: queue.Queue[_Item | None]) -> _Item | None:
         while True:
             if self._stop.is_set():
                 raise _Stopped
@@ -313,7 +324,7 @@ class EvidenceRecorder:
 
     def _join(self) -> None:
         """Wait for both stages to finish what they were given (or to stop)."""
-        for name in ("_redact_thread", "_store_thread"):
+        for name in ("_redact_thread", "_compress_thread", "_store_thread"):
             thread = getattr(self, name)
             if thread is not None:
                 thread.join()
@@ -325,7 +336,7 @@ class EvidenceRecorder:
             while (data := self._get(self._raw_queue)) is not None:
                 self._redact(data)
             self._end_of_stream()
-            if self._store_thread is not None:
+            if self._compress_thread is not None:
                 self._put(self._chunk_queue, None)
         except _Stopped:
             pass
@@ -378,16 +389,64 @@ class EvidenceRecorder:
             self._scanner.feed_line(line)
 
     def _emit_chunk(self, piece: bytes) -> None:
-        """Hand a full chunk of redacted output to the storage stage."""
+        """Hand a full chunk of redacted output to the compression stage."""
         if self._redact_thread is None:  # a short stream, recorded on the caller's thread
-            self._store_chunks(self._db, [piece])
+            self._store_frames(self._db, self._compress([piece]))
             return
-        if self._store_thread is None:
-            self._store_thread = threading.Thread(
-                target=self._store_loop, name=f"evidence-{self.id}-store", daemon=True
+        if self._compress_thread is None:
+            self._compress_thread = threading.Thread(
+                target=self._compress_loop, name=f"evidence-{self.id}-compress", daemon=True
             )
-            self._store_thread.start()
+            self._compress_thread.start()
         self._put(self._chunk_queue, piece)
+
+    # the compression stage --------------------------------------------------------------------
+
+    def _compress_loop(self) -> None:
+        try:
+            ended = False
+            while not ended and (piece := self._get(self._chunk_queue)) is not None:
+                # Whatever else is waiting joins this batch: a stage that fell behind catches
+                # up in fewer, larger steps.
+                pieces = [piece]
+                while len(pieces) < STORE_BATCH_CHUNKS:
+                    try:
+                        more = self._chunk_queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if more is None:
+                        ended = True
+                        break
+                    pieces.append(more)
+                frames = self._compress(pieces)
+                if self._store_thread is None:
+                    self._store_thread = threading.Thread(
+                        target=self._store_loop, name=f"evidence-{self.id}-store", daemon=True
+                    )
+                    self._store_thread.start()
+                self._put(self._frame_queue, frames)
+            if self._store_thread is not None:
+                self._put(self._frame_queue, None)
+        except _Stopped:
+            pass
+        except BaseException as exc:  # handed to the caller's thread, which raises it
+            self._fail(exc)
+
+    def _compress(self, pieces: list[bytes]) -> list[_Frame]:
+        """Each piece as its own zstd frame (several at once on up to two threads, GIL
+        released), with its length and line count."""
+        if len(pieces) > 1 and _MULTI_COMPRESS:
+            inputs: list[bytes | bytearray | memoryview] = list(pieces)
+            frames = self._compressor.multi_compress_to_buffer(
+                inputs, threads=min(len(pieces), COMPRESS_THREADS)
+            )
+            compressed = [frames[i].tobytes() for i in range(len(pieces))]
+        else:
+            compressed = [self._compressor.compress(piece) for piece in pieces]
+        return [
+            (len(piece), piece.count(b"\n"), frame)
+            for piece, frame in zip(pieces, compressed, strict=True)
+        ]
 
     # the storage stage ------------------------------------------------------------------------
 
@@ -397,20 +456,17 @@ class EvidenceRecorder:
             db = open_database(self._db_file)  # one connection per thread (DESIGN §9)
             try:
                 ended = False
-                while not ended and (piece := self._get(self._chunk_queue)) is not None:
-                    # Whatever else is waiting joins this batch: a stage that fell behind
-                    # catches up in fewer, larger steps (one compression call, one commit).
-                    pieces = [piece]
-                    while len(pieces) < STORE_BATCH_CHUNKS:
+                while not ended and (frames := self._get(self._frame_queue)) is not None:
+                    while True:  # every batch waiting goes into the same transaction
                         try:
-                            more = self._chunk_queue.get_nowait()
+                            more = self._frame_queue.get_nowait()
                         except queue.Empty:
                             break
                         if more is None:
                             ended = True
                             break
-                        pieces.append(more)
-                    self._store_chunks(db, pieces)
+                        frames = frames + more
+                    self._store_frames(db, frames)
             finally:
                 db.close()
         except _Stopped:
@@ -418,25 +474,13 @@ class EvidenceRecorder:
         except BaseException as exc:  # handed to the caller's thread, which raises it
             self._fail(exc)
 
-    def _compress(self, pieces: list[bytes]) -> list[bytes]:
-        """Each piece as its own zstd frame; several at once on up to two threads, GIL released."""
-        if len(pieces) > 1 and _MULTI_COMPRESS:
-            inputs: list[bytes | bytearray | memoryview] = list(pieces)
-            frames = self._compressor.multi_compress_to_buffer(
-                inputs, threads=min(len(pieces), COMPRESS_THREADS)
-            )
-            return [frames[i].tobytes() for i in range(len(pieces))]
-        return [self._compressor.compress(piece) for piece in pieces]
-
-    def _store_chunks(self, db: Database, pieces: list[bytes]) -> None:
-        """Compress, seal and store consecutive chunks in one transaction."""
-        compressed = self._compress(pieces)
+    def _store_frames(self, db: Database, frames: list[_Frame]) -> None:
+        """Seal and store consecutive compressed chunks in one transaction."""
         window = self._window
         with write_txn(db):
-            for piece, frame in zip(pieces, compressed, strict=True):
+            for raw_len, line_count, frame in frames:
                 seq = self._chunk_seq
                 self._chunk_seq += 1
-                line_count = piece.count(b"\n")
                 # The envelope TaskKeys.seal makes, from the key and scope read on the caller's
                 # thread.
                 sealed = crypto.seal(
@@ -454,7 +498,7 @@ class EvidenceRecorder:
                     seq=seq,
                     part=part,
                     offset=self._redacted_offset,
-                    raw_len=len(piece),
+                    raw_len=raw_len,
                     first_line=self._redacted_newlines,
                     line_count=line_count,
                     stored_len=len(sealed),
@@ -463,7 +507,7 @@ class EvidenceRecorder:
                 if part == "head":
                     window.head_bytes += len(sealed)
                 else:
-                    window.tail_chunks.append((seq, len(sealed), len(piece)))
+                    window.tail_chunks.append((seq, len(sealed), raw_len))
                     window.tail_bytes += len(sealed)
                     while window.tail_bytes > window.tail_budget and len(window.tail_chunks) > 1:
                         old_seq, old_stored, old_raw = window.tail_chunks.pop(0)
@@ -474,8 +518,8 @@ class EvidenceRecorder:
                         self._kept_bytes -= old_raw
                         self._stored_bytes -= old_stored
                 self._stored_bytes += len(sealed)
-                self._kept_bytes += len(piece)
-                self._redacted_offset += len(piece)
+                self._kept_bytes += raw_len
+                self._redacted_offset += raw_len
                 self._redacted_newlines += line_count
 
     # the end ----------------------------------------------------------------------------------
