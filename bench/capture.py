@@ -251,8 +251,10 @@ def profile_run_command(env: dict[str, str], command: list[str], top: int) -> No
         ("redaction thread: _redact_loop", total("evidence.py", "_redact_loop")),
         ("  StreamRedactor.feed (redaction)", total("redact.py", "feed")),
         ("  _scan_lines (summary pre-filter)", total("evidence.py", "_scan_lines")),
+        ("compression thread: _compress_loop", total("evidence.py", "_compress_loop")),
+        ("  _compress (zstd, its worker threads not counted)", total("evidence.py", "_compress")),
         ("storage thread: _store_loop", total("evidence.py", "_store_loop")),
-        ("  _store_chunk (zstd + AES-GCM + SQLite)", total("evidence.py", "_store_chunk")),
+        ("  _store_frames (AES-GCM + SQLite)", total("evidence.py", "_store_frames")),
     ]
     for label, seconds in stages:
         rate = item.bytes_total / 1e6 / max(seconds, 1e-9)

@@ -84,9 +84,6 @@ MAX_LINE = 4 * OVERLAP
 """Lines longer than this are processed in overlapping windows rather than whole."""
 BLOCK = 64 * 1024
 """Complete lines are gated and scanned together in blocks of about this many characters."""
-ACCELERATED_BLOCK = 1024 * 1024
-"""The block size behind the Hyperscan gate, which scans a block without holding the GIL: fewer,
-larger blocks leave less Python work per byte (the output does not depend on block sizes)."""
 PEM_LINE_MAX = 4096
 """A line inside a PEM block longer than this cannot be key material."""
 PEM_HOLD_CAP = 64 * 1024
@@ -1007,7 +1004,6 @@ class _Machine:
     # Hyperscan's scratch space while the Hyperscan gate is on (one per machine: a machine is
     # used by one thread at a time, a scratch must be too).
     scratch: Any = None
-    block: int = BLOCK
     # With the Hyperscan gate: buf as bytes (scanned without a copy) and pending as bytes, and
     # the absolute range of the last block scanned when it held no PEM BEGIN marker.
     raw: bytes = b""
@@ -1027,7 +1023,6 @@ class _Machine:
             import hyperscan
 
             self.scratch = hyperscan.Scratch(gate[0])
-            self.block = ACCELERATED_BLOCK
             self.raw = self.buf.encode("latin-1") if raw is None else raw
             self.pending_raw = [chunk.encode("latin-1") for chunk in self.pending]
         return True
@@ -1241,10 +1236,10 @@ class _Machine:
                 self._region(p, n)
                 continue
             # A region of complete lines, all shorter than MAX_LINE.
-            if t + 1 - p >= self.block:
+            if t + 1 - p >= BLOCK:
                 self._region(p, t + 1)
             else:
-                self._region(p, _rfind_terminator(buf, t, min(n, p + self.block)) + 1)
+                self._region(p, _rfind_terminator(buf, t, min(n, p + BLOCK)) + 1)
 
     def _region(self, p: int, e: int, spans: list[tuple[int, int, str]] | None = None) -> None:
         if spans is None:

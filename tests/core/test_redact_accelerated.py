@@ -368,3 +368,54 @@ def test_without_hyperscan_large_streams_use_the_automaton() -> None:
         "print(out == redact_bytes(data), out.count(b'[REDACTED:github-token]'))\n"
     )
     assert out.splitlines() == ["False False False", "True 2"]
+
+
+# --- the compiled gates, cached in the store -------------------------------------------------
+
+CACHE_RUN = """
+import sys
+from pathlib import Path
+from core.redact import redact_bytes, use_hyperscan_cache
+from core.summaries import CandidateLines
+use_hyperscan_cache(Path(sys.argv[1]))
+data = b"id AC" + b"0123456789abcdef" * 2 + b" token=ghp_Zx8Qw3Rt7Yu2Io9Pa4Sd6Fg1Hj5Kl0Mn3Bv7C\\n"
+fast = redact_bytes(data, accelerate=True)
+print(fast == redact_bytes(data, accelerate=False), fast.count(b"[REDACTED:"))
+lines = CandidateLines()
+print(lines.accelerate(), lines.lines(b"\\n== 3 passed in 0.1s ==\\nx\\n"))
+"""
+
+
+def _cache_run(directory: Path) -> list[str]:
+    result = subprocess.run(
+        [sys.executable, "-c", CACHE_RUN, str(directory)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.splitlines()
+
+
+@needs_hyperscan
+def test_compiled_gates_are_cached_privately_reused_and_rebuilt_when_damaged(
+    tmp_path: Path,
+) -> None:
+    cache = tmp_path / "store" / "cache"
+    expected = ["True 2", "True [b'== 3 passed in 0.1s ==']"]
+    assert _cache_run(cache) == expected
+    files = sorted(cache.iterdir())
+    assert [f.name.split("-")[1] for f in files] == ["redact", "summary"]
+    assert cache.stat().st_mode & 0o777 == 0o700
+    assert all(f.stat().st_mode & 0o777 == 0o600 for f in files)
+    written = {f: (f.stat().st_ino, f.read_bytes()) for f in files}
+
+    # The next process loads them (a compile would replace each file with a new one).
+    assert _cache_run(cache) == expected
+    assert {f: (f.stat().st_ino, f.read_bytes()) for f in files} == written
+
+    # A damaged file is compiled again and replaced; the output is the same.
+    files[0].write_bytes(b"not a hyperscan database")
+    assert _cache_run(cache) == expected
+    assert files[0].read_bytes() == written[files[0]][1]
+    assert sorted(cache.iterdir()) == files  # no temporary file left behind
