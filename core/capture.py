@@ -21,9 +21,9 @@ import subprocess
 import termios
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import NamedTuple
 
 from core.errors import CommandStartError, UsageError
 
@@ -44,8 +44,7 @@ FORWARDED_SIGNALS = (
 )
 
 
-@dataclass(frozen=True)
-class RunOutcome:
+class RunOutcome(NamedTuple):
     """How the command ended."""
 
     exit_code: int

@@ -16,9 +16,8 @@ import json
 import queue
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import zstandard
 
@@ -63,8 +62,7 @@ _Frame = tuple[int, int, bytes]
 _Item = TypeVar("_Item")
 
 
-@dataclass(frozen=True)
-class EvidenceLimits:
+class EvidenceLimits(NamedTuple):
     """How much of a stream is kept; stated in `evidence show`."""
 
     tail_lines: int = DEFAULT_TAIL_LINES
@@ -73,8 +71,10 @@ class EvidenceLimits:
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
 
 
-@dataclass(frozen=True)
-class Evidence:
+DEFAULT_LIMITS = EvidenceLimits()
+
+
+class Evidence(NamedTuple):
     """One evidence item's listable facts, plus its decrypted command and tail when loaded."""
 
     id: int
@@ -148,16 +148,25 @@ def evidence_from_row(row: Mapping[str, Any], **decrypted: Any) -> Evidence:
     return Evidence(**dict(row), **decrypted)
 
 
-@dataclass
 class _ChunkWindow:
     """Where stored chunks stand against the cap: a fixed head, then a sliding tail."""
 
-    head_budget: int
-    tail_budget: int
-    head_full: bool = False
-    head_bytes: int = 0
-    tail_chunks: list[tuple[int, int, int]] = field(default_factory=list)  # seq, stored, raw
-    tail_bytes: int = 0
+    __slots__ = (
+        "head_budget",
+        "head_bytes",
+        "head_full",
+        "tail_budget",
+        "tail_bytes",
+        "tail_chunks",
+    )
+
+    def __init__(self, head_budget: int, tail_budget: int) -> None:
+        self.head_budget = head_budget
+        self.tail_budget = tail_budget
+        self.head_full = False
+        self.head_bytes = 0
+        self.tail_chunks: list[tuple[int, int, int]] = []  # seq, stored bytes, raw bytes
+        self.tail_bytes = 0
 
 
 class _Stopped(Exception):
@@ -186,7 +195,7 @@ class EvidenceRecorder:
         source: str,
         label: str | None,
         command: Mapping[str, Any],
-        limits: EvidenceLimits = EvidenceLimits(),
+        limits: EvidenceLimits = DEFAULT_LIMITS,
         started_at: str | None = None,
     ) -> None:
         self._db = db

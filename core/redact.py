@@ -42,10 +42,9 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cache
+from typing import TYPE_CHECKING, NamedTuple  # typing: every caller has loaded it already
 
-TYPE_CHECKING = False  # typing itself is not imported: a hook's import budget is tight
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
@@ -101,8 +100,7 @@ Span = tuple[int, int]
 Select = Callable[[re.Match[str]], list[Span]]
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(NamedTuple):
     """One redacted secret: the rule that found it and its span in the original text."""
 
     rule: str
@@ -110,8 +108,7 @@ class Finding:
     end: int
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     """A keyword-gated rule.
 
     ``anchored`` rules are tried (``pattern.match``) only where one of their ``starts`` occurs,
@@ -140,10 +137,18 @@ class Rule:
     finds these places instead of the ``starts`` (which are many more: ``ac`` + two hex digits
     is in every hex id); the rule is tried at exactly the same matches either way."""
 
-    @cached_property
+    @property
     def pattern(self) -> re.Pattern[str]:
         """The compiled regex (compiled once, on first use)."""
-        return re.compile(self.source, self.flags)
+        key = (self.source, self.flags)
+        compiled = _COMPILED.get(key)
+        if compiled is None:
+            compiled = _COMPILED[key] = re.compile(self.source, self.flags)
+        return compiled
+
+
+_COMPILED: dict[tuple[str, int], re.Pattern[str]] = {}
+"""Each rule's regex once compiled, by source and flags (a rule, a record, keeps no state)."""
 
 
 # --- value checks ---------------------------------------------------------------------------
@@ -972,46 +977,71 @@ def _rfind_terminator(text: str, start: int, end: int) -> int:
 # --- the machine ---------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
 class _Pem:
-    begin: int  # where the BEGIN marker starts
-    scan: int  # start of the next line to classify
-    body: int = 0  # base64 characters held so far
-    last: int = 0  # end of the last key line's content (before its line terminator)
-    swallowing: bool = False  # past PEM_HOLD_CAP: already redacted, dropping key lines
+    """A PEM block being read: where it began and how far it has been classified."""
+
+    __slots__ = ("begin", "body", "last", "scan", "swallowing")
+
+    def __init__(self, begin: int, scan: int) -> None:
+        self.begin = begin  # where the BEGIN marker starts
+        self.scan = scan  # start of the next line to classify
+        self.body = 0  # base64 characters held so far
+        self.last = 0  # end of the last key line's content (before its line terminator)
+        self.swallowing = False  # past PEM_HOLD_CAP: already redacted, dropping key lines
 
 
-@dataclass(slots=True)
 class _Machine:
     """The redaction state machine shared by :func:`redact_text` and :class:`StreamRedactor`."""
 
-    keep_findings: bool
-    buf: str = ""
-    base: int = 0  # absolute offset of buf[0]
-    pos: int = 0  # first character of buf not yet emitted
-    skip: int = 0  # PEM BEGIN markers starting before this are not entered again
-    pem: _Pem | None = None
-    out: list[str] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    counts: Counter[str] = field(default_factory=Counter)
-    pending: list[str] = field(default_factory=list)
-    pending_len: int = 0
-    no_terminator_before: int = 0  # buf[pos:this] is known to hold no line terminator
-    # The spans of the region a PEM block was entered from, kept so that releasing a block that
-    # was not a key resumes with the same spans instead of scanning the region again (which
-    # would make a run of BEGIN lines quadratic): (region end, spans).
-    cache: tuple[int, list[tuple[int, int, str]]] | None = None
-    # Hyperscan's scratch space while the Hyperscan gate is on (one per machine: a machine is
-    # used by one thread at a time, a scratch must be too).
-    scratch: Any = None
-    # With the Hyperscan gate: buf as bytes (scanned without a copy) and pending as bytes, and
-    # the absolute range of the last block scanned when it held no PEM BEGIN marker.
-    raw: bytes = b""
-    pending_raw: list[bytes] = field(default_factory=list)
-    no_pem: tuple[int, int] = (0, 0)
-    # Line feeds of the input that the output does not have (inside redacted spans): the output's
-    # line count plus this is the input's, so a caller need not count both.
-    dropped_newlines: int = 0
+    __slots__ = (
+        "base",
+        "buf",
+        "cache",
+        "counts",
+        "dropped_newlines",
+        "findings",
+        "keep_findings",
+        "no_pem",
+        "no_terminator_before",
+        "out",
+        "pem",
+        "pending",
+        "pending_len",
+        "pending_raw",
+        "pos",
+        "raw",
+        "scratch",
+        "skip",
+    )
+
+    def __init__(self, keep_findings: bool, buf: str = "") -> None:
+        self.keep_findings = keep_findings
+        self.buf = buf
+        self.base: int = 0  # absolute offset of buf[0]
+        self.pos: int = 0  # first character of buf not yet emitted
+        self.skip: int = 0  # PEM BEGIN markers starting before this are not entered again
+        self.pem: _Pem | None = None
+        self.out: list[str] = []
+        self.findings: list[Finding] = []
+        self.counts: Counter[str] = Counter()
+        self.pending: list[str] = []
+        self.pending_len: int = 0
+        self.no_terminator_before: int = 0  # buf[pos:this] is known to hold no line terminator
+        # The spans of the region a PEM block was entered from, kept so that releasing a block
+        # that was not a key resumes with the same spans instead of scanning the region again
+        # (which would make a run of BEGIN lines quadratic): (region end, spans).
+        self.cache: tuple[int, list[tuple[int, int, str]]] | None = None
+        # Hyperscan's scratch space while the Hyperscan gate is on (one per machine: a machine
+        # is used by one thread at a time, a scratch must be too).
+        self.scratch: Any = None
+        # With the Hyperscan gate: buf as bytes (scanned without a copy) and pending as bytes,
+        # and the absolute range of the last block scanned when it held no PEM BEGIN marker.
+        self.raw: bytes = b""
+        self.pending_raw: list[bytes] = []
+        self.no_pem: tuple[int, int] = (0, 0)
+        # Line feeds of the input that the output does not have (inside redacted spans): the
+        # output's line count plus this is the input's, so a caller need not count both.
+        self.dropped_newlines: int = 0
 
     def accelerate(self, raw: bytes | None = None) -> bool:
         """Use the Hyperscan gate from now on (``raw``: buf as bytes, when the caller has it);

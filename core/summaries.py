@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 MAX_LINE_SCANNED = 4096
 
@@ -71,12 +70,11 @@ _NPM_VULN = re.compile(r"^found (\d+) vulnerabilit")
 _NPM_ERR = re.compile(r"^npm (?:ERR!|error) ")
 
 
-@dataclass
-class Summary:
+class Summary(NamedTuple):
     """What a run amounted to, as counts; `tool` names the recogniser that produced it."""
 
     tool: str
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int]
 
     def text(self) -> str:
         """`pytest: 412 passed, 3 failed`."""

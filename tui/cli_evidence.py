@@ -7,7 +7,6 @@ it can wrap any command in an agent's loop; the evidence line it adds goes to st
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from typing import Any, BinaryIO
 
 import click
@@ -68,7 +67,7 @@ def run(
     )
     if as_json:
         # The tail was just shown live; `evidence show ID` has it for later.
-        emit(True, {"exit_code": outcome.exit_code, "evidence": replace(item, tail=None)}, "")
+        emit(True, {"exit_code": outcome.exit_code, "evidence": item._replace(tail=None)}, "")
     elif not quiet:
         click.echo(f"pitstop: {_one_line(item)}", err=True)
     sys.exit(outcome.exit_code)
