@@ -277,20 +277,47 @@ class Located(NamedTuple):
 
 
 def locate(path: str | os.PathLike[str]) -> Located:
-    """`resolve_source_repo`, plus the remotes and HEAD a snapshot records, in two git calls:
-    the config, then one `rev-parse` for the repository's paths and its HEAD together."""
+    """`resolve_source_repo`, plus the remotes and HEAD a snapshot records, from two git calls
+    run side by side: the config, and one `rev-parse` for the repository's paths, HEAD and its
+    upstream. Without an upstream, that `rev-parse` stops after HEAD's tree; the branch is then
+    read from the repository's HEAD file, as git reads it."""
     candidate = Path(path).expanduser()
     if candidate.is_file():
         candidate = candidate.parent
     if not candidate.is_dir():
         return Located(resolve_source_repo(path), (), False, None)  # explains the refusal
-    remotes, any_upstream = _config_facts(candidate)
-    args = ["rev-parse", *_REPO_FACTS, *_head_args(upstream=any_upstream)]
-    lines = _git(args, cwd=candidate, ok_codes=(0, 128)).decode().splitlines()
-    if len(lines) < 5:  # not plainly inside a work tree: let the full lookup explain
-        return Located(resolve_source_repo(path), remotes, any_upstream, None)
-    head = _parse_head(lines[5:], upstream=any_upstream)
-    return Located(_source_from(lines), remotes, any_upstream, head)
+    config = _start_git(_CONFIG_ARGS, cwd=candidate, env={})
+    try:
+        args = ["rev-parse", *_REPO_FACTS, *_head_args(upstream=True)]
+        lines = _git(args, cwd=candidate, ok_codes=(0, 128)).decode().splitlines()
+    finally:
+        out, err = config.communicate()
+    plainly_inside = len(lines) >= 5
+    source = _source_from(lines) if plainly_inside else resolve_source_repo(path)  # or explains
+    if config.returncode not in (0, 1):  # 1: no remote and no upstream configured
+        message = err.decode(errors="replace").strip().splitlines()
+        raise GitError(f"git config failed: {message[-1] if message else config.returncode}")
+    remotes, any_upstream = _parse_config_facts(out)
+    if not plainly_inside:
+        return Located(source, remotes, any_upstream, None)
+    head = _parse_head(lines[5:], upstream=True)
+    if head is None and len(lines) == 7 and not any_upstream:  # HEAD resolved; no upstream
+        head = _head_without_upstream(source, commit=lines[5], tree=lines[6])
+    return Located(source, remotes, any_upstream, head)
+
+
+def _head_without_upstream(source: SourceRepo, *, commit: str, tree: str) -> HeadFacts | None:
+    """HEAD's facts with the branch read from `HEAD` (`ref: refs/heads/NAME`, or an id when
+    detached); None when that file says something else (asked through git later)."""
+    try:
+        text = (source.git_dir / "HEAD").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if text.startswith("ref: "):
+        return HeadFacts(commit, tree, _branch_of(text.removeprefix("ref: ").strip()))
+    if text == commit:
+        return HeadFacts(commit, tree, None)
+    return None
 
 
 def _source_from(lines: Sequence[str]) -> SourceRepo:
@@ -895,14 +922,17 @@ def repo_facts(source: SourceRepo) -> RepoFacts:
     return RepoFacts(remotes=remotes, upstream=upstream, upstream_head=upstream_head)
 
 
+_CONFIG_ARGS = ("config", "-z", "--get-regexp", r"^(remote\..*\.url|branch\..*\.merge)$")
+
+
 def _config_facts(cwd: Path) -> tuple[tuple[tuple[str, str], ...], bool]:
     """The remotes (credentials stripped) and whether any branch has an upstream, from one
     `git config` read (a branch without `branch.<name>.merge` has no upstream)."""
-    raw = _git(
-        ["config", "-z", "--get-regexp", r"^(remote\..*\.url|branch\..*\.merge)$"],
-        cwd=cwd,
-        ok_codes=(0, 1),
-    )
+    return _parse_config_facts(_git(_CONFIG_ARGS, cwd=cwd, ok_codes=(0, 1)))
+
+
+def _parse_config_facts(raw: bytes) -> tuple[tuple[tuple[str, str], ...], bool]:
+    """What `git config -z --get-regexp` printed for `_CONFIG_ARGS`."""
     remotes = []
     any_upstream = False
     for item in raw.split(b"\0"):

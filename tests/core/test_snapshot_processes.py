@@ -51,7 +51,7 @@ def test_a_checkpoint_after_another_runs_few_git_processes(
 
     git_calls.clear()
     unchanged = _forced(engine)
-    # config, one rev-parse for the repository and its HEAD, the cat-file session, the walk of
+    # config beside one rev-parse for the repository and its HEAD, the cat-file session, the walk of
     # the previous trees, status, write-tree, update-index, write-tree: nothing written
     # through git, nothing re-read
     assert len(git_calls) <= 8, git_calls
@@ -298,3 +298,23 @@ def test_locate_agrees_with_resolve_and_refuses_the_same_paths(repo: Path, tmp_p
     for nowhere in (tmp_path / "missing", tmp_path):
         with pytest.raises(NotAGitRepoError):
             snapshot.locate(nowhere)
+
+
+def test_locate_reads_the_branch_git_would_name(repo: Path, tmp_path: Path) -> None:
+    """Without an upstream the branch comes from the HEAD file: the same answer as
+    `git rev-parse --symbolic-full-name HEAD`, on a branch, detached, and in a linked worktree."""
+
+    def branch_git_names(where: Path) -> str | None:
+        ref = git(where, "rev-parse", "--symbolic-full-name", "HEAD").strip()
+        return ref.removeprefix("refs/heads/") if ref != "HEAD" else None
+
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "side/topic", str(linked))
+    detached = tmp_path / "detached"
+    git(repo, "worktree", "add", "-q", "--detach", str(detached))
+    for where, expected in ((repo, "main"), (linked, "side/topic"), (detached, None)):
+        located = snapshot.locate(where)
+        assert located.head is not None
+        assert located.head.branch == expected == branch_git_names(where)
+        assert located.head.commit == git(where, "rev-parse", "HEAD").strip()
+        assert located.source == snapshot.resolve_source_repo(where)
