@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import fcntl
 import fnmatch
+import functools
 import hashlib
 import os
+import re
 import shutil
 import stat
 import subprocess
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
@@ -496,7 +498,7 @@ def _is_secret_name(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
     if name.endswith(SAFE_NAME_SUFFIXES):
         return False
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in SECRET_NAME_PATTERNS)
+    return _matches_any(SECRET_NAME_PATTERNS, name)
 
 
 def _contains_private_key(full_path: Path) -> bool:
@@ -1271,4 +1273,15 @@ def lockfiles_in(store_repo: Path, tree: str) -> dict[str, str]:
 def is_lockfile(path: str) -> bool:
     """True for a dependency lockfile (by its name, in any directory)."""
     name = path.rsplit("/", 1)[-1]
-    return name in LOCKFILE_NAMES or any(fnmatch.fnmatchcase(name, p) for p in LOCKFILE_PATTERNS)
+    return name in LOCKFILE_NAMES or _matches_any(LOCKFILE_PATTERNS, name)
+
+
+def _matches_any(patterns: tuple[str, ...], name: str) -> bool:
+    """`fnmatch.fnmatchcase` against any of `patterns`, through one regex built on first use:
+    one compile instead of one per pattern, in a process (a hook's) that checks a few names."""
+    return _shell_patterns(patterns)(name) is not None
+
+
+@functools.cache
+def _shell_patterns(patterns: tuple[str, ...]) -> Callable[[str], re.Match[str] | None]:
+    return re.compile("|".join(fnmatch.translate(pattern) for pattern in patterns)).match

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import fnmatch
 from pathlib import Path
 
 import pytest
 from corekit import all_store_object_bytes, git, ls_tree, only_store_repo, write
+from hypothesis import given
+from hypothesis import strategies as st
 
+from core import snapshot
 from core.engine import CheckpointRequest, Engine
 from core.models import Checkpoint
 
@@ -178,3 +182,18 @@ def test_non_positive_size_limit_is_refused(engine: Engine, repo: Path, limit: i
     with pytest.raises(UsageError):
         engine.checkpoint("t1", CheckpointRequest(max_file_bytes=limit))
     assert engine.list_checkpoints("t1") == []
+
+
+@given(
+    st.one_of(
+        st.text(alphabet=".-_*/\nenvkyprsqtidjolcmx[]", max_size=24),
+        st.sampled_from(snapshot.SECRET_NAME_PATTERNS + snapshot.LOCKFILE_PATTERNS).map(
+            lambda pattern: pattern.replace("*", "x.y")
+        ),
+    )
+)
+def test_name_patterns_match_as_fnmatch_matches_them(name: str) -> None:
+    """The secret-name and lockfile checks (one combined regex) agree with fnmatchcase."""
+    for patterns in (snapshot.SECRET_NAME_PATTERNS, snapshot.LOCKFILE_PATTERNS):
+        expected = any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+        assert snapshot._matches_any(patterns, name) is expected
