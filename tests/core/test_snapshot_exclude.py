@@ -193,7 +193,12 @@ def test_non_positive_size_limit_is_refused(engine: Engine, repo: Path, limit: i
     )
 )
 def test_name_patterns_match_as_fnmatch_matches_them(name: str) -> None:
-    """The secret-name and lockfile checks (one combined regex) agree with fnmatchcase."""
-    for patterns in (snapshot.SECRET_NAME_PATTERNS, snapshot.LOCKFILE_PATTERNS):
+    """The secret-name and lockfile checks (string operations, no regex) agree with fnmatchcase,
+    for our patterns and for ones the string checks leave to fnmatch."""
+    for patterns in (
+        snapshot.SECRET_NAME_PATTERNS,
+        snapshot.LOCKFILE_PATTERNS,
+        ("*.e?v", "[!.]*", "id_*_*", "**"),
+    ):
         expected = any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
         assert snapshot._matches_any(patterns, name) is expected
