@@ -829,15 +829,18 @@ def _automaton() -> ahocorasick_rs.BytesAhoCorasick:
     )
 
 
-# The same gate for large streams: one Hyperscan database holding every literal (caseless, as
-# the automaton sees lowercased text) and every rule's locator. Hyperscan scans the raw block at
-# several GB/s without the GIL and needs no lowercased copy; a literal that only gates a scanned
-# rule is reported once per block (SINGLEMATCH), a start at every occurrence. It reports the end
-# of each match; literals and locators have a fixed width, so the start is known. Each pattern
-# id maps to (rules gated, (rule, offset) tries, width); the last one is the PEM BEGIN marker.
-# Output is identical either way: the same rules run, over the same blocks, at the same places.
+# The same gate for large streams: one Hyperscan database holding every anchored rule's start
+# literals (caseless, as the automaton sees lowercased text) or its locator, every scanned
+# rule's own regex as a prefilter, and the PEM BEGIN marker. Hyperscan scans the raw block at
+# several GB/s without the GIL and needs no lowercased copy. It reports the end of each match:
+# literals and locators have a fixed width, so a start is known; a scanned rule's prefilter is
+# reported once per block (SINGLEMATCH), at the first place the rule's regex could end. Each
+# pattern id maps to (rules gated, (rule, offset) tries, width); the last one is the marker.
+# Output is identical either way: a rule is skipped only where it has no match, and it runs
+# from the same places as behind the automaton.
 ACCELERATE_AFTER = 1024 * 1024
-"""Bytes a stream must reach before the Hyperscan gate is compiled and used (~20 ms, once)."""
+"""Bytes a stream must reach before the Hyperscan gate is used (compiled once per process,
+~60 ms, unless the cache has it: see :func:`use_hyperscan_cache`)."""
 
 _Table = tuple[tuple[tuple[int, ...], tuple[tuple[int, int], ...], int], ...]
 
@@ -940,8 +943,9 @@ def _write_private(path: Path, data: bytes) -> None:
     """Write ``path`` whole (0600, via a temporary file and a rename); give up quietly."""
     import contextlib
     import os
+    import threading
 
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
