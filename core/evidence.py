@@ -248,7 +248,7 @@ class EvidenceRecorder:
         self._candidates = CandidateLines()
         self._tail = b""
         self._chunk_buffer = bytearray()
-        self._chunk_queue: queue.Queue[bytes | None] = queue.Queue(CHUNK_QUEUE_CHUNKS)
+        self._chunk_queue: queue.Queue[tuple[bytes, int] | None] = queue.Queue(CHUNK_QUEUE_CHUNKS)
         self._compress_thread: threading.Thread | None = None
         # the compression stage
         self._frame_queue: queue.Queue[list[_Frame] | None] = queue.Queue(FRAME_QUEUE_BATCHES)
@@ -398,27 +398,29 @@ class EvidenceRecorder:
             self._scanner.feed_line(line)
 
     def _emit_chunk(self, piece: bytes) -> None:
-        """Hand a full chunk of redacted output to the compression stage."""
+        """Hand a full chunk of redacted output, and its line count, to the compression stage."""
+        # Counted here: the compression stage is the slowest, and this one waits for it.
+        chunk = (piece, piece.count(b"\n"))
         if self._redact_thread is None:  # a short stream, recorded on the caller's thread
-            self._store_frames(self._db, self._compress([piece]))
+            self._store_frames(self._db, self._compress([chunk]))
             return
         if self._compress_thread is None:
             self._compress_thread = threading.Thread(
                 target=self._compress_loop, name=f"evidence-{self.id}-compress", daemon=True
             )
             self._compress_thread.start()
-        self._put(self._chunk_queue, piece)
+        self._put(self._chunk_queue, chunk)
 
     # the compression stage --------------------------------------------------------------------
 
     def _compress_loop(self) -> None:
         try:
             ended = False
-            while not ended and (piece := self._get(self._chunk_queue)) is not None:
+            while not ended and (chunk := self._get(self._chunk_queue)) is not None:
                 # Whatever else is waiting joins this batch: a stage that fell behind catches
                 # up in fewer, larger steps.
-                pieces = [piece]
-                while len(pieces) < STORE_BATCH_CHUNKS:
+                chunks = [chunk]
+                while len(chunks) < STORE_BATCH_CHUNKS:
                     try:
                         more = self._chunk_queue.get_nowait()
                     except queue.Empty:
@@ -426,8 +428,8 @@ class EvidenceRecorder:
                     if more is None:
                         ended = True
                         break
-                    pieces.append(more)
-                frames = self._compress(pieces)
+                    chunks.append(more)
+                frames = self._compress(chunks)
                 if self._store_thread is None:
                     self._store_thread = threading.Thread(
                         target=self._store_loop, name=f"evidence-{self.id}-store", daemon=True
@@ -441,9 +443,10 @@ class EvidenceRecorder:
         except BaseException as exc:  # handed to the caller's thread, which raises it
             self._fail(exc)
 
-    def _compress(self, pieces: list[bytes]) -> list[_Frame]:
-        """Each piece as its own zstd frame (several at once on up to two threads, GIL
+    def _compress(self, chunks: list[tuple[bytes, int]]) -> list[_Frame]:
+        """Each chunk as its own zstd frame (several at once on up to two threads, GIL
         released), with its length and line count."""
+        pieces = [piece for piece, _ in chunks]
         if len(pieces) > 1 and _MULTI_COMPRESS:
             inputs: list[bytes | bytearray | memoryview] = list(pieces)
             frames = self._compressor.multi_compress_to_buffer(
@@ -453,8 +456,8 @@ class EvidenceRecorder:
         else:
             compressed = [self._compressor.compress(piece) for piece in pieces]
         return [
-            (len(piece), piece.count(b"\n"), frame)
-            for piece, frame in zip(pieces, compressed, strict=True)
+            (len(piece), line_count, frame)
+            for (piece, line_count), frame in zip(chunks, compressed, strict=True)
         ]
 
     # the storage stage ------------------------------------------------------------------------
