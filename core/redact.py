@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, NamedTuple  # typing: every caller has loaded it already
 
@@ -829,6 +829,28 @@ def _automaton() -> ahocorasick_rs.BytesAhoCorasick:
     )
 
 
+SHORT_TEXT = 512
+"""Bytes up to which, before the automaton exists, literals are looked for one by one: building
+it costs ~2 ms, more than a hook's one line of text needs (~0.2 ms for a hundred bytes)."""
+
+
+def _literal_hits(low: bytes) -> Iterator[tuple[int, int]]:
+    """Every occurrence of every literal in ``low``: (literal index, offset), overlapping ones
+    included, in no particular order (the callers collect them into sets and maxima)."""
+    if len(low) > SHORT_TEXT or _automaton.cache_info().currsize:
+        for literal, at, _ in _automaton().find_matches_as_indexes(low, overlapping=True):
+            yield literal, at
+        return
+    for literal, text in enumerate(_LITERAL_BYTES):
+        at = low.find(text)
+        while at != -1:
+            yield literal, at
+            at = low.find(text, at + 1)
+
+
+_LITERAL_BYTES = tuple(lit.encode("ascii") for lit in _LITERAL_LIST)
+
+
 # The same gate for large streams: one Hyperscan database holding every anchored rule's start
 # literals (caseless, as the automaton sees lowercased text) or its locator, every scanned
 # rule's own regex as a prefilter, and the PEM BEGIN marker. Hyperscan scans the raw block at
@@ -1192,7 +1214,7 @@ class _Machine:
             # Lowercased bytes, one per character (a character above U+00FF, only possible in
             # redact_text, becomes "?", which no literal contains).
             low = buf[start:end].encode("latin-1", "replace").lower()
-            for literal, at, _ in _automaton().find_matches_as_indexes(low, overlapping=True):
+            for literal, at in _literal_hits(low):
                 for index in _GATES[literal]:
                     active[index] = start
                 for index, offset in _STARTS[literal]:

@@ -1,0 +1,63 @@
+"""Short texts (a hook's reason, a command line) find the rules' literals one by one instead of
+building the automaton; both ways must find exactly the same occurrences: the same redaction."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core import redact
+
+LITERALS = st.sampled_from(redact._LITERAL_LIST)
+
+
+def overlapped(literal: str) -> str:
+    """The literal twice, the second occurrence starting inside the first (`akia` -> `akiakia`)."""
+    shift = next(k for k in range(1, len(literal)) if literal[k:] == literal[: len(literal) - k])
+    return literal + literal[len(literal) - shift :]
+
+
+SELF_OVERLAPPING = [
+    lit
+    for lit in redact._LITERAL_LIST
+    if any(lit[k:] == lit[: len(lit) - k] for k in range(1, len(lit)))
+]
+FILLER = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-=:/. \t\"'", max_size=12)
+
+
+@st.composite
+def short_texts(draw: st.DrawFn) -> bytes:
+    """Lowercased bytes up to SHORT_TEXT, made of literals (overlapping ones too) and filler."""
+    overlapping = st.sampled_from(SELF_OVERLAPPING).map(overlapped)
+    parts = draw(st.lists(st.one_of(LITERALS, overlapping, FILLER), max_size=24))
+    return "".join(parts).encode("latin-1")[: redact.SHORT_TEXT]
+
+
+def automaton_hits(low: bytes) -> set[tuple[int, int]]:
+    return {
+        (literal, at)
+        for literal, at, _ in redact._automaton().find_matches_as_indexes(low, overlapping=True)
+    }
+
+
+def one_by_one_hits(low: bytes) -> set[tuple[int, int]]:
+    redact._automaton.cache_clear()  # the short path is taken only before the automaton exists
+    found = set(redact._literal_hits(low))
+    assert redact._automaton.cache_info().currsize == 0, "the short path built the automaton"
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(short_texts())
+def test_short_texts_find_the_occurrences_the_automaton_finds(low: bytes) -> None:
+    expected = automaton_hits(low)
+    assert one_by_one_hits(low) == expected
+
+
+def test_a_hooks_reason_is_redacted_alike_either_way() -> None:
+    text = "deploy with token=ghp_R8x2Lq9ZkP4mT7vW1nB6cY3dF5gH0jK2sQ8e and password: hunter2hunter2"
+    redact._automaton.cache_clear()
+    short = redact.redact_text(text)
+    redact._automaton()  # now built: the same call goes through it
+    assert redact.redact_text(text) == short
+    assert "ghp_" not in short[0] and short[1]
