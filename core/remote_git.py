@@ -146,21 +146,33 @@ def commit(
 
 
 class ObjectReader:
-    """One `git cat-file --batch` kept open for a whole operation: every read (blobs, trees,
-    `rev:path`) is a round trip on a pipe instead of a new git process."""
+    """Reads a store repository's objects for a whole operation.
+
+    A loose object (what a checkpoint just wrote, and what it reads back: commits, manifests,
+    the trees of the previous checkpoint) is read straight from its file; anything else (a
+    packed object, a missing one, a revision this reader does not parse) goes to one `git
+    cat-file --batch`, started on first need and kept open: a round trip on a pipe per read
+    instead of a git process. A checkpoint whose objects are all loose starts no reader process.
+    """
 
     def __init__(self, store_repo: Path) -> None:
         self.store_repo = store_repo
-        self._process = subprocess.Popen(
-            ["git", "cat-file", "--batch"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=_clean_env({"GIT_DIR": str(store_repo)}),
-        )
+        self._objects = store_repo / "objects"
+        self._process: subprocess.Popen[bytes] | None = None
 
     def read(self, spec: str) -> tuple[str, bytes] | None:
         """An object's type and content, or None when it is missing."""
+        return self._read_loose(spec) or self._read_batch(spec)
+
+    def _read_batch(self, spec: str) -> tuple[str, bytes] | None:
+        if self._process is None:
+            self._process = subprocess.Popen(
+                ["git", "cat-file", "--batch"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=_clean_env({"GIT_DIR": str(self.store_repo)}),
+            )
         stdin, stdout = self._process.stdin, self._process.stdout
         assert stdin is not None and stdout is not None
         stdin.write(spec.encode() + b"\n")
@@ -172,7 +184,43 @@ class ObjectReader:
         stdout.read(1)  # the newline after the content
         return header[1], data
 
+    def _read_loose(self, spec: str) -> tuple[str, bytes] | None:
+        """`ID`, `ID^{tree}` or `ID:PATH` from loose objects only; None: ask `cat-file`."""
+        if spec.endswith("^{tree}"):
+            spec = spec[: -len("^{tree}")] + ":"
+        oid, colon, path = spec.partition(":")
+        found = self._loose(oid)
+        if found is None or not colon:
+            return found
+        if found[0] == "commit":
+            found = (
+                self._loose(found[1][5:45].decode("ascii")) if found[1][:5] == b"tree " else None
+            )
+        for name in filter(None, path.split("/")):
+            if found is None or found[0] != "tree":
+                return None
+            entry = next((e for e in _parse_tree(found[1]) if e[1] == name), None)
+            found = self._loose(entry[2]) if entry else None
+        return found if found is not None and (path or found[0] == "tree") else None
+
+    def _loose(self, oid: str) -> tuple[str, bytes] | None:
+        """A loose object by its full SHA-1 id; None when it is not a readable loose object."""
+        if len(oid) != 40 or not all(c in "0123456789abcdef" for c in oid):
+            return None
+        try:
+            with open(self._objects / oid[:2] / oid[2:], "rb") as handle:
+                data = zlib.decompress(handle.read())
+        except (OSError, zlib.error):
+            return None
+        header, nul, body = data.partition(b"\0")
+        kind, _, size = header.decode("ascii", "replace").partition(" ")
+        if not nul or not size.isdigit() or int(size) != len(body):
+            return None
+        return kind, body
+
     def close(self) -> None:
+        if self._process is None:
+            return
         if self._process.stdin is not None:
             self._process.stdin.close()
         self._process.wait()

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from corekit import git, git_bytes, only_store_repo, write
 
-from core import snapshot
+from core import remote_git, snapshot
 from core.engine import CheckpointRequest, Engine
 from core.errors import DamagedCheckpointError, NotAGitRepoError
 from core.models import ChangedFile, Checkpoint, CheckpointState
@@ -51,10 +51,11 @@ def test_a_checkpoint_after_another_runs_few_git_processes(
 
     git_calls.clear()
     unchanged = _forced(engine)
-    # config beside one rev-parse for the repository and its HEAD, the cat-file session, the walk of
-    # the previous trees, status, write-tree, update-index, write-tree: nothing written
-    # through git, nothing re-read
-    assert len(git_calls) <= 8, git_calls
+    # config beside one rev-parse for the repository and its HEAD, the walk of the previous
+    # trees, status, write-tree, update-index, write-tree: nothing written through git, and
+    # what is re-read (commits, manifests, trees) is loose, read without cat-file
+    assert len(git_calls) <= 7, git_calls
+    assert "cat-file" not in git_calls
     assert engine.verify(unchanged) == []
 
     write(repo / "notes.txt", "more work\n")
@@ -318,3 +319,53 @@ def test_locate_reads_the_branch_git_would_name(repo: Path, tmp_path: Path) -> N
         assert located.head.branch == expected == branch_git_names(where)
         assert located.head.commit == git(where, "rev-parse", "HEAD").strip()
         assert located.source == snapshot.resolve_source_repo(where)
+
+
+def test_the_object_reader_answers_as_cat_file_does(engine: Engine, repo: Path) -> None:
+    """Loose objects are read from their files, the rest through cat-file: every kind of spec
+    gives what `git cat-file --batch` gives, before and after the objects are packed."""
+    engine.start_task(repo=repo, objective="reads", task_id="t1")
+    write(repo / "src/deep/er/file.txt", "deep\n")
+    first = _forced(engine)
+    write(repo / "notes.txt", "more\n")
+    second = _forced(engine)
+    store = only_store_repo(engine.paths.root)
+    assert first.commit and second.commit and second.worktree_tree
+    found_loose = [
+        second.commit,
+        f"{second.commit}^{{tree}}",
+        f"{second.commit}:{snapshot.MANIFEST_FILE}",
+        f"{second.commit}:worktree",
+        f"{second.commit}:worktree/src/deep/er/file.txt",
+        f"{second.commit}:worktree/src/deep/er/",
+        f"{second.worktree_tree}:src/deep",
+        f"{second.worktree_tree}^{{tree}}",
+        f"{first.commit}:pitstop.json",
+    ]
+    asked_of_git = [  # missing, abbreviated, named by a ref: cat-file answers
+        f"{second.commit}:worktree/no/such/file",
+        f"{second.commit}:worktree/notes.txt/x",
+        second.commit[:12],
+        "0" * 40,
+        "refs/pitstop/checkpoints/t1:pitstop.json",
+    ]
+
+    def cat_file(spec: str) -> tuple[str, bytes] | None:
+        out = git_bytes(store, "cat-file", "--batch", input=spec.encode() + b"\n")
+        header, _, rest = out.partition(b"\n")
+        fields = header.decode().split()
+        return (fields[1], rest[: int(fields[2])]) if len(fields) == 3 else None
+
+    for packed in (False, True):
+        if packed:
+            git(store, "repack", "-a", "-d", "-q")
+            git(store, "prune-packed")
+        reader = remote_git.ObjectReader(store)
+        try:
+            for spec in found_loose:
+                assert reader.read(spec) == cat_file(spec), (packed, spec)
+            assert (reader._process is None) is not packed  # all loose: no cat-file at all
+            for spec in asked_of_git:
+                assert reader.read(spec) == cat_file(spec), (packed, spec)
+        finally:
+            reader.close()
