@@ -61,3 +61,14 @@ def test_a_hooks_reason_is_redacted_alike_either_way() -> None:
     redact._automaton()  # now built: the same call goes through it
     assert redact.redact_text(text) == short
     assert "ghp_" not in short[0] and short[1]
+
+
+def test_every_rule_is_what_the_literal_gate_assumes() -> None:
+    """Keywords and starts are lowercase ASCII (the gate lowers the text, ASCII only); a rule is
+    anchored exactly when it has starts; only anchored rules have a locator."""
+    for rule in redact.RULES:
+        assert rule.keywords, rule.name
+        assert all(kw == kw.lower() and kw.isascii() for kw in rule.keywords), rule.name
+        assert all(lit == lit.lower() and lit.isascii() for lit, _ in rule.starts), rule.name
+        assert rule.anchored == bool(rule.starts), rule.name
+        assert rule.locator is None or rule.anchored, rule.name
