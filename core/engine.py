@@ -153,12 +153,10 @@ def _default_resume_dir(toplevel: Path, task_id: str) -> Path:
 
 def generate_task_id(objective: str, taken: set[str]) -> str:
     """A short, human id from the objective's first words plus four hex digits."""
-    import secrets
-
     words = re.findall(r"[a-z0-9]+", objective.lower())
     stem = "-".join(words[:3])[:24].strip("-") or "task"
     while True:
-        candidate = f"{stem}-{secrets.token_hex(2)}"
+        candidate = f"{stem}-{os.urandom(2).hex()}"
         if candidate not in taken:
             return candidate
 

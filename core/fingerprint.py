@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import secrets
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,8 @@ def load_or_create_key(path: Path) -> bytes:
             return key
     except FileNotFoundError:
         pass
-    key = secrets.token_bytes(KEY_BYTES)
-    temp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    key = os.urandom(KEY_BYTES)
+    temp = path.with_name(f"{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as handle:
         handle.write(key)

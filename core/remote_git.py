@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import os
-import secrets
 import subprocess
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -69,7 +68,7 @@ def _write_object(store_repo: Path, kind: str, body: bytes) -> str:
     if final.exists():
         return oid
     directory.mkdir(mode=0o700, exist_ok=True)
-    temp = directory / f"tmp_obj_{os.getpid()}_{secrets.token_hex(6)}"
+    temp = directory / f"tmp_obj_{os.getpid()}_{os.urandom(6).hex()}"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -409,7 +409,7 @@ from core.hooks import HookContext, claude_code
 replies = [claude_code(raw.encode(), HookContext()) for raw in json.loads(sys.argv[1])]
 heavy = ['git', 'sqlite_utils', 'click', 'textual', 'rich', 'tui', 'core.identity',
          'core.remote', 'core.ledger', 'core.validate', 'core.economics', 'core.resume',
-         'dataclasses', 'inspect', 'hyperscan']
+         'dataclasses', 'inspect', 'hyperscan', 'secrets', 'tempfile', 'random']
 print(json.dumps({
     "recorded": [list(reply.recorded) for reply in replies],
     "loaded": [m for m in heavy if m in sys.modules],
