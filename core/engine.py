@@ -533,31 +533,40 @@ class Engine:
         previous = store.latest_complete(self.db, task_id)
         if previous is not None:
             previous = self._open(previous)
-        previous_trees: tuple[str, str] | None = None
+        limits = snapshot.SnapshotLimits(request.max_file_bytes or self.config.max_file_bytes)
+        snap: snapshot.Snapshot | None = None
         if previous and previous.worktree_tree and previous.index_tree:
             trees = (previous.worktree_tree, previous.index_tree)
             # Every object of the previous trees, walked: the new snapshot stores only what
-            # differs from them, and its own verification relies on this walk.
-            if snapshot.verify_checkpoint(
+            # differs from them, and its own verification relies on this walk. The walk runs
+            # while the snapshot is taken; a damaged previous checkpoint (rare) throws that
+            # snapshot away (or its failure) and starts the chain afresh from the base commit.
+            walk = snapshot.start_verification(
                 store_repo,
                 commit=previous.commit or "",
                 worktree_tree=trees[0],
                 index_tree=trees[1],
                 manifest_sha256=None,
-            ):
-                previous = None  # damaged: start the chain afresh from the base commit
-            else:
-                previous_trees = trees
-        limits = snapshot.SnapshotLimits(request.max_file_bytes or self.config.max_file_bytes)
-        snap = snapshot.take_snapshot(
-            source,
-            store_repo,
-            self.paths.tmp,
-            limits,
-            previous_trees,
-            _lockfiles_of(previous) if previous_trees else None,
-            located,
-        )
+            )
+            try:
+                snap = snapshot.take_snapshot(
+                    source,
+                    store_repo,
+                    self.paths.tmp,
+                    limits,
+                    trees,
+                    _lockfiles_of(previous),
+                    located,
+                )
+            except Exception:
+                if not walk.problems():
+                    raise
+            if walk.problems():
+                previous, snap = None, None
+        if snap is None:
+            snap = snapshot.take_snapshot(
+                source, store_repo, self.paths.tmp, limits, None, None, located
+            )
         progress = self._progress(previous, request)
         pending = store.list_evidence(self.db, task_id, pending=True)
         if (

@@ -1082,15 +1082,65 @@ def verify_checkpoint(
     missing one itself). `objects_present` (the writer checked every object of both trees as
     it stored them, see `Snapshot.objects_present`) skips the walk.
     """
+    return start_verification(
+        store_repo,
+        commit=commit,
+        worktree_tree=worktree_tree,
+        index_tree=index_tree,
+        manifest_sha256=manifest_sha256,
+        deep=deep,
+        objects_present=objects_present,
+    ).problems()
+
+
+class Verification:
+    """A `verify_checkpoint` whose walk of the trees' objects may still be running."""
+
+    def __init__(self, problems: list[str], missing: int = 0, walk: _Walk | None = None) -> None:
+        self._problems = problems
+        self._missing = missing
+        self._walk = walk
+        if walk is None:
+            self._state_missing()
+
+    def problems(self) -> list[str]:
+        """Every problem found (waits for the walk): empty when the checkpoint is sound."""
+        if self._walk is not None:
+            self._missing += self._walk.missing()
+            self._walk = None
+            self._state_missing()
+        return self._problems
+
+    def _state_missing(self) -> None:
+        if self._missing:
+            self._problems.append(
+                f"{self._missing} snapshot object(s) are missing from the store repository"
+            )
+
+
+def start_verification(
+    store_repo: Path,
+    *,
+    commit: str,
+    worktree_tree: str,
+    index_tree: str,
+    manifest_sha256: str | None,
+    deep: bool = True,
+    objects_present: bool = False,
+) -> Verification:
+    """`verify_checkpoint`, with its walk of every object started in the background: a
+    checkpoint takes its snapshot while the previous checkpoint's objects are walked."""
     if not (store_repo / "objects").is_dir():
-        return [f"the store repository {store_repo} is missing"]
+        return Verification([f"the store repository {store_repo} is missing"])
     manifest_spec = f"{commit}:{MANIFEST_FILE}"
     specs = [commit, f"{commit}^{{tree}}", worktree_tree, index_tree]
     if manifest_sha256 is not None:
         specs.append(manifest_spec)
     found = _store_reads(store_repo, list(dict.fromkeys(specs)))
     if found[commit] is None:
-        return [f"checkpoint commit {commit[:12]} is missing from the store repository"]
+        return Verification(
+            [f"checkpoint commit {commit[:12]} is missing from the store repository"]
+        )
     problems: list[str] = []
     entries = _root_entries(found[f"{commit}^{{tree}}"] or b"")
     if entries.get("worktree") != worktree_tree:
@@ -1105,16 +1155,12 @@ def verify_checkpoint(
             problems.append(f"{MANIFEST_FILE} does not match its recorded sha256")
     presence = {tree: found[tree] is not None for tree in (worktree_tree, index_tree)}
     if objects_present:
-        missing = sum(1 for present in presence.values() if not present)
-    elif deep:
-        missing = _missing_tree_objects(store_repo, [worktree_tree, index_tree], presence=presence)
+        return Verification(problems, sum(1 for present in presence.values() if not present))
+    if deep:
+        walk = _Walk.start(store_repo, [worktree_tree, index_tree], presence=presence)
     else:  # the restore walks the worktree tree itself; check what only the index holds
-        missing = _missing_tree_objects(
-            store_repo, [index_tree], exclude=[worktree_tree], presence=presence
-        )
-    if missing:
-        problems.append(f"{missing} snapshot object(s) are missing from the store repository")
-    return problems
+        walk = _Walk.start(store_repo, [index_tree], exclude=[worktree_tree], presence=presence)
+    return Verification(problems, walk=walk)
 
 
 def _root_entries(body: bytes) -> dict[str, str]:
@@ -1134,25 +1180,50 @@ def _missing_tree_objects(
 
     `presence` (tree → held), when the caller already read the trees, spares asking again.
     """
-    if presence is None or any(tree not in presence for tree in trees):
-        presence = _has_objects(store_repo, trees)
-    missing = sum(1 for tree in dict.fromkeys(trees) if not presence[tree])
-    present_trees = [tree for tree in dict.fromkeys(trees) if presence[tree]]
-    if not present_trees:
-        return missing
-    listing = _git(
-        [
+    return _Walk.start(store_repo, trees, exclude, presence).missing()
+
+
+class _Walk:
+    """A `git rev-list --objects --missing=print` over some trees, running until asked."""
+
+    def __init__(self, missing: int, process: subprocess.Popen[bytes] | None) -> None:
+        self._missing = missing
+        self._process = process
+
+    @classmethod
+    def start(
+        cls,
+        store_repo: Path,
+        trees: list[str],
+        exclude: Sequence[str] = (),
+        presence: Mapping[str, bool] | None = None,
+    ) -> _Walk:
+        if presence is None or any(tree not in presence for tree in trees):
+            presence = _has_objects(store_repo, trees)
+        missing = sum(1 for tree in dict.fromkeys(trees) if not presence[tree])
+        present_trees = [tree for tree in dict.fromkeys(trees) if presence[tree]]
+        if not present_trees:
+            return cls(missing, None)
+        args = [
             "rev-list",
             "--objects",
             "--no-object-names",
             "--missing=print",
             *present_trees,
             *[f"^{tree}" for tree in exclude],
-        ],
-        git_dir=store_repo,
-        ok_codes=(0, 128),
-    )
-    return missing + sum(1 for line in listing.decode().split() if line.startswith("?"))
+        ]
+        return cls(missing, _start_git(args, cwd=store_repo, env={"GIT_DIR": str(store_repo)}))
+
+    def missing(self) -> int:
+        """How many objects the store cannot produce (waits for the walk to end)."""
+        if self._process is not None:
+            out, err = self._process.communicate()
+            code, self._process = self._process.returncode, None
+            if code not in (0, 128):
+                lines = err.decode(errors="replace").strip().splitlines()
+                raise GitError(f"git rev-list failed: {lines[-1] if lines else code}")
+            self._missing += sum(1 for line in out.decode().split() if line.startswith("?"))
+        return self._missing
 
 
 def materialise(store_repo: Path, tree: str, into: Path, scratch_dir: Path) -> int:

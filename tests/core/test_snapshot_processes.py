@@ -369,3 +369,27 @@ def test_the_object_reader_answers_as_cat_file_does(engine: Engine, repo: Path) 
                 assert reader.read(spec) == cat_file(spec), (packed, spec)
         finally:
             reader.close()
+
+
+def test_a_damaged_previous_checkpoint_starts_the_chain_afresh(engine: Engine, repo: Path) -> None:
+    """The previous checkpoint's objects are walked while the next snapshot is taken; when one
+    is gone from the store, that snapshot is not built on it: the new checkpoint stores what it
+    needs again, verifies, and restores byte for byte."""
+    engine.start_task(repo=repo, objective="afresh", task_id="t1")
+    write(repo / "only-here.txt", "a file the store holds once\n")
+    first = _forced(engine)
+    store = only_store_repo(engine.paths.root)
+    blob = git(repo, "hash-object", "only-here.txt").strip()
+    loose = store / "objects" / blob[:2] / blob[2:]
+    assert loose.exists()
+    loose.chmod(0o600)
+    loose.unlink()  # damage: the previous checkpoint can no longer be restored
+    assert engine.verify(first) != []
+
+    write(repo / "notes.txt", "the next step\n")
+    second = _forced(engine)
+    assert second.state is CheckpointState.COMPLETE
+    assert engine.verify(second) == []
+    assert loose.exists()  # stored again: the new chain does not lean on the damaged one
+    checkpoint = engine.get_checkpoint(second.ref)
+    assert checkpoint.manifest and checkpoint.manifest["checkpoint"]["parent_commit"] is None
