@@ -2,9 +2,9 @@
 transports.
 
 Everything runs against the store's own bare repository (never the user's). New objects are
-written directly as loose objects (git's own format), reads go through one `cat-file --batch`
-for many objects: a ledger holds thousands of small files, and a git process per step would
-dominate push and fetch.
+written directly as loose objects (git's own format); reads take loose objects from their files
+and go through one `cat-file --batch` for the rest: a ledger holds thousands of small files,
+and a git process per step would dominate push and fetch.
 """
 
 from __future__ import annotations
