@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from tui.cli_base import Context, emit, json_option, pass_ctx
+from tui.widgets.formatting import counted
 
 EXIT_CODES_HELP = """\b
 Exit codes: 0 success; 1 failure (damaged checkpoint, git or store error);
@@ -388,9 +389,8 @@ def checkout(ctx: Context, ref: str, into: str, as_json: bool) -> None:
     """Write a checkpoint's exact working tree into a new directory."""
     count = ctx.engine().checkout(ref, into)
     target = str(Path(into).expanduser().absolute())
-    emit(
-        as_json, {"ref": ref, "into": target, "files": count}, f"wrote {count} files into {target}"
-    )
+    message = f"wrote {counted(count, 'file')} into {target}"
+    emit(as_json, {"ref": ref, "into": target, "files": count}, message)
 
 
 @cli.command()

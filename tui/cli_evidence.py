@@ -12,6 +12,7 @@ from typing import Any, BinaryIO
 import click
 
 from tui.cli_base import Context, emit, json_option, pass_ctx
+from tui.widgets.formatting import counted
 
 
 def _limits(cap_mib: float | None, tail_lines: int | None) -> Any:
@@ -30,7 +31,7 @@ def _one_line(item: Any) -> str:
     truncated = ", truncated" if item.truncated else ""
     return (
         f"evidence {item.id} recorded on {item.task_id}: {item.outcome}, "
-        f"{human_bytes(item.bytes_total)}, {item.lines_total} lines{summary}{truncated}"
+        f"{human_bytes(item.bytes_total)}, {counted(item.lines_total, 'line')}{summary}{truncated}"
     )
 
 

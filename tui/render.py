@@ -15,6 +15,7 @@ from typing import Any
 
 from core import clock
 from core.models import Checkpoint, Task
+from tui.widgets.formatting import counted
 
 
 def jsonable(value: Any) -> Any:
@@ -197,7 +198,7 @@ def evidence_text(item: Any) -> str:
         f"label       {item.label or '-'}",
         f"started     {item.started_at}  ran {duration}",
         f"outcome     {item.outcome}",
-        f"output      {human_bytes(item.bytes_total)} in {item.lines_total} lines, "
+        f"output      {human_bytes(item.bytes_total)} in {counted(item.lines_total, 'line')}, "
         f"sha256 {item.sha256}",
         f"summary     {item.summary_text or '-'}",
         f"stored      {kept} kept as {human_bytes(item.stored_bytes)} compressed+encrypted "

@@ -23,7 +23,7 @@ from core.ledger import describe_conflict
 from core.models import Approval, ApprovalState, Risk
 from tui.messages import ActionDone, ApprovalsLoaded, LoadFailed
 from tui.screens.modals import ReasonModal
-from tui.widgets.formatting import truncate
+from tui.widgets.formatting import counted, truncate
 
 if TYPE_CHECKING:
     from tui.app import PitstopApp
@@ -146,7 +146,7 @@ class ApprovalsView(Vertical):
         self.conflicts = event.conflicts
         pending = [a for a in self.approvals if a.state is ApprovalState.PENDING]
         if self.approvals:
-            heading = f"[b]{escape(event.task_id)}[/] · {len(self.approvals)} approvals"
+            heading = f"[b]{escape(event.task_id)}[/] · {counted(len(self.approvals), 'approval')}"
             if pending:
                 heading += f" · [$warning b]{len(pending)} pending: y approve, n reject[/]"
         else:

@@ -20,7 +20,7 @@ from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from core.models import ChangedFile
-from tui.widgets.formatting import short_sha
+from tui.widgets.formatting import counted, short_sha
 
 MAX_DIFF_LINES = 5000
 
@@ -152,7 +152,7 @@ class DiffView(Vertical):
             compared = f"base commit {short_sha(base_commit)}"
         self.query_one("#diff-heading", Static).update(
             Content.from_markup(
-                f"[b]{escape(ref)}[/] against {compared} · {len(files)} files · "
+                f"[b]{escape(ref)}[/] against {compared} · {counted(len(files), 'file')} · "
                 f"[$diff-added]+{added}[/] [$diff-removed]−{deleted}[/]"
             )
         )

@@ -38,7 +38,7 @@ from tui.messages import (
     EvidenceLoaded,
     LoadFailed,
 )
-from tui.widgets.formatting import human_bytes, truncate
+from tui.widgets.formatting import counted, human_bytes, truncate
 
 if TYPE_CHECKING:
     from core.evidence import Evidence
@@ -514,7 +514,7 @@ class EvidenceView(Vertical):
             Content.from_markup(facts_markup(event.item))
         )
         count = len(event.tail)
-        heading = f"\n[b $primary]Last {count} lines[/] [dim](f: the full log)[/]\n"
+        heading = f"\n[b $primary]Last {counted(count, 'line')}[/] [dim](f: the full log)[/]\n"
         body = "\n".join(clean_line(line.encode()) for line in event.tail)
         self.query_one("#evidence-tail", Static).update(
             Content.assemble(Content.from_markup(heading), Content(body))

@@ -20,6 +20,7 @@ from core import clock
 from core.models import Checkpoint, CheckpointState, Task
 from tui.widgets.formatting import (
     checkpoint_markup,
+    counted,
     human_bytes,
     short_sha,
     status_markup,
@@ -153,7 +154,8 @@ def _environment(manifest: dict[str, Any]) -> list[str]:
 
 def _left_out(manifest: dict[str, Any]) -> list[str]:
     left_out = manifest.get("left_out", [])
-    lines = [f"[b $primary]Left out[/] [dim]{len(left_out)} files not in the snapshot[/]"]
+    files = counted(len(left_out), "file")
+    lines = [f"[b $primary]Left out[/] [dim]{files} not in the snapshot[/]"]
     for item in left_out:
         size = f" ({human_bytes(item['size'])})" if item.get("size") is not None else ""
         lines.append(

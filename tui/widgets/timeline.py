@@ -13,7 +13,7 @@ from textual.widgets.option_list import Option, OptionDoesNotExist
 
 from core import clock
 from core.models import Checkpoint, CheckpointState
-from tui.widgets.formatting import CHECKPOINT_GLYPHS, human_bytes, truncate
+from tui.widgets.formatting import CHECKPOINT_GLYPHS, counted, human_bytes, truncate
 
 NOTE_WIDTH = 29
 
@@ -30,7 +30,7 @@ def checkpoint_prompt(checkpoint: Checkpoint) -> Content:
     if state is CheckpointState.COMPLETE:
         second = (
             f"  [dim]{human_bytes(checkpoint.bytes_added)} · "
-            f"{checkpoint.changed_count} files"
+            f"{counted(checkpoint.changed_count, 'file')}"
             + (f" · {checkpoint.left_out_count} left out" if checkpoint.left_out_count else "")
             + "[/]"
         )
