@@ -541,7 +541,7 @@ class Engine:
             # differs from them, and its own verification relies on this walk. The walk runs
             # while the snapshot is taken; a damaged previous checkpoint (rare) throws that
             # snapshot away (or its failure) and starts the chain afresh from the base commit.
-            walk = snapshot.start_verification(
+            walk = snapshot.verify_checkpoint(
                 store_repo,
                 commit=previous.commit or "",
                 worktree_tree=trees[0],
@@ -772,7 +772,7 @@ class Engine:
             manifest_sha256=manifest_sha256,
             # The snapshot checked each object it added, beyond trees walked just before.
             objects_present=snap.objects_present,
-        )
+        ).problems()
         if problems:
             raise DamagedCheckpointError(
                 f"checkpoint {task.id}@{seq} did not verify after writing: {problems[0]}"
@@ -1001,7 +1001,7 @@ class Engine:
             index_tree=checkpoint.index_tree,
             manifest_sha256=checkpoint.manifest_sha256,
             deep=deep,
-        )
+        ).problems()
 
     def _require_sound(self, checkpoint: Checkpoint, *, deep: bool = True) -> Path:
         problems = self.verify(checkpoint, deep=deep)

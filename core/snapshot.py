@@ -1063,38 +1063,8 @@ def read_blob(store_repo: Path, commit: str, path: str) -> bytes:
     return _git(["cat-file", "blob", f"{commit}:{path}"], git_dir=store_repo)
 
 
-def verify_checkpoint(
-    store_repo: Path,
-    *,
-    commit: str,
-    worktree_tree: str,
-    index_tree: str,
-    manifest_sha256: str | None,
-    deep: bool = True,
-    objects_present: bool = False,
-) -> list[str]:
-    """Re-read a checkpoint from the store and list every problem found (empty when sound).
-
-    The commit, its root entries, the manifest (by sha256) and both snapshot root trees are
-    read back in one batch (through the operation's `cat-file` session when one is open).
-    `deep` then walks every object of both snapshot trees; without it only what the index tree
-    holds beyond the worktree tree is walked (a restore reads every blob anyway and reports any
-    missing one itself). `objects_present` (the writer checked every object of both trees as
-    it stored them, see `Snapshot.objects_present`) skips the walk.
-    """
-    return start_verification(
-        store_repo,
-        commit=commit,
-        worktree_tree=worktree_tree,
-        index_tree=index_tree,
-        manifest_sha256=manifest_sha256,
-        deep=deep,
-        objects_present=objects_present,
-    ).problems()
-
-
 class Verification:
-    """A `verify_checkpoint` whose walk of the trees' objects may still be running."""
+    """What `verify_checkpoint` found, its walk of the trees' objects maybe still running."""
 
     def __init__(self, problems: list[str], missing: int = 0, walk: _Walk | None = None) -> None:
         self._problems = problems
@@ -1118,7 +1088,7 @@ class Verification:
             )
 
 
-def start_verification(
+def verify_checkpoint(
     store_repo: Path,
     *,
     commit: str,
@@ -1128,8 +1098,17 @@ def start_verification(
     deep: bool = True,
     objects_present: bool = False,
 ) -> Verification:
-    """`verify_checkpoint`, with its walk of every object started in the background: a
-    checkpoint takes its snapshot while the previous checkpoint's objects are walked."""
+    """Re-read a checkpoint from the store; `.problems()` lists every problem found (empty
+    when sound).
+
+    The commit, its root entries, the manifest (by sha256) and both snapshot root trees are
+    read back at once (through the operation's object reader when one is open). `deep` then
+    walks every object of both snapshot trees; without it only what the index tree holds
+    beyond the worktree tree is walked (a restore reads every blob anyway and reports any
+    missing one itself). `objects_present` (the writer checked every object of both trees as
+    it stored them, see `Snapshot.objects_present`) skips the walk. The walk runs in the
+    background until `.problems()` is asked: a checkpoint takes its snapshot meanwhile.
+    """
     if not (store_repo / "objects").is_dir():
         return Verification([f"the store repository {store_repo} is missing"])
     manifest_spec = f"{commit}:{MANIFEST_FILE}"

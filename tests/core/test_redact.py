@@ -11,16 +11,15 @@
 
 from __future__ import annotations
 
-import json
 import random
 import string
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from redactkit import load_corpus, stream
 
 from core.redact import (
     MAX_LINE,
@@ -36,9 +35,6 @@ from core.redact import (
     shannon_entropy,
 )
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "data" / "secrets"
-CORPUS_FILE = CORPUS / "gitleaks_rule_cases.jsonl"
-
 RNG = random.Random(20261101)
 ALNUM = string.ascii_letters + string.digits
 
@@ -47,28 +43,7 @@ def rand(n: int, alphabet: str = ALNUM) -> str:
     return "".join(RNG.choice(alphabet) for _ in range(n))
 
 
-def stream(data: bytes, sizes: list[int]) -> tuple[bytes, StreamRedactor]:
-    """Feed ``data`` in chunks of the given sizes (cycled), then flush."""
-    redactor = StreamRedactor()
-    out: list[bytes] = []
-    i = 0
-    k = 0
-    while i < len(data):
-        size = max(1, sizes[k % len(sizes)])
-        out.append(redactor.feed(data[i : i + size]))
-        i += size
-        k += 1
-    out.append(redactor.flush())
-    return b"".join(out), redactor
-
-
 # --- the corpus ------------------------------------------------------------------------------
-
-
-def load_corpus() -> list[dict[str, str]]:
-    if not CORPUS_FILE.exists():
-        pytest.skip(f"corpus not found: {CORPUS_FILE}")
-    return [json.loads(line) for line in CORPUS_FILE.read_text().splitlines() if line.strip()]
 
 
 def test_gitleaks_corpus_recall_and_false_positive_rate() -> None:

@@ -15,7 +15,6 @@ subprocess that cannot import it).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import random
 import string
@@ -28,20 +27,19 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from redactkit import load_corpus, stream
 
 from core.engine import Engine
 from core.evidence import EvidenceRecorder
 from core.redact import (
     ACCELERATE_AFTER,
     RULES,
-    StreamRedactor,
     hyperscan_available,
     redact_bytes,
 )
 from core.summaries import SUMMARY_CANDIDATE, CandidateLines
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPUS_FILE = ROOT.parent / "shared" / "data" / "secrets" / "gitleaks_rule_cases.jsonl"
 
 needs_hyperscan = pytest.mark.skipif(
     not hyperscan_available(), reason="hyperscan is not installed on this platform"
@@ -54,26 +52,6 @@ HEX = "0123456789abcdef"
 
 def rand(n: int, alphabet: str = ALNUM) -> str:
     return "".join(RNG.choice(alphabet) for _ in range(n))
-
-
-def stream(data: bytes, sizes: list[int], accelerate: bool | None) -> tuple[bytes, StreamRedactor]:
-    """Feed ``data`` in chunks of the given sizes (cycled), then flush."""
-    redactor = StreamRedactor(accelerate=accelerate)
-    out: list[bytes] = []
-    i = k = 0
-    while i < len(data):
-        size = max(1, sizes[k % len(sizes)])
-        out.append(redactor.feed(data[i : i + size]))
-        i += size
-        k += 1
-    out.append(redactor.flush())
-    return b"".join(out), redactor
-
-
-def corpus_rows() -> list[dict[str, str]]:
-    if not CORPUS_FILE.exists():
-        pytest.skip(f"corpus not found: {CORPUS_FILE}")
-    return [json.loads(line) for line in CORPUS_FILE.read_text().splitlines() if line.strip()]
 
 
 def pem_block(eol: str = "\n") -> str:
@@ -116,7 +94,7 @@ def agent_log(size: int, secrets: list[str]) -> bytes:
 
 @needs_hyperscan
 def test_corpus_rows_redact_identically_through_both_gates() -> None:
-    for row in corpus_rows():
+    for row in load_corpus():
         data = row["text"].encode()
         expected = redact_bytes(data, accelerate=False)
         assert redact_bytes(data, accelerate=True) == expected, row["text"]
@@ -127,7 +105,7 @@ def test_corpus_rows_redact_identically_through_both_gates() -> None:
 @needs_hyperscan
 def test_corpus_as_one_log_redacts_identically_in_any_chunking() -> None:
     """Every corpus row on its own line, a few MB of it: whole, and in uneven chunks."""
-    rows = [row["text"] for row in corpus_rows()]
+    rows = [row["text"] for row in load_corpus()]
     data = ("\n".join(rows) + "\n").encode() * 3
     expected = redact_bytes(data, accelerate=False)
     assert redact_bytes(data, accelerate=True) == expected
@@ -214,7 +192,7 @@ def test_locators_find_every_place_their_rule_matches() -> None:
     """A locator fullmatches the first `width` characters of every match of its rule."""
     import re
 
-    texts = [row["text"] for row in corpus_rows()]
+    texts = [row["text"] for row in load_corpus()]
     texts += [
         f"AC{rand(32, HEX)} SK{rand(32, HEX + 'ABCDEF')} xAC{rand(32, HEX)}_ AC{rand(31, HEX)}"
         for _ in range(50)
