@@ -15,8 +15,9 @@ all arithmetic is `Decimal`, so the worked figures come out exactly, not as floa
 
 `estimate_task` derives a real task's replay cost from what it recorded (money or tokens spent,
 evidence durations of installs, builds and test runs) plus configured re-orientation time and
-rates. `turn_skip_reason` is the policy that refuses every-turn checkpoints under a minimum
-interval. Nothing here reads the store: callers pass plain facts in.
+rates. The policy that refuses every-turn checkpoints under a minimum interval is in
+`core.policy` (a hook asks it after every turn). Nothing here reads the store: callers pass
+plain facts in.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -631,23 +631,3 @@ def estimate_task(
         checkpoint=cost,
     )
     return TaskEstimate(facts.task_id, basis, kinds, break_even(scenario), tuple(notes))
-
-
-# --- policy ---------------------------------------------------------------------------------
-
-
-def turn_skip_reason(
-    last_checkpoint_at: datetime | None, now: datetime, min_interval_seconds: float
-) -> str | None:
-    """Why an every-turn checkpoint is skipped now, or None when it may go through."""
-    if last_checkpoint_at is None or min_interval_seconds <= 0:
-        return None
-    elapsed = (now - last_checkpoint_at).total_seconds()
-    if elapsed >= min_interval_seconds:
-        return None
-    wait = max(1, int(min_interval_seconds - elapsed + 0.999))
-    return (
-        f"turn checkpoint skipped: the last checkpoint is {max(0, int(elapsed))}s old and the "
-        f"policy's minimum interval is {min_interval_seconds:g}s (policy.min_interval_seconds); "
-        f"try again in {wait}s, or use --reason milestone / before-wait, which always go through"
-    )

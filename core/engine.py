@@ -501,10 +501,10 @@ class Engine:
         with self._task_lock(task_id):
             self._expire_stale_writers(task_id)
             if request.reason is CheckpointReason.TURN:  # DESIGN §4: no every-turn snapshots
-                from core import economics
+                from core.policy import turn_skip_reason
 
                 last = store.latest_checkpoint_created_at(self.db, task_id)
-                too_soon = economics.turn_skip_reason(
+                too_soon = turn_skip_reason(
                     clock.parse(last) if last else None,
                     clock.now(),
                     self.config.policy.min_interval_seconds,

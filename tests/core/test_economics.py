@@ -26,11 +26,11 @@ from core.economics import (
     estimate_task,
     money,
     to_decimal,
-    turn_skip_reason,
 )
 from core.engine import CheckpointRequest, Engine
 from core.errors import UsageError
 from core.models import CheckpointReason
+from core.policy import turn_skip_reason
 
 D = Decimal
 

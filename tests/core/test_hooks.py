@@ -423,10 +423,11 @@ print(json.dumps({
         # Observations of a running session: the store is opened, nothing of git.
         (["UserPromptSubmit", "PostToolUse", "Notification"], []),
         # A checkpoint runs git itself (GitPython only creates the store's repository, once);
-        # validation and resume stay unloaded, and economics too: only a turn checkpoint asks
-        # the policy whether it comes too soon. None of them loads dataclasses (with inspect,
-        # ~9 ms of a hook call): the records on these paths are named tuples.
+        # validation, resume and economics stay unloaded. None of them loads dataclasses (with
+        # inspect, ~9 ms of a hook call): the records on these paths are named tuples.
         (["PreCompact"], []),
+        # A stop after every turn asks only the policy (core.policy) whether it comes too soon.
+        (["Stop"], []),
     ],
 )
 def test_recording_hooks_load_only_what_they_use(
