@@ -29,13 +29,20 @@ def test_human_bytes_picks_a_unit() -> None:
     ]  # fmt: skip
 
 
-def test_budget_summary_prefers_dollars_then_tokens() -> None:
+def test_budget_summary_shows_the_budget_closest_to_its_limit() -> None:
     usd = summary("a", TaskStatus.RUNNING, None, budget=Budget(usd=25.0, tokens=100), usd_used=14.2)
     assert budget_summary(usd.task) == "$14.20/$25 57%"
     tokens = summary("b", TaskStatus.RUNNING, None, budget=Budget(tokens=2_000_000),
                      tokens_used=1_310_000)  # fmt: skip
     assert budget_summary(tokens.task) == "1.3M/2.0M 66%"
     assert budget_summary(summary("c", TaskStatus.RUNNING, None).task) == "—"
+    # Tokens nearer their limit than dollars: the share shown is of the amounts shown.
+    both = summary("d", TaskStatus.RUNNING, None, budget=Budget(usd=40.0, tokens=3_000_000),
+                   usd_used=19.1, tokens_used=1_530_000)  # fmt: skip
+    assert budget_summary(both.task) == "1.5M/3.0M 51%"
+    tied = summary("e", TaskStatus.RUNNING, None, budget=Budget(usd=10.0, tokens=1_000),
+                   usd_used=5.0, tokens_used=500)  # fmt: skip
+    assert budget_summary(tied.task) == "$5.00/$10 50%"
 
 
 def test_bar_marks_overspending() -> None:

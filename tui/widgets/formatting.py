@@ -93,15 +93,16 @@ def budget_fraction(task: Task) -> float | None:
 
 
 def budget_summary(task: Task) -> str:
-    """`$14.20/$25 57%` (or tokens when only a token budget is set) for the task table."""
-    fraction = budget_fraction(task)
-    if task.budget.usd:
-        spent = f"${task.usd_used:,.2f}/${task.budget.usd:,.0f}"
-    elif task.budget.tokens:
-        spent = f"{human_count(task.tokens_used)}/{human_count(task.budget.tokens)}"
-    else:
-        return f"${task.usd_used:,.2f}" if task.usd_used else "—"
-    return f"{spent} {fraction:.0%}" if fraction is not None else spent
+    """`$14.20/$25 57%` for the task table: the budget closest to its limit (dollars on a tie),
+    so the share printed is the share of the amounts printed beside it."""
+    usd, tokens = task.budget.usd, task.budget.tokens
+    usd_share = task.usd_used / usd if usd else None
+    token_share = task.tokens_used / tokens if tokens else None
+    if usd and usd_share is not None and (token_share is None or usd_share >= token_share):
+        return f"${task.usd_used:,.2f}/${usd:,.0f} {usd_share:.0%}"
+    if tokens and token_share is not None:
+        return f"{human_count(task.tokens_used)}/{human_count(tokens)} {token_share:.0%}"
+    return f"${task.usd_used:,.2f}" if task.usd_used else "—"
 
 
 def bar_markup(fraction: float | None, width: int = 20) -> str:
