@@ -862,25 +862,35 @@ def _run_action(
 
     started = time.monotonic()
     received: list[int] = []
-    proc = subprocess.Popen(
-        list(argv),
-        env=dict(env),
-        pass_fds=(lock_fd,),
-        process_group=0,
-        stdout=2 if stdout_to_stderr else None,
-    )
+    running: list[subprocess.Popen[bytes]] = []
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         received.append(signum)
-        with suppress(ProcessLookupError):
-            os.killpg(proc.pid, signum)
+        for proc in running:
+            with suppress(ProcessLookupError):
+                os.killpg(proc.pid, signum)
 
+    # The handlers go in before the action starts: a signal that came between its start and
+    # their installation ended the guard and left the action running, unrecorded.
     previous: dict[int, Any] = {}  # whatever signal.signal() hands back
     if threading.current_thread() is threading.main_thread():
         for sig in _FORWARDED:
             previous[sig] = signal.signal(sig, forward)
     timed_out = False
     try:
+        proc = subprocess.Popen(
+            list(argv),
+            env=dict(env),
+            pass_fds=(lock_fd,),
+            process_group=0,
+            stdout=2 if stdout_to_stderr else None,
+        )
+        running.append(proc)
+        # Signals that came while the action was starting are passed on now (one that comes
+        # between these two lines is passed twice, never lost).
+        for signum in list(received):
+            with suppress(ProcessLookupError):
+                os.killpg(proc.pid, signum)
         try:
             returncode = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -483,3 +483,47 @@ def test_checkpoint_manifests_carry_the_ledger_and_pending_approvals(
     assert document["side_effects"][0]["target"] == "https://preview.example"
     # The checkpoint is taken before the new request is recorded: only the earlier one waits.
     assert [(a["id"], a["effect"]) for a in document["pending_approvals"]] == [(asked.id, "prod")]
+
+
+SIGNAL_WHILE_STARTING = """
+import os, signal, subprocess, sys
+from core import effects
+
+class SignalledAsItStarts(subprocess.Popen):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)  # before the guard's next line runs
+
+subprocess.Popen = SignalledAsItStarts
+lock = os.open(os.devnull, os.O_RDONLY)
+result = effects._run_action(["sh", "-c", sys.argv[1]], dict(os.environ), 30, lock, False)
+print(result.interrupted_by, result.returncode)
+"""
+
+
+def test_a_signal_as_the_action_starts_is_passed_on_not_lost(tmp_path: Path) -> None:
+    """A SIGTERM that reaches the guard the moment its action started (CI saw one) is passed
+    on: the guard reports it and the action cleans up. It used to end the guard before its
+    handlers were in place, leaving the action running and nothing recorded."""
+    import subprocess
+    import sys
+
+    stopped = tmp_path / "stopped"
+    action = (
+        f"trap 'touch {stopped}; exit 9' TERM; "
+        "i=0; while [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", SIGNAL_WHILE_STARTING, action],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr)  # the guard lived on
+    interrupted_by, returncode = done.stdout.split()
+    assert interrupted_by == "15"
+    # The action got the SIGTERM: killed by it, or (trap already set) cleaned up and exit 9.
+    # Had it not, it would have looped to its end and exited 0.
+    assert returncode in ("-15", "9")
+    assert stopped.exists() is (returncode == "9")
