@@ -120,58 +120,70 @@ def run_captured(
         use_pty = os.isatty(out_fd)
     started = time.monotonic()
     master_fd = slave_fd = -1
-    try:
-        if use_pty:
-            import pty
-
-            master_fd, slave_fd = pty.openpty()
-            _copy_window_size(out_fd, slave_fd)
-            process = subprocess.Popen(
-                list(argv),
-                cwd=cwd,
-                env=dict(env) if env is not None else None,
-                stdout=slave_fd,
-                stderr=slave_fd,
-                start_new_session=True,
-            )
-            os.close(slave_fd)
-            slave_fd = -1
-            routes = {master_fd: out_fd}
-        else:
-            process = subprocess.Popen(
-                list(argv),
-                cwd=cwd,
-                env=dict(env) if env is not None else None,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-            )
-            assert process.stdout is not None and process.stderr is not None
-            routes = {process.stdout.fileno(): out_fd, process.stderr.fileno(): err_fd}
-            for fd in routes:
-                _enlarge_pipe(fd)
-    except FileNotFoundError as exc:
-        raise CommandStartError(f"command not found: {argv[0]}") from exc
-    except PermissionError as exc:
-        raise CommandStartError(f"command not executable: {argv[0]}") from exc
-    except NotADirectoryError as exc:
-        raise CommandStartError(f"cannot run {argv[0]}: {exc}") from exc
-    finally:
-        if slave_fd >= 0:
-            os.close(slave_fd)
+    received: list[int] = []
+    running: list[subprocess.Popen[bytes]] = []
 
     def forward(signum: int, _frame: FrameType | None) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signum)
+        received.append(signum)
+        for proc in running:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signum)
 
     def resize(_signum: int, _frame: FrameType | None) -> None:
         if master_fd >= 0:
             _copy_window_size(out_fd, master_fd)
 
+    # The handlers go in before the command starts: a Ctrl-C or SIGTERM between its start and
+    # their installation ended Pitstop and left the command running on its own.
     previous = {sig: signal.signal(sig, forward) for sig in FORWARDED_SIGNALS}
     previous_winch = signal.signal(signal.SIGWINCH, resize) if use_pty else None
     timed_out = False
     try:
+        try:
+            if use_pty:
+                import pty
+
+                master_fd, slave_fd = pty.openpty()
+                _copy_window_size(out_fd, slave_fd)
+                process = subprocess.Popen(
+                    list(argv),
+                    cwd=cwd,
+                    env=dict(env) if env is not None else None,
+                    stdout=slave_fd,
+                    stderr=slave_fd,
+                    start_new_session=True,
+                )
+                os.close(slave_fd)
+                slave_fd = -1
+                routes = {master_fd: out_fd}
+            else:
+                process = subprocess.Popen(
+                    list(argv),
+                    cwd=cwd,
+                    env=dict(env) if env is not None else None,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                )
+                assert process.stdout is not None and process.stderr is not None
+                routes = {process.stdout.fileno(): out_fd, process.stderr.fileno(): err_fd}
+                for fd in routes:
+                    _enlarge_pipe(fd)
+        except FileNotFoundError as exc:
+            raise CommandStartError(f"command not found: {argv[0]}") from exc
+        except PermissionError as exc:
+            raise CommandStartError(f"command not executable: {argv[0]}") from exc
+        except NotADirectoryError as exc:
+            raise CommandStartError(f"cannot run {argv[0]}: {exc}") from exc
+        finally:
+            if slave_fd >= 0:
+                os.close(slave_fd)
+        running.append(process)
+        # Signals that came while the command was starting are passed on now (one that comes
+        # between these two lines is passed twice, never lost).
+        for signum in list(received):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signum)
         timed_out = _pump(process, routes, sink, timeout, started)
     finally:
         for sig, handler in previous.items():
@@ -180,9 +192,10 @@ def run_captured(
             signal.signal(signal.SIGWINCH, previous_winch)
         if master_fd >= 0:
             os.close(master_fd)
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
+        for proc in running:
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
     returncode = process.returncode
     duration_ms = int((time.monotonic() - started) * 1000)
     killed_by = -returncode if returncode is not None and returncode < 0 else None

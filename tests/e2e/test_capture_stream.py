@@ -486,3 +486,39 @@ def test_large_stream_bounded_memory_capped_storage(
     marker = f"[… {item['omitted_bytes']} bytes of output omitted here: over the storage cap …]"
     assert marker.encode() in full.stdout
     assert full.stdout.rstrip(b"\n").endswith(last_lines[-1])
+
+
+SIGNAL_WHILE_STARTING = textwrap.dedent(
+    """
+    import os, signal, subprocess, sys
+    from core import capture
+
+    class SignalledAsItStarts(subprocess.Popen):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            os.kill(os.getpid(), signal.SIGTERM)  # before run_captured's next line runs
+
+    subprocess.Popen = SignalledAsItStarts
+    outcome = capture.run_captured(
+        [sys.executable, "-c", "import time; time.sleep(5); print('not stopped')"],
+        sink=lambda data: None,
+        use_pty=False,
+    )
+    print(outcome.signal, outcome.exit_code)
+    """
+)
+
+
+def test_a_signal_as_the_command_starts_is_passed_on_not_lost() -> None:
+    """A SIGTERM that reaches `pitstop run` the moment its command started is passed on: the
+    command ends by it and the outcome says so. It used to end Pitstop before its handlers
+    were in place, leaving the command running on its own and nothing recorded."""
+    done = subprocess.run(
+        [sys.executable, "-c", SIGNAL_WHILE_STARTING],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr)  # Pitstop lived on
+    assert done.stdout.split() == [str(int(signal.SIGTERM)), str(128 + signal.SIGTERM)]
