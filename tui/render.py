@@ -1,6 +1,6 @@
 """Human and JSON renderings of engine results for the command line.
 
-JSON output is one document per command, built from the same dataclasses the engine returns;
+JSON output is one document per command, built from the same records the engine returns;
 human output is plain aligned text that reads well in a pipe and in a terminal.
 """
 
