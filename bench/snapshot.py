@@ -68,14 +68,9 @@ def isolate_environment(workdir: Path) -> None:
     os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
     os.environ["GIT_TERMINAL_PROMPT"] = "0"
     os.environ.update(GIT_IDENTITY)
-    for name in (
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_OBJECT_DIRECTORY",
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-        "GIT_COMMON_DIR",
-    ):
+    from core.snapshot import REPO_LOCATION_VARS
+
+    for name in REPO_LOCATION_VARS:
         os.environ.pop(name, None)
 
 

@@ -33,6 +33,7 @@ from core.models import (
     Risk,
     TaskStatus,
 )
+from core.snapshot import REPO_LOCATION_VARS
 
 DEMO_ACTOR = "demo"
 DEMO_REPOS_DIR = "demo-repos"
@@ -89,18 +90,6 @@ _GIT_IDENTITY = {
     "GIT_COMMITTER_NAME": "Dana Demo",
     "GIT_COMMITTER_EMAIL": "dana@shopfront.example",
 }
-
-# Variables that would point git somewhere other than the demo repository.
-_GIT_LOCATION_VARS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-)
 
 
 # --- the demo repositories' contents ---------------------------------------------------------
@@ -504,7 +493,7 @@ INVOICER_HISTORY = (
 
 def _git_env(when: datetime) -> dict[str, str]:
     """A clean environment: no user or system config, a fixed identity and date."""
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
+    env = {k: v for k, v in os.environ.items() if k not in REPO_LOCATION_VARS}
     stamp = f"@{int(when.timestamp())} +0000"
     env.update(_GIT_IDENTITY)
     env.update(

@@ -45,7 +45,7 @@ PITSTOP_IDENT = {
 
 # Variables that would point git at another repository, index or object store than the one
 # a call names explicitly; a hook runner or a wrapper script may have set any of them.
-_REPO_LOCATION_VARS = (
+REPO_LOCATION_VARS = (
     "GIT_DIR",
     "GIT_WORK_TREE",
     "GIT_INDEX_FILE",
@@ -167,7 +167,7 @@ class RepoFacts(NamedTuple):
 
 
 def _clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _REPO_LOCATION_VARS}
+    env = {k: v for k, v in os.environ.items() if k not in REPO_LOCATION_VARS}
     env["GIT_OPTIONAL_LOCKS"] = "0"
     env["GIT_TERMINAL_PROMPT"] = "0"
     env["LC_ALL"] = "C"

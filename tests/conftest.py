@@ -14,16 +14,11 @@ from pathlib import Path
 import pyrage
 import pytest
 
+from core.snapshot import REPO_LOCATION_VARS
+
 # Variables that would point git or Pitstop somewhere other than the test's own directories.
 _SCRUBBED = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
+    *REPO_LOCATION_VARS,
     "GIT_CEILING_DIRECTORIES",
     "GIT_CONFIG",
     "GIT_CONFIG_PARAMETERS",
