@@ -5,7 +5,14 @@ from __future__ import annotations
 from core.engine import TaskSummary
 from core.models import Budget, ChangedFile, Task, TaskStatus
 from tui.widgets.diff_view import diff_content, file_offsets, line_style
-from tui.widgets.formatting import bar_markup, budget_summary, human_bytes, truncate
+from tui.widgets.formatting import (
+    bar_markup,
+    budget_fraction,
+    budget_summary,
+    human_bytes,
+    minutes_used,
+    truncate,
+)
 from tui.widgets.task_table import matches, triage_order
 
 
@@ -43,6 +50,19 @@ def test_budget_summary_shows_the_budget_closest_to_its_limit() -> None:
     tied = summary("e", TaskStatus.RUNNING, None, budget=Budget(usd=10.0, tokens=1_000),
                    usd_used=5.0, tokens_used=500)  # fmt: skip
     assert budget_summary(tied.task) == "$5.00/$10 50%"
+
+
+def test_a_minutes_budget_counts_to_the_last_checkpoint() -> None:
+    """Minutes used are the task's start to its last checkpoint, as each manifest counts them;
+    over its limit, that budget is the one the column shows."""
+    row = summary("f", TaskStatus.PAUSED, "2026-03-01T04:48:00.000000Z",
+                  budget=Budget(usd=25.0, minutes=240), usd_used=14.2)  # fmt: skip
+    minutes = minutes_used(row.task, row.last_checkpoint_at)
+    assert minutes == 288.0
+    assert minutes_used(row.task, None) is None  # no checkpoint yet: nothing counted
+    assert budget_summary(row.task, minutes) == "288/240 min 120%"
+    assert budget_fraction(row.task, minutes) == 1.2
+    assert budget_summary(row.task) == "$14.20/$25 57%"  # the minutes unknown: dollars
 
 
 def test_bar_marks_overspending() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core import clock
 from core.models import CheckpointState, Task, TaskStatus
 
 STATUS_GLYPHS = {
@@ -82,27 +83,47 @@ def repo_name(task: Task) -> str:
     return Path(task.repo_root).name or task.repo_root
 
 
-def budget_fraction(task: Task) -> float | None:
-    """The largest share of any budget the task has spent (USD first), or None with no budget."""
+def minutes_used(task: Task, last_checkpoint_at: str | None) -> float | None:
+    """Minutes from the task's start to its last checkpoint: what that checkpoint's manifest
+    counts against a minutes budget (None before the first checkpoint)."""
+    if last_checkpoint_at is None:
+        return None
+    elapsed = clock.parse(last_checkpoint_at) - clock.parse(task.created_at)
+    return max(0.0, elapsed.total_seconds() / 60)
+
+
+def _shares(task: Task, minutes: float | None) -> list[tuple[str, float]]:
+    """Each budget set, with the share spent: dollars, then tokens, then minutes."""
     shares = []
     if task.budget.usd:
-        shares.append(task.usd_used / task.budget.usd)
+        shares.append(("usd", task.usd_used / task.budget.usd))
     if task.budget.tokens:
-        shares.append(task.tokens_used / task.budget.tokens)
-    return max(shares) if shares else None
+        shares.append(("tokens", task.tokens_used / task.budget.tokens))
+    if task.budget.minutes and minutes is not None:
+        shares.append(("minutes", minutes / task.budget.minutes))
+    return shares
 
 
-def budget_summary(task: Task) -> str:
-    """`$14.20/$25 57%` for the task table: the budget closest to its limit (dollars on a tie),
-    so the share printed is the share of the amounts printed beside it."""
-    usd, tokens = task.budget.usd, task.budget.tokens
-    usd_share = task.usd_used / usd if usd else None
-    token_share = task.tokens_used / tokens if tokens else None
-    if usd and usd_share is not None and (token_share is None or usd_share >= token_share):
-        return f"${task.usd_used:,.2f}/${usd:,.0f} {usd_share:.0%}"
-    if tokens and token_share is not None:
-        return f"{human_count(task.tokens_used)}/{human_count(tokens)} {token_share:.0%}"
-    return f"${task.usd_used:,.2f}" if task.usd_used else "—"
+def budget_fraction(task: Task, minutes: float | None = None) -> float | None:
+    """The largest share of any budget the task has spent, or None with no budget."""
+    shares = _shares(task, minutes)
+    return max(share for _, share in shares) if shares else None
+
+
+def budget_summary(task: Task, minutes: float | None = None) -> str:
+    """`$14.20/$25 57%` for the task table: the budget closest to its limit (dollars, then
+    tokens, on a tie), so the share printed is the share of the amounts printed beside it."""
+    shares = _shares(task, minutes)
+    if not shares:
+        return f"${task.usd_used:,.2f}" if task.usd_used else "—"
+    kind, share = max(shares, key=lambda item: item[1])  # the first of equal shares
+    if kind == "usd":
+        spent = f"${task.usd_used:,.2f}/${task.budget.usd:,.0f}"
+    elif kind == "tokens":
+        spent = f"{human_count(task.tokens_used)}/{human_count(task.budget.tokens or 0)}"
+    else:
+        spent = f"{minutes or 0:,.0f}/{task.budget.minutes or 0:,.0f} min"
+    return f"{spent} {share:.0%}"
 
 
 def bar_markup(fraction: float | None, width: int = 20) -> str:

@@ -10,7 +10,14 @@ from textual.widgets import Static
 
 from core import clock
 from tui.remotes import DashboardRow, RemoteSummary, no_key_help
-from tui.widgets.formatting import bar_markup, counted, human_count, repo_name, status_markup
+from tui.widgets.formatting import (
+    bar_markup,
+    counted,
+    human_count,
+    minutes_used,
+    repo_name,
+    status_markup,
+)
 
 
 def _money(value: float) -> str:
@@ -58,6 +65,7 @@ class TaskPreview(Static):
             self.update(Content.from_markup("\n".join(remote_lines(summary))))
             return
         task = summary.task
+        minutes = minutes_used(task, summary.last_checkpoint_at) if task.budget.minutes else None
         agent = " · ".join(str(part) for part in (task.harness, task.model) if part) or "unknown"
         last = (
             f"{clock.humanize_age(summary.last_checkpoint_at)} ago"
@@ -71,7 +79,11 @@ class TaskPreview(Static):
             escape(task.objective),
             f"[dim]agent[/]     {escape(agent)}",
             f"[dim]repo[/]      {escape(repo_name(task))} [dim]{escape(task.repo_root)}[/]",
-            *budget_lines((task.tokens_used, task.budget.tokens), (task.usd_used, task.budget.usd)),
+            *budget_lines(
+                (task.tokens_used, task.budget.tokens),
+                (task.usd_used, task.budget.usd),
+                (minutes, task.budget.minutes) if minutes is not None else None,
+            ),
         ]
         if shared_with:
             lines.append(

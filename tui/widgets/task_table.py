@@ -43,6 +43,7 @@ from tui.widgets.formatting import (
     STATUS_GLYPHS,
     budget_fraction,
     budget_summary,
+    minutes_used,
     repo_name,
     status_variable,
     truncate,
@@ -102,6 +103,10 @@ def _last_activity(summary: DashboardRow) -> str:
     return summary.last_checkpoint_at or summary.task.updated_at
 
 
+def _minutes(summary: DashboardRow) -> float | None:
+    return minutes_used(summary.task, summary.last_checkpoint_at)
+
+
 SORT_KEYS: dict[str, Callable[[DashboardRow], Any]] = {
     "status": lambda s: STATUS_ATTENTION[s.task.status],
     "task": lambda s: s.task.id,
@@ -112,7 +117,7 @@ SORT_KEYS: dict[str, Callable[[DashboardRow], Any]] = {
     "approvals": lambda s: s.pending_approvals,
     "effects": lambda s: s.uncertain_effects,
     "verdict": lambda s: s.last_verdict or "",
-    "budget": lambda s: budget_fraction(s.task) or 0.0,
+    "budget": lambda s: budget_fraction(s.task, _minutes(s)) or 0.0,
 }
 
 
@@ -668,5 +673,12 @@ class TaskTable(ScrollView, can_focus=True):
             (str(approvals) if approvals else "·", self._colour("warning") if approvals else dim),
             (str(uncertain) if uncertain else "·", self._colour("error") if uncertain else dim),
             (verdict or "·", self._colour(verdict_colour) if verdict_colour else dim),
-            (budget_summary(task), None),
+            self._budget_cell(summary),
         ]
+
+    def _budget_cell(self, summary: DashboardRow) -> tuple[str, Style | None]:
+        """The budget closest to its limit; over its limit, in the theme's over-budget colour."""
+        minutes = _minutes(summary)
+        fraction = budget_fraction(summary.task, minutes)
+        over = fraction is not None and fraction > 1
+        return budget_summary(summary.task, minutes), self._colour("budget-over") if over else None
