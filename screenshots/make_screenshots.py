@@ -47,19 +47,36 @@ SHOTS = (
     Shot("dashboard", "Pitstop — every paused task, triaged"),
     Shot("task-overview", "Pitstop — a task's checkpoint", task=INVOICE_CURRENCY),
     Shot("task-diff", "Pitstop — the checkpoint's diff", task=INVOICE_CURRENCY, keys=("d",)),
-    Shot("dashboard-light", "Pitstop — light theme", theme="pitstop-light",
-         keys=("slash", *"invoicer", "enter")),
+    Shot(
+        "dashboard-light",
+        "Pitstop — light theme",
+        theme="pitstop-light",
+        keys=("slash", *"invoicer", "enter"),
+    ),
     Shot("approvals-inbox", "Pitstop — the approvals inbox", keys=("a",)),
-    Shot("dashboard-remote", "Pitstop — tasks on the team remote, one to fetch",
-         keys=("j", "j"), remote=True),
-    Shot("task-evidence", "Pitstop — what the agent's commands showed", task=RATE_LIMIT,
-         keys=("e",)),
+    Shot(
+        "dashboard-remote",
+        "Pitstop — tasks on the team remote, one to fetch",
+        keys=("j", "j"),
+        remote=True,
+    ),
+    Shot(
+        "task-evidence", "Pitstop — what the agent's commands showed", task=RATE_LIMIT, keys=("e",)
+    ),
     Shot("task-effects", "Pitstop — side effects, one uncertain", task=RELEASE, keys=("s",)),
-    Shot("task-validation", "Pitstop — restore checks before a resume", task=RATE_LIMIT,
-         keys=("v", "enter")),
+    Shot(
+        "task-validation",
+        "Pitstop — restore checks before a resume",
+        task=RATE_LIMIT,
+        keys=("v", "enter"),
+    ),
     # Last: preparing the resume takes the task's lease and adds a worktree beside the demo repo.
-    Shot("task-resume", "Pitstop — the resume brief, ready to launch", task=RATE_LIMIT,
-         keys=("u", "enter", "y")),
+    Shot(
+        "task-resume",
+        "Pitstop — the resume brief, ready to launch",
+        task=RATE_LIMIT,
+        keys=("u", "enter", "y"),
+    ),
 )
 
 
@@ -117,8 +134,12 @@ def main(names: list[str]) -> int:
     if unknown:
         print(f"no screenshot named {', '.join(unknown)}", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="pitstop-screenshots-") as scratch_dir:
-        scratch = Path(scratch_dir)
+    # A fixed scratch path (made anew each run): paths the app shows, such as a resume brief's,
+    # are then the same in every regeneration.
+    scratch = Path(tempfile.gettempdir()) / "pitstop-screenshots"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(mode=0o700)
+    try:
         store = build_reproducible_demo(scratch / "store", scratch / "build")
         os.environ.update(isolated_env(scratch / "render"))
         converted = True
@@ -139,8 +160,12 @@ def main(names: list[str]) -> int:
             converted = converted and command is not None
             print(" ".join(str(path.relative_to(ROOT)) for path in written))
         if not converted:
-            print("no SVG converter found (apt-get install librsvg2-bin); wrote SVGs only",
-                  file=sys.stderr)
+            print(
+                "no SVG converter found (apt-get install librsvg2-bin); wrote SVGs only",
+                file=sys.stderr,
+            )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     return 0
 
 
