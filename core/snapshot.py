@@ -307,9 +307,13 @@ def locate(path: str | os.PathLike[str]) -> Located:
 
 def _head_without_upstream(source: SourceRepo, *, commit: str, tree: str) -> HeadFacts | None:
     """HEAD's facts with the branch read from `HEAD` (`ref: refs/heads/NAME`, or an id when
-    detached); None when that file says something else (asked through git later)."""
+    detached); None when that file says something else, or is an old-style symbolic link,
+    which names its branch by where it points (asked through git later)."""
+    head = source.git_dir / "HEAD"
     try:
-        text = (source.git_dir / "HEAD").read_text(encoding="utf-8").strip()
+        if head.is_symlink():
+            return None
+        text = head.read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
         return None
     if text.startswith("ref: "):

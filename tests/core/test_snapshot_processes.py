@@ -393,3 +393,15 @@ def test_a_damaged_previous_checkpoint_starts_the_chain_afresh(engine: Engine, r
     assert loose.exists()  # stored again: the new chain does not lean on the damaged one
     checkpoint = engine.get_checkpoint(second.ref)
     assert checkpoint.manifest and checkpoint.manifest["checkpoint"]["parent_commit"] is None
+
+
+def test_an_old_style_symlinked_head_still_names_its_branch(engine: Engine, repo: Path) -> None:
+    """A HEAD that is a symbolic link to its branch (what git wrote long ago, and still reads)
+    is not taken for a detached HEAD: the checkpoint records the branch git names."""
+    head = repo / ".git" / "HEAD"
+    head.unlink()
+    head.symlink_to("refs/heads/main")
+    assert git(repo, "rev-parse", "--symbolic-full-name", "HEAD").strip() == "refs/heads/main"
+    engine.start_task(repo=repo, objective="symlinked head", task_id="t1")
+    write(repo / "notes.txt", "work\n")
+    assert _forced(engine).branch == "main"
