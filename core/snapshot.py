@@ -316,6 +316,8 @@ def _head_without_upstream(source: SourceRepo, *, commit: str, tree: str) -> Hea
         text = head.read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
         return None
+    if text == "ref: refs/heads/.invalid":  # a reftable repository's stub: HEAD lives elsewhere
+        return None
     if text.startswith("ref: "):
         return HeadFacts(commit, tree, _branch_of(text.removeprefix("ref: ").strip()))
     if text == commit:

@@ -405,3 +405,17 @@ def test_an_old_style_symlinked_head_still_names_its_branch(engine: Engine, repo
     engine.start_task(repo=repo, objective="symlinked head", task_id="t1")
     write(repo / "notes.txt", "work\n")
     assert _forced(engine).branch == "main"
+
+
+def test_a_reftable_heads_stub_is_not_read_as_a_branch(repo: Path) -> None:
+    """A reftable repository keeps `ref: refs/heads/.invalid` in its HEAD file (so that older
+    git refuses it); the branch is then asked through git, never recorded as `.invalid`."""
+    source = snapshot.resolve_source_repo(repo)
+    commit = git(repo, "rev-parse", "HEAD").strip()
+    tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    head = source.git_dir / "HEAD"
+    assert snapshot._head_without_upstream(source, commit=commit, tree=tree) == (
+        snapshot.HeadFacts(commit, tree, "main")
+    )
+    head.write_text("ref: refs/heads/.invalid\n")
+    assert snapshot._head_without_upstream(source, commit=commit, tree=tree) is None
