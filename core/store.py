@@ -744,20 +744,22 @@ def insert_approval(db: Database, approval: Approval, keys: TextKeys) -> None:
     db.execute(
         "INSERT INTO approvals (id, task_id, seq, action, effect_key, risk, state, requested_by, "
         "requested_at, expires_at, checkpoint_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            approval.id,
-            approval.task_id,
-            approval.seq,
-            _sealed(keys, approval.task_id, approval_item(approval.seq, "action"), approval.action),
-            approval.effect_key,
-            approval.risk.value,
-            approval.state.value,
-            approval.requested_by,
-            approval.requested_at,
-            approval.expires_at,
-            approval.checkpoint_seq,
-        ],
+        [approval.id, approval.task_id, approval.seq, *_request_columns(approval, keys)],
     )
+
+
+def _request_columns(approval: Approval, keys: TextKeys) -> list[Any]:
+    """An approval request's columns from `action` to `checkpoint_seq` (the action sealed)."""
+    return [
+        _sealed(keys, approval.task_id, approval_item(approval.seq, "action"), approval.action),
+        approval.effect_key,
+        approval.risk.value,
+        approval.state.value,
+        approval.requested_by,
+        approval.requested_at,
+        approval.expires_at,
+        approval.checkpoint_seq,
+    ]
 
 
 def find_approval(db: Database, approval_id: str, keys: TextKeys | None) -> Approval | None:
@@ -1496,17 +1498,7 @@ def replace_approval_request(db: Database, approval: Approval, keys: TextKeys) -
         "UPDATE approvals SET action = ?, effect_key = ?, risk = ?, state = ?, requested_by = ?, "
         "requested_at = ?, expires_at = ?, checkpoint_seq = ?, decided_by = NULL, "
         "decided_at = NULL, reason = NULL WHERE id = ?",
-        [
-            _sealed(keys, approval.task_id, approval_item(approval.seq, "action"), approval.action),
-            approval.effect_key,
-            approval.risk.value,
-            approval.state.value,
-            approval.requested_by,
-            approval.requested_at,
-            approval.expires_at,
-            approval.checkpoint_seq,
-            approval.id,
-        ],
+        [*_request_columns(approval, keys), approval.id],
     )
     return cursor.rowcount == 1
 
