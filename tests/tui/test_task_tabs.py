@@ -22,7 +22,7 @@ from core import store
 from core.demo import INVOICE_CURRENCY
 from core.engine import CheckpointRequest, Engine
 from core.evidence import EvidenceLimits
-from core.models import ApprovalState, EffectState, Interface, Risk
+from core.models import ApprovalState, EffectState, Interface, Risk, Task
 from tui.app import PitstopApp
 from tui.screens.modals import ConfirmModal, ReasonModal
 from tui.screens.task import TaskScreen
@@ -238,13 +238,19 @@ async def test_an_approval_requested_meanwhile_appears_when_the_store_changes(
         assert view.approvals[-1].action == "Drop the legacy currency table"
 
 
+def _shared(here: Engine, there: Engine) -> Task:
+    """The demo's invoice task, adopted by a second store with its data key (as a fetch does)."""
+    task = here.get_task(INVOICE_CURRENCY)
+    key = here.keys.data_key(task.id, create=False)
+    there.adopt_task(task, origin_store=here.keys.scope(task.id), data_key=key)
+    return task
+
+
 async def test_an_approval_decided_differently_elsewhere_shows_the_conflict(
     ledger_store: Path, tmp_path: Path
 ) -> None:
     with Engine(ledger_store, actor="alice") as here, Engine(tmp_path / "b", actor="bob") as there:
-        task = here.get_task(INVOICE_CURRENCY)
-        key = here.keys.data_key(task.id, create=False)
-        there.adopt_task(task, origin_store=here.keys.scope(task.id), data_key=key)
+        task = _shared(here, there)
         there.apply_ledger(task.id, here.export_ledger(task.id))
         (asked,) = [a for a in here.list_approvals(task.id) if a.action == EMAIL]
         # The clock is frozen here: decided at the same instant, the decider's name breaks the tie.
@@ -265,9 +271,7 @@ async def test_an_effect_settled_differently_elsewhere_shows_the_conflict(
     ledger_store: Path, tmp_path: Path
 ) -> None:
     with Engine(ledger_store, actor="alice") as here, Engine(tmp_path / "b", actor="bob") as there:
-        task = here.get_task(INVOICE_CURRENCY)
-        key = here.keys.data_key(task.id, create=False)
-        there.adopt_task(task, origin_store=here.keys.scope(task.id), data_key=key)
+        task = _shared(here, there)
         here.move_effect(task.id, "notify-finance", EffectState.IN_PROGRESS)
         here.move_effect(task.id, "notify-finance", EffectState.UNCERTAIN)
         there.apply_ledger(task.id, here.export_ledger(task.id))
