@@ -70,8 +70,8 @@ def iso(moment: datetime) -> str:
 
 def fabricate_store(root: Path, tasks: int, checkpoints_per_task: int) -> dict[str, int]:
     """Create a store at `root` and insert rows directly (see the module docstring)."""
-    from core.db import write_txn
     from core.engine import Engine
+    from core.store.db import write_txn
 
     rng = random.Random(6)
     now = datetime.now(UTC)

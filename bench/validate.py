@@ -111,7 +111,8 @@ class Profile:
 
 def install_git_profiler(profile: Profile) -> None:
     """Book every git subprocess run by snapshot, validate and worktree to its subcommand."""
-    from core import snapshot, validate, worktree
+    from core import snapshot
+    from core.restore import validate, worktree
 
     original = snapshot._git
 

@@ -37,7 +37,7 @@ class CheckpointState(StrEnum):
     WRITING = "writing"
     COMPLETE = "complete"
     INCOMPLETE = "incomplete"
-    EXPIRED = "expired"  # retired by `pitstop gc` (core.retention); never resumable again
+    EXPIRED = "expired"  # retired by `pitstop gc` (core.engine.retention); never resumable again
 
 
 class CheckpointReason(StrEnum):
@@ -57,7 +57,7 @@ class Interface(StrEnum):
     TUI = "tui"
     HOOK = "hook"
     API = "api"
-    SYNC = "sync"  # a change brought in from another store's ledger (core.ledger)
+    SYNC = "sync"  # a change brought in from another store's ledger (core.ledger.facts)
 
 
 TASK_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")

@@ -1,12 +1,12 @@
 """The `pitstop` entry point: a harness hook takes a fast path, everything else the full CLI.
 
 `pitstop hook claude-code` runs on every tool call an agent makes, so it must start almost as
-fast as Python itself: it loads neither click nor the command modules, only `core.hooks`, which
-opens the store only when there is something to record. Once the answer is written (every write
-already committed), the process ends with `os._exit`: the store's connection is not closed, so
-SQLite does not checkpoint its WAL on every tool call, and the interpreter does not tear down the
-modules it loaded. Any other command line (and a hook command line with options the fast path
-does not know) goes to `tui.cli`.
+fast as Python itself: it loads neither click nor the command modules, only
+`core.harness.hooks`, which opens the store only when there is something to record. Once the
+answer is written (every write already committed), the process ends with `os._exit`: the store's
+connection is not closed, so SQLite does not checkpoint its WAL on every tool call, and the
+interpreter does not tear down the modules it loaded. Any other command line (and a hook command
+line with options the fast path does not know) goes to `tui.cli`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from core.hooks import HookReply
+    from core.harness.hooks import HookReply
 
 _HARNESSES = ("claude-code", "codex")
 
@@ -35,7 +35,7 @@ def _fast_hook(args: list[str]) -> int | None:
             return None
     elif len(rest) > 1 or (rest and rest[0].startswith("-")):
         return None
-    from core.hooks import HookContext, claude_code, codex_notify
+    from core.harness.hooks import HookContext, claude_code, codex_notify
 
     context = HookContext(keep_store_open=True)  # closed by the process exit (see main)
     if harness == "claude-code":

@@ -18,7 +18,7 @@ from pathlib import Path
 import watchfiles
 from textual.message import Message
 
-from core.db import data_version, open_database
+from core.store.db import data_version, open_database
 
 # Group file events for at most this long, yielding once nothing changed for `STEP_MS`: well
 # within the one second an operator should wait to see an agent's write.

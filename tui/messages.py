@@ -12,12 +12,12 @@ from textual.message import Message
 
 from core.engine import TaskSummary
 from core.models import Approval, ChangedFile, Checkpoint, SideEffect, Task, TaskStatus
-from core.resume import ResumePlan
-from core.validate import Finding, ValidationReport
+from core.restore.resume import ResumePlan
+from core.restore.validate import Finding, ValidationReport
 from tui.remotes import RemoteOutcome, RemoteView
 
 if TYPE_CHECKING:  # evidence pulls in zstd and the redactor; only its type is needed here
-    from core.evidence import Evidence
+    from core.evidence.storage import Evidence
 
 
 class TasksLoaded(Message):

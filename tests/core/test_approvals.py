@@ -24,8 +24,6 @@ from hypothesis.stateful import (
 )
 
 from core import clock
-from core.approvals import parse_approval_id, parse_duration
-from core.effects import GuardRequest
 from core.engine import Engine
 from core.errors import (
     ApprovalRequiredError,
@@ -34,6 +32,8 @@ from core.errors import (
     NotFoundError,
     UsageError,
 )
+from core.ledger.approvals import parse_approval_id, parse_duration
+from core.ledger.effects import GuardRequest
 from core.models import (
     ApprovalState,
     CheckpointReason,

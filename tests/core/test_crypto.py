@@ -16,9 +16,9 @@ from typing import Any
 import keyring.backend
 import pytest
 
-from core import crypto
-from core.crypto import DecryptError, MasterKeyError
 from core.engine import Engine
+from core.security import crypto
+from core.security.crypto import DecryptError, MasterKeyError
 
 
 def fresh_key() -> str:
@@ -62,8 +62,8 @@ def reopen() -> Engine:
 
 
 def test_the_cipher_is_cryptographys_public_aesgcm() -> None:
-    """core.crypto takes AESGCM from cryptography's binding (a faster import): the same class
-    the public module exports, or that module's own when the binding is laid out otherwise."""
+    """core.security.crypto takes AESGCM from cryptography's binding (a faster import): the same
+    class the public module exports, or that module's own when the binding is laid out otherwise."""
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     assert crypto.AESGCM is AESGCM
@@ -354,7 +354,7 @@ def test_blob_moved_to_another_row_fails_to_decrypt(
 
 
 def test_chunks_swapped_within_one_item_fail(engine: Engine, task_id: str) -> None:
-    from core.evidence import EvidenceLimits, EvidenceRecorder
+    from core.evidence.storage import EvidenceLimits, EvidenceRecorder
 
     recorder = EvidenceRecorder(
         engine.db,

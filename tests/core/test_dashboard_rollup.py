@@ -10,9 +10,9 @@ import random
 from pathlib import Path
 
 from core import clock
-from core.db import write_txn
 from core.engine import Engine
 from core.models import TaskStatus
+from core.store.db import write_txn
 
 ORDER = (
     TaskStatus.WAITING,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from core import clock
 from core.config import EconomicsSettings, load_config
-from core.economics import (
+from core.economics.model import (
     CheckpointCost,
     Decision,
     RecordedRun,
@@ -27,10 +27,10 @@ from core.economics import (
     money,
     to_decimal,
 )
+from core.economics.policy import turn_skip_reason
 from core.engine import CheckpointRequest, Engine
 from core.errors import UsageError
 from core.models import CheckpointReason
-from core.policy import turn_skip_reason
 
 D = Decimal
 

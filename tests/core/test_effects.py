@@ -24,9 +24,6 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from core import effects
-from core.db import open_database
-from core.effects import EXIT_TIMEOUT, TRANSITIONS, GuardRequest
 from core.engine import Engine
 from core.errors import (
     ConflictError,
@@ -37,8 +34,11 @@ from core.errors import (
     PitstopError,
     UsageError,
 )
-from core.migrations import migrations
+from core.ledger import effects
+from core.ledger.effects import EXIT_TIMEOUT, TRANSITIONS, GuardRequest
 from core.models import EffectState, Interface, TaskStatus
+from core.store.db import open_database
+from core.store.migrations import migrations
 
 KEYS = ("deploy-preview", "open-pr", "post comment #1")
 MOVE_TARGETS = (
@@ -47,7 +47,8 @@ MOVE_TARGETS = (
     EffectState.FAILED,
     EffectState.UNCERTAIN,
 )
-# The oracle: the moves DESIGN §1 and the issue allow, written out independently of core.effects.
+# The oracle: the moves DESIGN §1 and the issue allow, written out independently of
+# core.ledger.effects.
 LEGAL = {
     (EffectState.PROPOSED, EffectState.IN_PROGRESS),
     (EffectState.IN_PROGRESS, EffectState.CONFIRMED),
@@ -487,7 +488,7 @@ def test_checkpoint_manifests_carry_the_ledger_and_pending_approvals(
 
 SIGNAL_WHILE_STARTING = """
 import os, signal, subprocess, sys
-from core import effects
+from core.ledger import effects
 
 class SignalledAsItStarts(subprocess.Popen):
     def __init__(self, *args, **kwargs):

@@ -24,7 +24,7 @@ import pytest
 from core import store
 from core.engine import Engine
 from core.errors import PitstopError
-from core.evidence import EvidenceLimits, EvidenceRecorder
+from core.evidence.storage import EvidenceLimits, EvidenceRecorder
 
 # Credential-shaped test values (random, so they are not on any allow-list and never collide).
 GITHUB_TOKEN = "ghp_" + "".join(
@@ -331,8 +331,8 @@ def test_a_stream_longer_than_a_batch_is_recorded_exactly(
     engine: Engine, task_id: str, store_root: Path, piece: int
 ) -> None:
     """Through the redaction and storage threads: same bytes, hash and counts as in one piece."""
-    from core.evidence import BATCH_BYTES
-    from core.redact import redact_bytes
+    from core.evidence.redact import redact_bytes
+    from core.evidence.storage import BATCH_BYTES
 
     stream, planted = _long_stream(3 * BATCH_BYTES + 12345)
     recorder = EvidenceRecorder(
@@ -362,7 +362,7 @@ def test_a_failing_storage_stage_fails_the_recording_visibly(
     engine: Engine, task_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An error in a worker thread reaches the caller, and the item is marked incomplete."""
-    from core.evidence import BATCH_BYTES
+    from core.evidence.storage import BATCH_BYTES
 
     def broken(*_args: object, **_kwargs: object) -> None:
         raise OSError("disk full")

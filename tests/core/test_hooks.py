@@ -1,4 +1,5 @@
-"""core.hooks in-process: the rule list, command normalisation, the guard's decisions, settings.
+"""core.harness.hooks in-process: the rule list, command normalisation, the guard's decisions,
+settings.
 
 The end-to-end recorded session (real processes) is in tests/tui/test_cli_hooks.py.
 """
@@ -12,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from core import hooks
 from core.engine import Engine
 from core.errors import UsageError
-from core.hooks import DEFAULT_RULES, HookContext, claude_code, load_rules, match_command
+from core.harness import hooks
+from core.harness.hooks import DEFAULT_RULES, HookContext, claude_code, load_rules, match_command
 from core.models import ApprovalState, EffectState, TaskStatus
 
 SESSION = "0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9"
@@ -373,7 +374,7 @@ def test_hooks_module_loads_no_heavy_library() -> None:
     import subprocess
 
     probe = (
-        "import sys, core.hooks\n"
+        "import sys, core.harness.hooks\n"
         "heavy = ['git', 'sqlite_utils', 'textual', 'rich', 'cryptography', 'zstandard',"
         " 'click', 'core.engine']\n"
         "print([m for m in heavy if m in sys.modules])"
@@ -405,10 +406,11 @@ def test_hook_evidence_commits_once(repo: Path) -> None:
 
 RECORDING_PROBE = """
 import json, sys
-from core.hooks import HookContext, claude_code
+from core.harness.hooks import HookContext, claude_code
 replies = [claude_code(raw.encode(), HookContext()) for raw in json.loads(sys.argv[1])]
-heavy = ['git', 'sqlite_utils', 'click', 'textual', 'rich', 'tui', 'core.identity',
-         'core.remote', 'core.ledger', 'core.validate', 'core.economics', 'core.resume',
+heavy = ['git', 'sqlite_utils', 'click', 'textual', 'rich', 'tui', 'core.security.identity',
+         'core.sharing.remote', 'core.ledger.facts', 'core.restore.validate',
+         'core.economics.model', 'core.restore.resume',
          'dataclasses', 'inspect', 'hyperscan', 'secrets', 'tempfile', 'random']
 print(json.dumps({
     "recorded": [list(reply.recorded) for reply in replies],
@@ -426,7 +428,8 @@ print(json.dumps({
         # validation, resume and economics stay unloaded. None of them loads dataclasses (with
         # inspect, ~9 ms of a hook call): the records on these paths are named tuples.
         (["PreCompact"], []),
-        # A stop after every turn asks only the policy (core.policy) whether it comes too soon.
+        # A stop after every turn asks only the policy (core.economics.policy) whether it comes
+        # too soon.
         (["Stop"], []),
     ],
 )

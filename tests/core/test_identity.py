@@ -17,13 +17,13 @@ import keyring.backend
 import pyrage
 import pytest
 
-from core import crypto, identity
-from core.crypto import DecryptError, MasterKeyError
-from core.db import open_database
 from core.engine import Engine
 from core.errors import NotFoundError, UsageError
-from core.identity import IdentityError
-from core.migrations import migrate, migrations
+from core.security import crypto, identity
+from core.security.crypto import DecryptError, MasterKeyError
+from core.security.identity import IdentityError
+from core.store.db import open_database
+from core.store.migrations import migrate, migrations
 
 needs_ssh_keygen = pytest.mark.skipif(
     shutil.which("ssh-keygen") is None, reason="ssh-keygen is not installed"

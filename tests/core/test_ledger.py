@@ -24,12 +24,12 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from core import clock, ledger, store
-from core.db import write_txn
-from core.effects import TRANSITIONS
+from core import clock, store
 from core.engine import Engine
 from core.errors import PitstopError
-from core.ledger import (
+from core.ledger import facts as ledger
+from core.ledger.effects import TRANSITIONS
+from core.ledger.facts import (
     DECISION,
     EFFECT,
     KNOWLEDGE,
@@ -44,6 +44,7 @@ from core.ledger import (
     merge_facts,
 )
 from core.models import ApprovalState, EffectState, Interface
+from core.store.db import write_txn
 
 TASK = "ship-it"
 KEYS = ("deploy", "pr")

@@ -181,7 +181,7 @@ def test_left_out_listed_in_manifest_with_reasons(engine: Engine, repo: Path) ->
 KEY_RACE = """
 import os, sys, time
 from pathlib import Path
-from core.fingerprint import load_or_create_key
+from core.security.fingerprint import load_or_create_key
 
 print("ready", flush=True)
 while not os.path.exists(sys.argv[2]):

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from corekit import write
 
+from core.economics.metrics import Latency
 from core.engine import CheckpointRequest, Engine
-from core.metrics import Latency
 from core.models import CheckpointReason, EffectState
 
 # What `resumes` and `validations` hold, should this build's migrations not create them yet.

@@ -463,7 +463,7 @@ def test_a_push_over_someone_elses_push_merges_instead_of_losing_it(
 
 
 def test_refs_are_read_like_git_reads_them_loose_and_packed(tmp_path: Path) -> None:
-    from core import remote_git
+    from core.sharing import remote_git
 
     repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
     head = git(repo, "rev-parse", "HEAD").strip()

@@ -26,7 +26,7 @@ from corekit import git, init_repo, rewrite_manifests, tree_state
 from core.engine import CheckpointRequest, Engine
 from core.errors import NotFoundError, ResumeRefusedError, UsageError
 from core.models import Budget, CheckpointReason, EffectState, NamedVersion, TaskStatus
-from core.resume import harness_command
+from core.restore.resume import harness_command
 
 BASE_FILES: dict[str, str | bytes] = {
     "README.md": "# demo\n",

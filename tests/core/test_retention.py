@@ -20,9 +20,9 @@ from corekit import write
 
 from core import clock
 from core.config import RetentionSettings, load_config
-from core.crypto import MasterKeyError
 from core.engine import CheckpointRequest, Engine
 from core.models import CheckpointReason, CheckpointState, EffectState, TaskStatus
+from core.security.crypto import MasterKeyError
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -16,10 +16,10 @@ import pytest
 from corekit import init_repo, raw_bytes_under, write
 
 from core import store
-from core.db import open_database, write_txn
 from core.engine import Engine
-from core.migrations import migrations
 from core.models import EffectState, TaskStatus
+from core.store.db import open_database, write_txn
+from core.store.migrations import migrations
 
 ACTION = "MARK-ACTION deploy the preview to staging"
 APPROVE_WHY = "MARK-APPROVE-WHY diff reviewed with the team"

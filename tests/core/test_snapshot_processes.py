@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 from corekit import git, git_bytes, only_store_repo, write
 
-from core import remote_git, snapshot
+from core import snapshot
 from core.engine import CheckpointRequest, Engine
 from core.errors import DamagedCheckpointError, NotAGitRepoError
 from core.models import ChangedFile, Checkpoint, CheckpointState
+from core.sharing import remote_git
 
 
 @pytest.fixture

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from core.db import batch_txn, integrity_ok, open_database, write_txn
 from core.engine import Engine
 from core.errors import NotFoundError, SchemaTooNewError
-from core.migrations import known_migration_names, migrate, schema_version
+from core.store.db import batch_txn, integrity_ok, open_database, write_txn
+from core.store.migrations import known_migration_names, migrate, schema_version
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -186,7 +186,7 @@ def test_a_new_checkpoint_after_damage_starts_a_sound_chain(
 
 def test_tampered_manifest_row_is_reported(engine: Engine, repo: Path, store_root: Path) -> None:
     cp = _checkpoint(engine, repo)
-    from core.db import write_txn
+    from core.store.db import write_txn
 
     with write_txn(engine.db):
         engine.db.execute(

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from core.engine import Engine
-from core.summaries import SummaryScanner
+from core.evidence.summaries import SummaryScanner
 
 PYTEST = """\
 ============================= test session starts ==============================

@@ -36,7 +36,7 @@ from core import clock
 from core.engine import CheckpointRequest, Engine
 from core.errors import ResumeRefusedError
 from core.models import Budget, EffectState, NamedVersion
-from core.validate import Finding, Status, ValidationReport, Verdict
+from core.restore.validate import Finding, Status, ValidationReport, Verdict
 
 BASE_FILES: dict[str, str | bytes] = {
     "README.md": "# demo\n",

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from core.redact import redact_text
+from core.evidence.redact import redact_text
 
 CORPUS = (
     Path(__file__).resolve().parents[3]
@@ -491,7 +491,7 @@ def test_large_stream_bounded_memory_capped_storage(
 SIGNAL_WHILE_STARTING = textwrap.dedent(
     """
     import os, signal, subprocess, sys
-    from core import capture
+    from core.evidence import capture
 
     class SignalledAsItStarts(subprocess.Popen):
         def __init__(self, *args, **kwargs):

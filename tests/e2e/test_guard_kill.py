@@ -31,8 +31,8 @@ import pytest
 import sqlite_utils
 
 from core import store
-from core.db import open_database
 from core.engine import Engine
+from core.store.db import open_database
 
 ROOT = Path(__file__).resolve().parents[2]
 REDUCED_RUNS = 40

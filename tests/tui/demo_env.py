@@ -65,17 +65,17 @@ def pinned_machine() -> Iterator[None]:
     """
     key = b"pitstop-demo-fingerprint-key-32b"
     pins = {
-        "core.manifest.environment_identity": lambda git: dict(PINNED_ENVIRONMENT),
+        "core.snapshot.manifest.environment_identity": lambda git: dict(PINNED_ENVIRONMENT),
         "core.engine.load_or_create_key": lambda path: key,
         "core.engine.time": SimpleNamespace(monotonic=lambda: 0.0),
         # The demo stores validations; the runtime they compare with is the pinned one too.
-        "core.validate.platform": SimpleNamespace(
+        "core.restore.validate.platform": SimpleNamespace(
             system=lambda: PINNED_ENVIRONMENT["os"],
             machine=lambda: PINNED_ENVIRONMENT["arch"],
             python_version=lambda: PINNED_ENVIRONMENT["python"],
         ),
-        "core.validate.git_version": lambda: PINNED_ENVIRONMENT["git"],
-        "core.validate.time": SimpleNamespace(monotonic=lambda: 0.0),
+        "core.restore.validate.git_version": lambda: PINNED_ENVIRONMENT["git"],
+        "core.restore.validate.time": SimpleNamespace(monotonic=lambda: 0.0),
     }
     with ExitStack() as stack:
         for target, replacement in pins.items():

@@ -33,7 +33,7 @@ from core.models import (
     Risk,
     TaskStatus,
 )
-from core.validate import Verdict
+from core.restore.validate import Verdict
 
 pytestmark = pytest.mark.usefixtures("tui_environment")
 

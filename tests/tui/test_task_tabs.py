@@ -21,7 +21,7 @@ from textual.widgets import DataTable, Input, Markdown, TabbedContent
 from core import store
 from core.demo import INVOICE_CURRENCY
 from core.engine import CheckpointRequest, Engine
-from core.evidence import EvidenceLimits
+from core.evidence.storage import EvidenceLimits
 from core.models import ApprovalState, EffectState, Interface, Risk, Task
 from tui.app import PitstopApp
 from tui.screens.modals import ConfirmModal, ReasonModal

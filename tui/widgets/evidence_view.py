@@ -41,7 +41,7 @@ from tui.messages import (
 from tui.widgets.formatting import counted, human_bytes, truncate
 
 if TYPE_CHECKING:
-    from core.evidence import Evidence
+    from core.evidence.storage import Evidence
     from tui.app import PitstopApp
 
 TAIL_LINES = 40

@@ -19,7 +19,7 @@ from textual.markup import escape
 from textual.widgets import Button, Markdown, Static
 
 from core.errors import PitstopError
-from core.resume import ResumePlan
+from core.restore.resume import ResumePlan
 from tui.messages import ActionDone, ResumePrepared
 from tui.screens.modals import ConfirmModal
 

@@ -17,7 +17,7 @@ from textual.markup import escape
 from textual.widgets import Button, LoadingIndicator, Static
 
 from core.errors import PitstopError
-from core.validate import Finding, Status, Verdict
+from core.restore.validate import Finding, Status, Verdict
 from tui.messages import ValidationFinished, ValidationProgress
 
 if TYPE_CHECKING:

@@ -1,0 +1,1 @@
+"""What commands showed: capture, redaction, summaries, and encrypted storage."""

@@ -1,0 +1,1 @@
+"""Agent harnesses (Claude Code, Codex) hooked into the engine."""

@@ -1,0 +1,1 @@
+"""Side effects and approvals: the ledger's states, guards, and how ledgers merge across stores."""

@@ -1,0 +1,1 @@
+"""Checkpoints and ledgers through a git remote: push, fetch, list, sync."""

@@ -1,0 +1,321 @@
+"""`pitstop run`, `pitstop evidence …` and `pitstop key …`: capture what commands showed.
+
+`run` passes the command's output through untouched and exits with the command's own status, so
+it can wrap any command in an agent's loop; the evidence line it adds goes to stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, BinaryIO
+
+import click
+
+from tui.cli.base import Context, emit, json_option, pass_ctx
+from tui.widgets.formatting import counted
+
+
+def _limits(cap_mib: float | None, tail_lines: int | None) -> Any:
+    from core.evidence.storage import DEFAULT_CAP_BYTES, DEFAULT_TAIL_LINES, EvidenceLimits
+
+    return EvidenceLimits(
+        cap_bytes=int(cap_mib * 1024 * 1024) if cap_mib else DEFAULT_CAP_BYTES,
+        tail_lines=tail_lines or DEFAULT_TAIL_LINES,
+    )
+
+
+def _one_line(item: Any) -> str:
+    from tui.render import human_bytes
+
+    summary = f", {item.summary_text}" if item.summary else ""
+    truncated = ", truncated" if item.truncated else ""
+    return (
+        f"evidence {item.id} recorded on {item.task_id}: {item.outcome}, "
+        f"{human_bytes(item.bytes_total)}, {counted(item.lines_total, 'line')}{summary}{truncated}"
+    )
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--task", "task_id", required=True, help="The task the evidence belongs to.")
+@click.option("--label", help="A short name for this run (e.g. 'unit tests').")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Stop after SECONDS.")
+@click.option("--cap-mib", type=click.FloatRange(min=0.0625), help="Storage cap (compressed).")
+@click.option("--tail-lines", type=click.IntRange(min=1), help="Lines kept in the tail.")
+@click.option("--quiet", is_flag=True, help="Do not print the evidence line on stderr.")
+@json_option
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@pass_ctx
+def run(
+    ctx: Context,
+    task_id: str,
+    label: str | None,
+    timeout: float | None,
+    cap_mib: float | None,
+    tail_lines: int | None,
+    quiet: bool,
+    as_json: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Run COMMAND (after --), pass its output through, and record it as evidence.
+
+    Exits with the command's own exit code (128+N if signal N killed it, 124 on --timeout).
+    """
+    argv = list(command)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    outcome, item = ctx.engine().run_command(
+        task_id, argv, label=label, timeout=timeout, limits=_limits(cap_mib, tail_lines)
+    )
+    if as_json:
+        # The tail was just shown live; `evidence show ID` has it for later.
+        emit(True, {"exit_code": outcome.exit_code, "evidence": item._replace(tail=None)}, "")
+    elif not quiet:
+        click.echo(f"pitstop: {_one_line(item)}", err=True)
+    sys.exit(outcome.exit_code)
+
+
+@click.group()
+def evidence() -> None:
+    """Record, list and read evidence."""
+
+
+@evidence.command("add")
+@click.option("--task", "task_id", required=True, help="The task the evidence belongs to.")
+@click.option("--file", "path", required=True, type=click.Path(), help="The captured output.")
+@click.option("--command", "command_text", help="The command that produced it.")
+@click.option("--exit", "exit_code", type=int, help="Its exit code.")
+@click.option("--duration", type=float, help="How long it ran, in seconds.")
+@click.option("--label", help="A short name for it.")
+@click.option("--cap-mib", type=click.FloatRange(min=0.0625), help="Storage cap (compressed).")
+@json_option
+@pass_ctx
+def evidence_add(
+    ctx: Context,
+    task_id: str,
+    path: str,
+    command_text: str | None,
+    exit_code: int | None,
+    duration: float | None,
+    label: str | None,
+    cap_mib: float | None,
+    as_json: bool,
+) -> None:
+    """Record output a harness captured itself."""
+    item = ctx.engine().add_evidence_file(
+        task_id,
+        path,
+        command=command_text,
+        exit_code=exit_code,
+        duration_s=duration,
+        label=label,
+        limits=_limits(cap_mib, None),
+    )
+    emit(as_json, item, lambda: _one_line(item))
+
+
+@evidence.command("list")
+@click.argument("spec", metavar="TASK|TASK@SEQ")
+@json_option
+@pass_ctx
+def evidence_list(ctx: Context, spec: str, as_json: bool) -> None:
+    """List a task's evidence, or one checkpoint's."""
+    from core import clock
+    from tui.render import human_bytes, table
+
+    items = ctx.engine().list_evidence(spec)
+    if not items and not as_json:
+        click.echo(f"no evidence for {spec}; record some with `pitstop run --task … -- CMD`")
+        return
+    emit(
+        as_json,
+        items,
+        lambda: table(
+            ["id", "label", "outcome", "age", "size", "lines", "checkpoint", "summary"],
+            [
+                (
+                    i.id,
+                    i.label or "",
+                    i.outcome,
+                    clock.humanize_age(i.started_at),
+                    human_bytes(i.bytes_total) + (" (truncated)" if i.truncated else ""),
+                    i.lines_total,
+                    f"@{i.checkpoint_seq}" if i.checkpoint_seq else "next",
+                    i.summary_text,
+                )
+                for i in items
+            ],
+        ),
+    )
+
+
+@evidence.command("show")
+@click.argument("evidence_id", type=int)
+@click.option("--full", is_flag=True, help="The whole kept output instead of the tail.")
+@click.option("--lines", type=click.IntRange(min=1), help="The last N lines of the kept output.")
+@json_option
+@pass_ctx
+def evidence_show(
+    ctx: Context, evidence_id: int, full: bool, lines: int | None, as_json: bool
+) -> None:
+    """Show an evidence item: facts, limits, and its tail (or last lines, or everything)."""
+    from tui.render import evidence_text
+
+    engine = ctx.engine()
+    item = engine.get_evidence(evidence_id)
+    if as_json:
+        document: dict[str, Any] = {"evidence": item}
+        if lines:
+            document["lines"] = [
+                line.decode("utf-8", "replace")
+                for line in engine.evidence_last_lines(item.id, lines)
+            ]
+        if full:
+            document["output"] = b"".join(engine.evidence_output(item.id)).decode(
+                "utf-8", "replace"
+            )
+        emit(True, document, "")
+        return
+    click.echo(evidence_text(item))
+    click.echo("")
+    if full:
+        out: BinaryIO = sys.stdout.buffer
+        for block in engine.evidence_output(item.id):
+            out.write(block)
+        out.flush()
+    elif lines:
+        for line in engine.evidence_last_lines(item.id, lines):
+            click.echo(line.decode("utf-8", "replace"))
+    else:
+        click.echo(item.tail or "")
+
+
+@click.group()
+def key() -> None:
+    """Create, inspect and back up the master key and your identity (age or ssh-ed25519)."""
+
+
+@key.command("init")
+@click.option(
+    "--print",
+    "print_only",
+    is_flag=True,
+    help="Print a new master key and identity as PITSTOP_KEY and PITSTOP_IDENTITY exports.",
+)
+@json_option
+def key_init(print_only: bool, as_json: bool) -> None:
+    """Create a master key and your identity and keep them in the OS keyring (or --print them)."""
+    from core.security import crypto, identity
+
+    if print_only:
+        new_key = crypto.generate_key()
+        new_identity = identity.create_identity()
+        text = crypto.encode_key(new_key)
+        emit(
+            as_json,
+            {
+                "key": text,
+                "id": crypto.key_id(new_key),
+                "identity": new_identity.secret_text,
+                "recipient": new_identity.recipient,
+            },
+            "\n".join(
+                [
+                    "# keep both secret and backed up; set them in your shell with: "
+                    'eval "$(pitstop key init --print)"',
+                    f"export {crypto.KEY_ENV}='{text}'",
+                    f"export {identity.IDENTITY_ENV}='{new_identity.secret_text}'",
+                    f"# your recipient (public; give it to whoever shares tasks with you): "
+                    f"{new_identity.recipient}",
+                ]
+            ),
+        )
+        return
+    setup = identity.init_keyring()
+    lines = [
+        f"master key {setup.master_key_id} stored in {setup.backend}; back it up with "
+        "`pitstop key export`"
+        if setup.master_key_id
+        else f"master key: the one already in {setup.backend} is kept",
+        f"identity stored in {setup.backend}; your recipient: {setup.recipient}"
+        if setup.recipient
+        else f"identity: the one already in {setup.backend} is kept (`pitstop key show`)",
+    ]
+    emit(
+        as_json,
+        {
+            "id": setup.master_key_id,
+            "stored_in": setup.backend,
+            "recipient": setup.recipient,
+        },
+        "\n".join(lines),
+    )
+
+
+@key.command("status")
+@json_option
+@pass_ctx
+def key_status(ctx: Context, as_json: bool) -> None:
+    """Say where the master key and your identity come from, and whether the key opens this
+    store's data."""
+    from core.security import crypto, identity
+
+    master = crypto.load_master_key()
+    mismatched = ctx.engine().keys.tasks_with_other_master(master)
+    try:
+        operator = identity.load_identity_or_none()
+        identity_text = (
+            f"identity {operator.recipient} from {operator.source}"
+            if operator
+            else f"no identity: {identity.HOW_TO_GET_ONE}"
+        )
+        identity_json: dict[str, Any] | None = (
+            {"recipient": operator.recipient, "source": operator.source, "kind": operator.kind}
+            if operator
+            else None
+        )
+    except identity.IdentityError as exc:
+        identity_text, identity_json = f"identity unusable: {exc.message}", None
+    status = {
+        "id": master.id,
+        "source": master.source,
+        "tasks_under_other_keys": mismatched,
+        "identity": identity_json,
+    }
+    human = f"master key {master.id} from {master.source}"
+    if mismatched:
+        human += f"; {len(mismatched)} task(s) were encrypted under another key: " + ", ".join(
+            mismatched[:5]
+        )
+    emit(as_json, status, human + "\n" + identity_text)
+
+
+@key.command("show")
+@json_option
+def key_show(as_json: bool) -> None:
+    """Print your public recipient: what others give to `--recipient` to share tasks with you."""
+    from core.security import identity
+
+    operator = identity.load_identity()
+    emit(
+        as_json,
+        {"recipient": operator.recipient, "source": operator.source, "kind": operator.kind},
+        operator.recipient,
+    )
+
+
+@key.command("export")
+@json_option
+def key_export(as_json: bool) -> None:
+    """Print the master key (base64) for a backup; keep it somewhere safe."""
+    from core.security import crypto
+
+    master = crypto.load_master_key()
+    text = crypto.encode_key(master.key)
+    emit(as_json, {"key": text, "id": master.id, "source": master.source}, text)
+
+
+def register(group: click.Group) -> None:
+    """Attach this module's commands to `pitstop`."""
+    group.add_command(run)
+    group.add_command(evidence)
+    group.add_command(key)

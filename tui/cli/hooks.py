@@ -1,0 +1,172 @@
+"""`pitstop hook …`: the harness hooks (Claude Code, Codex) and their installation.
+
+`hook claude-code` and `hook codex` are what the harness runs; `tui.launch` answers them
+without loading click when it can, and these commands are the same thing for every other way
+in (`pitstop --store DIR hook claude-code`, tests). `hook install|uninstall|status` edit Claude
+Code's settings files, touching only Pitstop's own entries.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from tui.cli.base import Context, F, emit, json_option, pass_ctx
+
+
+@click.group()
+def hook() -> None:
+    """Harness hooks: Claude Code and Codex feed Pitstop and are guarded by it."""
+
+
+@hook.command("claude-code")
+@click.option("--event", "event_hint", help="The event this hook is installed for (fail-safe).")
+@pass_ctx
+def hook_claude_code(ctx: Context, event_hint: str | None) -> None:
+    """Answer one Claude Code hook event read as JSON from stdin.
+
+    \b
+    Exit 0: go on (a blocked command is a JSON "deny" decision on stdout).
+    Exit 2: blocked because Pitstop could not decide (the reason is on stderr).
+    """
+    from core.harness.hooks import HookContext, claude_code
+    from tui.launch import emit_reply
+
+    reply = claude_code(sys.stdin.buffer.read(), HookContext(store=ctx.store), event_hint)
+    sys.exit(emit_reply(reply))
+
+
+@hook.command("codex")
+@click.argument("payload", required=False)
+@pass_ctx
+def hook_codex(ctx: Context, payload: str | None) -> None:
+    """Codex's notify program: evidence of the finished turn and a checkpoint (always exit 0).
+
+    Set `notify = ["pitstop", "hook", "codex"]` in ~/.codex/config.toml.
+    """
+    from core.harness.hooks import HookContext, codex_notify
+    from tui.launch import emit_reply
+
+    text = payload if payload is not None else sys.stdin.read()
+    sys.exit(emit_reply(codex_notify(text, HookContext(store=ctx.store))))
+
+
+def _scope_option(func: F) -> F:
+    func = click.option(
+        "--user", "scope", flag_value="user", help="~/.claude/settings.json (every project)."
+    )(func)
+    return click.option(
+        "--project",
+        "scope",
+        flag_value="project",
+        default=True,
+        help=".claude/settings.json of this repository (the default).",
+    )(func)
+
+
+def _harness_argument(func: F) -> F:
+    return click.argument("harness", type=click.Choice(["claude-code"]))(func)
+
+
+def _program() -> str:
+    """`pitstop` when it is on PATH; else this script's absolute path, so the hook still runs."""
+    import shutil
+    from pathlib import Path
+
+    if shutil.which("pitstop"):
+        return "pitstop"
+    script = Path(sys.argv[0]).absolute() if sys.argv and sys.argv[0] else None
+    if script is not None and script.name == "pitstop" and " " not in str(script):
+        return str(script)
+    return "pitstop"
+
+
+@hook.command("install")
+@_harness_argument
+@_scope_option
+@json_option
+def hook_install(harness: str, scope: str, as_json: bool) -> None:
+    """Add Pitstop's hooks to Claude Code's settings, leaving other hooks untouched."""
+    from core.harness import hooks
+
+    path = hooks.settings_path(scope)
+    added = hooks.install(path, _program())
+    emit(
+        as_json,
+        {"harness": harness, "settings": str(path), "added": added},
+        lambda: (
+            f"installed Pitstop's hooks in {path} ({', '.join(added)})"
+            if added
+            else f"Pitstop's hooks were already installed in {path}; nothing changed"
+        ),
+    )
+
+
+@hook.command("uninstall")
+@_harness_argument
+@_scope_option
+@json_option
+def hook_uninstall(harness: str, scope: str, as_json: bool) -> None:
+    """Remove exactly Pitstop's hooks from Claude Code's settings."""
+    from core.harness import hooks
+
+    path = hooks.settings_path(scope)
+    removed = hooks.uninstall(path)
+    emit(
+        as_json,
+        {"harness": harness, "settings": str(path), "removed": removed},
+        lambda: (
+            f"removed Pitstop's hooks from {path} ({', '.join(removed)})"
+            if removed
+            else f"no Pitstop hook in {path}; nothing changed"
+        ),
+    )
+
+
+@hook.command("status")
+@click.argument("harness", required=False, type=click.Choice(["claude-code", "codex"]))
+@json_option
+def hook_status(harness: str | None, as_json: bool) -> None:
+    """Show where Pitstop's hooks are installed."""
+    from core.harness import hooks
+
+    places = []
+    if harness in (None, "claude-code"):
+        for scope in ("project", "user"):
+            path = hooks.settings_path(scope)
+            events = hooks.installed_events(path) if path.exists() else []
+            missing = [e for e, _ in hooks.CLAUDE_CODE_EVENTS if e not in events]
+            places.append(
+                {
+                    "harness": "claude-code",
+                    "scope": scope,
+                    "settings": str(path),
+                    "events": events,
+                    "missing": missing if events else [],
+                }
+            )
+    codex = hooks.codex_notify_installed() if harness in (None, "codex") else None
+    document = {"claude_code": places, "codex_notify": codex}
+
+    def human() -> str:
+        lines = []
+        for place in places:
+            state = (
+                "not installed"
+                if not place["events"]
+                else "installed"
+                + (f" (missing: {', '.join(place['missing'])})" if place["missing"] else "")
+            )
+            lines.append(f"claude-code  {place['scope']:<8} {state:<14} {place['settings']}")
+        if harness in (None, "codex"):
+            said = {True: "installed", False: "not installed", None: "no Codex config"}[codex]
+            lines.append(f"codex        notify   {said}")
+        return "\n".join(lines)
+
+    emit(as_json, document, human)
+
+
+def register(group: click.Group) -> None:
+    """Attach `pitstop hook` to the main group."""
+    group.add_command(hook)

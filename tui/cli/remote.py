@@ -1,0 +1,241 @@
+"""`pitstop push`, `fetch`, `sync` and `remote …`: tasks shared through a git remote.
+
+    pitstop push TASK                 # to the task repository's own `origin`
+    pitstop remote list               # what the remote holds (plain headers only)
+    pitstop fetch TASK                # bring it here; decrypted with your identity
+    pitstop sync                      # fetch + merge ledgers + push, for every shared task
+
+Content leaves the machine encrypted to the task's recipients (`pitstop task share`); a task
+you hold no key for is listed as `no key` and nothing of it is imported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from tui.cli.base import Context, emit, json_option, pass_ctx
+
+REMOTE_HELP = "Remote name (see `pitstop remote names`), git remote of the repository, or URL."
+
+
+@click.command("push")
+@click.argument("task_ids", nargs=-1, required=True, metavar="TASK…")
+@click.option("--remote", default=None, help=REMOTE_HELP + " Default: the repository's origin.")
+@click.option(
+    "--encrypt-worktree",
+    is_flag=True,
+    help="Send new checkpoints' source files as one encrypted pack instead of plain git trees.",
+)
+@json_option
+@pass_ctx
+def push(
+    ctx: Context,
+    task_ids: tuple[str, ...],
+    remote: str | None,
+    encrypt_worktree: bool,
+    as_json: bool,
+) -> None:
+    """Send tasks' checkpoints and ledgers to refs/pitstop/* on a remote, atomically.
+
+    Manifests, notes, evidence and ledger text leave encrypted to the task's recipients; the
+    source files (worktree/) stay plain git objects shared with the repository unless
+    --encrypt-worktree (which applies to checkpoints not pushed before).
+    Exit codes: 0 pushed (or nothing new); 1 the remote refused or moved; 2 bad input.
+    """
+    result = ctx.engine().push(task_ids, remote, seal_worktree=encrypt_worktree)
+
+    def human() -> str:
+        lines = [f"pushed to {result.url}"]
+        for task_id, info in result.tasks.items():
+            sent = info["checkpoints_sent"]
+            ledger = "ledger updated" if info["ledger_updated"] else "ledger unchanged"
+            lines.append(f"  {task_id}: {sent} new checkpoint(s), {ledger}")
+        return "\n".join(lines)
+
+    emit(as_json, {"url": result.url, "tasks": result.tasks}, human)
+
+
+@click.command("fetch")
+@click.argument("task_ids", nargs=-1, metavar="[TASK…]")
+@click.option("--remote", default=None, help=REMOTE_HELP + " Default: the repository's origin.")
+@click.option(
+    "--repo",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Your clone of the task's repository (default: the current directory).",
+)
+@json_option
+@pass_ctx
+def fetch(
+    ctx: Context, task_ids: tuple[str, ...], remote: str | None, repo: str | None, as_json: bool
+) -> None:
+    """Bring remote tasks into this store (all the remote holds when no TASK is named).
+
+    Only missing objects move; fetching again changes nothing. Exit codes: 0 done; 1 a task
+    could not be imported; 2 bad input.
+    """
+    result = ctx.engine().fetch(task_ids, remote, repo)
+    document = {
+        "url": result.url,
+        "fetched": result.fetched,
+        "no_key": result.no_key,
+        "problems": result.problems,
+    }
+
+    def human() -> str:
+        lines = [f"fetched from {result.url}"]
+        for task_id, info in result.fetched.items():
+            verb = "new task" if info["adopted"] else "updated"
+            lines.append(f"  {task_id}: {verb}, {info['checkpoints']} new checkpoint(s)")
+        for task_id in result.no_key:
+            lines.append(
+                f"  {task_id}: no key — you are not a recipient; ask its operator to run "
+                f"`pitstop task share {task_id} --recipient <your key>` and push again "
+                "(`pitstop key show` prints your key)"
+            )
+        for task_id, problem in result.problems.items():
+            lines.append(f"  {task_id}: not fetched: {problem}")
+        if len(lines) == 1:
+            lines.append("  nothing to fetch")
+        return "\n".join(lines)
+
+    emit(as_json, document, human)
+    if result.problems:
+        raise SystemExit(1)
+
+
+@click.command("sync")
+@click.argument("task_ids", nargs=-1, metavar="[TASK…]")
+@click.option("--remote", default=None, help=REMOTE_HELP + " Default: the repository's origin.")
+@click.option("--repo", default=None, type=click.Path(file_okay=False), help="Your clone.")
+@json_option
+@pass_ctx
+def sync(
+    ctx: Context, task_ids: tuple[str, ...], remote: str | None, repo: str | None, as_json: bool
+) -> None:
+    """Fetch, merge ledgers and push: every shared task, or the ones named."""
+    report = ctx.engine().sync(task_ids, remote, repo)
+
+    def human() -> str:
+        lines = []
+        for task_id, info in report["fetched"].items():
+            lines.append(f"  {task_id}: fetched {info['checkpoints']} new checkpoint(s)")
+        for task_id, info in report["pushed"].items():
+            ledger = "ledger updated" if info["ledger_updated"] else "ledger unchanged"
+            lines.append(f"  {task_id}: pushed {info['checkpoints_sent']} checkpoint(s), {ledger}")
+        for task_id in report["no_key"]:
+            lines.append(f"  {task_id}: no key (you are not a recipient)")
+        for task_id, problem in report["problems"].items():
+            lines.append(f"  {task_id}: {problem}")
+        return "\n".join(["synced", *lines])
+
+    emit(as_json, report, human)
+    if report["problems"]:
+        raise SystemExit(1)
+
+
+@click.group("remote")
+def remote_group() -> None:
+    """Remotes that hold shared tasks: list what they hold, name them."""
+
+
+@remote_group.command("list")
+@click.option("--remote", default=None, help=REMOTE_HELP + " Default: the repository's origin.")
+@click.option("--repo", default=".", type=click.Path(file_okay=False), help="Your clone.")
+@json_option
+@pass_ctx
+def remote_list(ctx: Context, remote: str | None, repo: str, as_json: bool) -> None:
+    """Tasks and checkpoints on a remote, from refs and plain headers alone."""
+    url, tasks = ctx.engine().list_remote(remote, repo)
+    document: dict[str, Any] = {
+        "url": url,
+        "tasks": [
+            {
+                "task": task.task_id,
+                "status": task.status,
+                "updated_at": task.updated_at,
+                "readable": task.readable,
+                "local": task.local,
+                "recipients": task.recipients,
+                "checkpoints": [
+                    {
+                        "seq": c.seq,
+                        "created_at": c.created_at,
+                        "reason": c.reason,
+                        "local": c.local,
+                    }
+                    for c in task.checkpoints
+                ],
+            }
+            for task in tasks
+        ],
+    }
+
+    def human() -> str:
+        if not tasks:
+            return f"{url} holds no Pitstop tasks"
+        lines = [f"{url}: {len(tasks)} task(s)"]
+        for task in tasks:
+            local_seqs = sum(1 for c in task.checkpoints if c.local)
+            where = "local" if task.local else "remote only"
+            key = "" if task.readable else "  no key"
+            latest = f"@{task.latest.seq} {task.latest.created_at}" if task.latest else "-"
+            lines.append(
+                f"  {task.task_id:<32} {task.status:<9} {len(task.checkpoints):>3} checkpoint(s) "
+                f"({local_seqs} here)  latest {latest}  {where}{key}"
+            )
+        return "\n".join(lines)
+
+    emit(as_json, document, human)
+
+
+@remote_group.command("add")
+@click.argument("name")
+@click.argument("url")
+@click.option("--repo", default=".", type=click.Path(file_okay=False), help="Your clone.")
+@json_option
+@pass_ctx
+def remote_add(ctx: Context, name: str, url: str, repo: str, as_json: bool) -> None:
+    """Name a remote (a URL or path git can push to) for `--remote NAME`."""
+    row = ctx.engine().add_remote(name, url, repo)
+    emit(as_json, row, f"remote {name} → {row['url']}")
+
+
+@remote_group.command("remove")
+@click.argument("name")
+@json_option
+@pass_ctx
+def remote_remove(ctx: Context, name: str, as_json: bool) -> None:
+    """Forget a named remote (nothing on the remote changes)."""
+    ctx.engine().remove_remote(name)
+    emit(as_json, {"removed": name}, f"remote {name} removed")
+
+
+@remote_group.command("names")
+@json_option
+@pass_ctx
+def remote_names(ctx: Context, as_json: bool) -> None:
+    """Named remotes, and which shared tasks went through which remote."""
+    engine = ctx.engine()
+    remotes = engine.remotes()
+    links = engine.remote_links()
+
+    def human() -> str:
+        lines = [f"{r['name']:<16} {r['url']}  ({r['repo_root']})" for r in remotes]
+        if not lines:
+            lines = ["no named remotes; tasks use their repository's origin"]
+        for link in links:
+            pushed = link["pushed_at"] or "never"
+            fetched = link["fetched_at"] or "never"
+            lines.append(f"  {link['task_id']} ⇄ {link['url']}  pushed {pushed}, fetched {fetched}")
+        return "\n".join(lines)
+
+    emit(as_json, {"remotes": remotes, "links": links}, human)
+
+
+def register(group: click.Group) -> None:
+    """Attach push, fetch, sync and the remote group to `pitstop`."""
+    for command in (push, fetch, sync, remote_group):
+        group.add_command(command)
