@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from core.evidence.redact import RULESET_VERSION, StreamRedactor, hyperscan_available  # noqa: E402
+from core.redaction.redact import RULESET_VERSION, StreamRedactor, hyperscan_available  # noqa: E402
 
 SEED = 20261101
 CHUNK = 64 * 1024

@@ -68,7 +68,7 @@ def isolate_environment(workdir: Path) -> None:
     os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
     os.environ["GIT_TERMINAL_PROMPT"] = "0"
     os.environ.update(GIT_IDENTITY)
-    from core.snapshot import REPO_LOCATION_VARS
+    from core.git.run import REPO_LOCATION_VARS
 
     for name in REPO_LOCATION_VARS:
         os.environ.pop(name, None)

@@ -95,3 +95,7 @@ class ResumeRefusedError(PitstopError):
 
 class CommandStartError(UsageError):
     """A command to run or guard could not be started (not found, not executable)."""
+
+
+class MasterKeyError(PitstopError):
+    """The master key is missing, malformed, or not the one the data was encrypted with."""

@@ -14,7 +14,7 @@ from pathlib import Path
 import pyrage
 import pytest
 
-from core.snapshot import REPO_LOCATION_VARS
+from core.git.run import REPO_LOCATION_VARS
 
 # Variables that would point git or Pitstop somewhere other than the test's own directories.
 _SCRUBBED = (

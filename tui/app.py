@@ -163,7 +163,7 @@ class PitstopApp(App[None]):
     @work(thread=True, exit_on_error=False, group="live", exclusive=True)
     def watch_store(self) -> None:
         """Post `StoreChanged` whenever another connection commits; runs until the app exits."""
-        for _version in live.store_commits(self.engine.paths.database, self._stop_watching):
+        for _version in self.engine.watch_commits(self._stop_watching):
             self.post_message(live.StoreChanged())
 
     @on(live.StoreChanged)

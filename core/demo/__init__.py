@@ -24,6 +24,7 @@ from pathlib import Path
 from core import clock
 from core.engine import CheckpointRequest, Engine
 from core.errors import ConflictError, GitError
+from core.git.run import REPO_LOCATION_VARS
 from core.models import (
     Budget,
     CheckpointReason,
@@ -33,7 +34,6 @@ from core.models import (
     Risk,
     TaskStatus,
 )
-from core.snapshot import REPO_LOCATION_VARS
 
 DEMO_ACTOR = "demo"
 DEMO_REPOS_DIR = "demo-repos"

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core import clock, store
-from core.config import Config, load_config
+from core.config import Config
 from core.errors import (
     CommandStartError,
     ConflictError,
@@ -48,10 +49,9 @@ from core.models import (
     TaskStatus,
     validate_task_id,
 )
-from core.paths import StorePaths, ensure_private_dir, resolve_store_root
 from core.security.keys import TaskKeys
-from core.store.db import Database, batch_txn, open_database, write_txn
-from core.store.migrations import migrate
+from core.session import Session
+from core.store.db import Database, batch_txn, write_txn
 
 if TYPE_CHECKING:  # evidence pulls in redaction, zstd and crypto: loaded only when used
     from core import snapshot
@@ -181,20 +181,18 @@ class Engine:
         actor: str | None = None,
         config: Config | None = None,
     ) -> None:
-        self.paths = StorePaths(resolve_store_root(store_root))
-        self.interface = interface
-        self.config = config or load_config()
-        self.actor = actor or self.config.operator
-        ensure_private_dir(self.paths.root)
-        self.db: Database = open_database(self.paths.database)
-        try:
-            migrate(self.db)
-        except BaseException:
-            self.db.close()
-            raise
-        for private in (self.paths.tmp, self.paths.repos):
-            ensure_private_dir(private)
-        self.keys = TaskKeys(self.db)
+        self.session = Session(store_root, interface=interface, actor=actor, config=config)
+        self.paths = self.session.paths
+        self.interface = self.session.interface
+        self.config = self.session.config
+        self.actor = self.session.actor
+        self.db: Database = self.session.db
+        self._event = self.session.record_event
+
+    @property
+    def keys(self) -> TaskKeys:
+        """The session's task keys (renewed after gc deletes some)."""
+        return self.session.keys
 
     def for_thread(self) -> Engine:
         """A new engine on the same store for use on another thread."""
@@ -211,6 +209,16 @@ class Engine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def watch_commits(self, stop: threading.Event) -> Iterator[int]:
+        """Yield the store's new data version after each commit another connection makes.
+
+        Blocks between commits until `stop` is set; it opens its own connection, so a thread
+        worker may run it while this engine serves the thread that opened it.
+        """
+        from core.store.watch import store_commits
+
+        return store_commits(self.paths.database, stop)
 
     # --- paths -----------------------------------------------------------------------------
 
@@ -252,7 +260,7 @@ class Engine:
         if not objective.strip():
             raise UsageError("the objective is empty; say what the task should achieve")
         approver_names = validate_operator_names(approvers)
-        recipient_keys = self._with_own_recipient(identity.parse_recipients(recipients))
+        recipient_keys = identity.with_own_recipient(identity.parse_recipients(recipients))
         for name in credentials:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
                 raise UsageError(
@@ -297,15 +305,6 @@ class Engine:
 
     # --- recipients ------------------------------------------------------------------------
 
-    @staticmethod
-    def _with_own_recipient(recipients: list[str]) -> list[str]:
-        from core.security import identity
-
-        own = identity.load_identity_or_none()
-        if own is not None and own.recipient not in recipients:
-            return [*recipients, own.recipient]
-        return recipients
-
     def _add_recipients(self, task_id: str, recipients: Sequence[str], at: str) -> None:
         """Record recipients inside the caller's transaction; each new one is audited."""
         for recipient in recipients:
@@ -332,22 +331,15 @@ class Engine:
 
     def remote_recipients(self, task_id: str) -> list[str]:
         """Whom a task's remote copy is encrypted to: its recipients and the current operator."""
-        return self._with_own_recipient(self.task_recipients(task_id))
+        from core.sharing import remote as remotes
+
+        return remotes.remote_recipients(self.session, task_id)
 
     def adopt_task(self, task: Task, *, origin_store: str, data_key: bytes) -> Task:
-        """Record a task fetched from a remote: same id, its content bound to its origin store.
+        """Record a task fetched from a remote: same id, its content bound to its origin store."""
+        from core.sharing import remote as remotes
 
-        `task` carries this machine's repository (`repo_root`, `store_repo`); the data key is
-        kept wrapped by this store's master key, so the task reads like one created here.
-        """
-        self.keys.adopt(task.id, data_key, origin_store)
-        now = clock.now_iso()
-        with write_txn(self.db):
-            store.insert_task(self.db, task)
-            store.set_task_origin(self.db, task.id, origin_store)
-            self.keys.keep_adopted(task.id)
-            self._event(task.id, "task", task.id, "adopt", None, task.status.value, None, now)
-        return task
+        return remotes.adopt_task(self.session, task, origin_store=origin_store, data_key=data_key)
 
     # --- remotes (core.sharing.remote; imported on use: age and the network stay off other paths)
 
@@ -357,7 +349,7 @@ class Engine:
         """Send tasks' checkpoints and ledgers to a remote (`pitstop push`)."""
         from core.sharing import remote as remotes
 
-        return remotes.push(self, task_ids, remote, seal_worktree=seal_worktree)
+        return remotes.push(self.session, task_ids, remote, seal_worktree=seal_worktree)
 
     def fetch(
         self,
@@ -368,7 +360,7 @@ class Engine:
         """Bring remote tasks into this store (`pitstop fetch`)."""
         from core.sharing import remote as remotes
 
-        return remotes.fetch(self, task_ids, remote, repo)
+        return remotes.fetch(self.session, task_ids, remote, repo)
 
     def list_remote(
         self, remote: str | None = None, repo: str | os.PathLike[str] = "."
@@ -376,7 +368,7 @@ class Engine:
         """Tasks on a remote, from refs and plain headers (`pitstop remote list`)."""
         from core.sharing import remote as remotes
 
-        return remotes.list_remote(self, remote, repo)
+        return remotes.list_remote(self.session, remote, repo)
 
     def sync(
         self,
@@ -387,19 +379,19 @@ class Engine:
         """Fetch, merge and push (`pitstop sync`)."""
         from core.sharing import remote as remotes
 
-        return remotes.sync(self, task_ids, remote, repo)
+        return remotes.sync(self.session, task_ids, remote, repo)
 
     def add_remote(self, name: str, url: str, repo: str | os.PathLike[str] = ".") -> dict[str, Any]:
         """Name a remote (`pitstop remote add NAME URL`)."""
         from core.sharing import remote as remotes
 
-        return remotes.add_remote(self, name, url, repo)
+        return remotes.add_remote(self.session, name, url, repo)
 
     def remove_remote(self, name: str) -> None:
         """Forget a named remote."""
         from core.sharing import remote as remotes
 
-        remotes.remove_remote(self, name)
+        remotes.remove_remote(self.session, name)
 
     def remotes(self) -> list[dict[str, Any]]:
         """Named remotes."""
@@ -413,7 +405,7 @@ class Engine:
         """Tasks seen on remotes (last listing) that this store does not hold."""
         from core.sharing import remote as remotes
 
-        return remotes.remote_tasks_for_dashboard(self)
+        return remotes.remote_tasks_for_dashboard(self.session)
 
     def get_task(self, task_id: str) -> Task:
         """One task by id."""
@@ -478,7 +470,7 @@ class Engine:
             dry_run=dry_run,
         )
         if report.plan.retirements and not dry_run:
-            self.keys = TaskKeys(self.db)  # forget cached data keys that gc just deleted
+            self.session.keys = TaskKeys(self.db)  # forget cached data keys gc just deleted
         return report
 
     def metrics(self, task_id: str | None = None) -> Metrics:
@@ -1308,7 +1300,8 @@ class Engine:
         checkpoint: bool = False,
     ) -> Approval:
         """Ask for a human decision; the task waits, after a `before-wait` checkpoint if asked."""
-        from core.ledger.approvals import parse_duration, persistable
+        from core.ledger.approvals import parse_duration
+        from core.redaction.free_text import persistable
 
         approvals = self._approvals()
         lifetime = parse_duration(expires_in) if expires_in is not None else None
@@ -1795,7 +1788,7 @@ class Engine:
 
     def judge_resume(self, task_id: str, accepted: bool, reason: str) -> dict[str, Any]:
         """Record whether the resumed work was accepted; releases the task's lease."""
-        from core.ledger.approvals import persistable
+        from core.redaction.free_text import persistable
 
         if not reason.strip():
             raise UsageError("say why with --reason")
@@ -1953,13 +1946,13 @@ class Engine:
         """The task's ledger as fact files (path → bytes) for `refs/pitstop/ledger/<task>`."""
         from core.ledger import facts as ledger
 
-        return ledger.export_facts(self, task_id)
+        return ledger.export_facts(self.session, task_id)
 
     def apply_ledger(self, task_id: str, facts: Mapping[str, bytes]) -> ApplyReport:
         """Merge fetched ledger facts into this store; every change audited as `sync`."""
         from core.ledger import facts as ledger
 
-        return ledger.apply_facts(self, task_id, facts)
+        return ledger.apply_facts(self.session, task_id, facts)
 
     def ledger_conflicts(
         self, task_id: str | None = None, entity: str | None = None
@@ -1976,35 +1969,3 @@ class Engine:
         if task_id is not None:
             store.get_task(self.db, task_id)
         return store.list_events(self.db, task_id, self.keys)
-
-    def _event(
-        self,
-        task_id: str | None,
-        entity: str,
-        entity_id: str,
-        action: str,
-        from_state: str | None,
-        to_state: str | None,
-        reason: str | None,
-        at: str,
-        *,
-        detail: Mapping[str, str] | None = None,
-    ) -> None:
-        """Write one audit event; a task's reason is redacted and sealed under its key."""
-        from core.ledger.approvals import persistable
-
-        store.add_event(
-            self.db,
-            keys=self.keys,
-            at=at,
-            actor=self.actor,
-            interface=self.interface,
-            task_id=task_id,
-            entity=entity,
-            entity_id=entity_id,
-            action=action,
-            from_state=from_state,
-            to_state=to_state,
-            reason=persistable(reason) if reason else reason,
-            detail=detail,
-        )

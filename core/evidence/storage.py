@@ -22,14 +22,14 @@ from typing import Any, NamedTuple, TypeVar
 import zstandard
 
 from core import clock, store
-from core.evidence.redact import (
+from core.evidence.summaries import CandidateLines, SummaryScanner
+from core.redaction.redact import (
     RULESET_VERSION,
     StreamRedactor,
     redact_argv,
     redact_text,
     use_hyperscan_cache,
 )
-from core.evidence.summaries import CandidateLines, SummaryScanner
 from core.security import crypto
 from core.security.keys import TaskKeys
 from core.store.db import Database, open_database, write_txn
@@ -211,7 +211,7 @@ class EvidenceRecorder:
         self._db_file = _database_file(db)
         if self._db_file is not None:
             # A large stream loads the compiled Hyperscan gate from the store instead of
-            # compiling it in every process (see core.evidence.redact.use_hyperscan_cache).
+            # compiling it in every process (see core.redaction.redact.use_hyperscan_cache).
             use_hyperscan_cache(self._db_file.parent / "cache")
         with write_txn(db):
             store.get_task(db, task_id)

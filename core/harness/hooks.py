@@ -643,8 +643,8 @@ def guard_command(
     engine: Engine, task_id: str, found: RuleMatch, tool_use_id: str | None = None
 ) -> HookReply:
     """Decide whether a matched command may run now; start its side effect when it may."""
-    from core.ledger.approvals import persistable
     from core.models import ApprovalState, EffectState, Risk
+    from core.redaction.free_text import persistable
 
     one_line = re.sub(r"[\x00-\x1f\x7f]+", " ", persistable(found.command)).strip()
     shown = one_line if len(one_line) <= 300 else one_line[:297] + "..."

@@ -25,6 +25,7 @@ from core.models import (
     TaskStatus,
     validate_task_id,
 )
+from core.redaction.free_text import persistable
 from core.store.db import Database, write_txn
 
 APPROVAL_ID = re.compile(r"^(?P<task>[^:\s]+):(?P<seq>\d+)$")
@@ -53,26 +54,6 @@ class Audit(Protocol):
         *,
         detail: Mapping[str, str] | None = None,
     ) -> None: ...
-
-
-def persistable(text: str) -> str:
-    """Free text as it may be stored: any secret in it replaced by `[REDACTED:rule]` (inv. 2)."""
-    from core.evidence import redact  # its rules load only when there is text to redact
-
-    return redact.redact_text(text.strip())[0]
-
-
-def refuse_secrets(text: str, what: str) -> str:
-    """Refuse text that must be kept exactly (a key, a command) when it holds a secret."""
-    from core.evidence import redact
-
-    findings = redact.redact_text(text)[1]
-    if findings:
-        raise UsageError(
-            f"the {what} holds what looks like a secret ({findings[0].rule}), and Pitstop never "
-            "stores one; pass it through an environment variable instead"
-        )
-    return text
 
 
 def parse_duration(text: str, option: str = "--expires-in") -> timedelta:

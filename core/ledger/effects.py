@@ -51,6 +51,7 @@ from core.ledger import approvals
 from core.ledger.approvals import Audit
 from core.models import ApprovalState, EffectState, SideEffect, Task
 from core.paths import ensure_private_dir
+from core.redaction import free_text
 from core.store.db import Database, write_txn
 
 if TYPE_CHECKING:
@@ -129,12 +130,12 @@ def _check_text(value: str, what: str, limit: int, *, single_line: bool = True) 
 
 
 def _persistable_or_none(text: str | None) -> str | None:
-    return approvals.persistable(text) if text else None
+    return free_text.persistable(text) if text else None
 
 
 def validate_key(key: str) -> str:
     """An idempotency key: 1-200 printable characters, taken exactly as given, no secrets."""
-    return approvals.refuse_secrets(_check_text(key, "--key", MAX_KEY_CHARS), "--key")
+    return free_text.refuse_secrets(_check_text(key, "--key", MAX_KEY_CHARS), "--key")
 
 
 class CheckVerdict(StrEnum):
@@ -261,7 +262,7 @@ class Ledger:
             _check_text(target, "--target", MAX_TEXT_CHARS)
         if check is not None:
             _check_text(check, "--check", MAX_TEXT_CHARS, single_line=False)
-            approvals.refuse_secrets(check, "--check")
+            free_text.refuse_secrets(check, "--check")
         with write_txn(self.db):
             task = store.get_task(self.db, task_id)
             existing = store.find_effect(self.db, task_id, key, self.keys)
@@ -276,11 +277,11 @@ class Ledger:
             effect = SideEffect(
                 task_id=task_id,
                 key=key,
-                kind=approvals.persistable(kind),
+                kind=free_text.persistable(kind),
                 state=EffectState.PROPOSED,
                 created_at=now,
                 updated_at=now,
-                target=approvals.persistable(target) if target is not None else None,
+                target=free_text.persistable(target) if target is not None else None,
                 check=check,
                 needs_approval=needs_approval,
             )
@@ -347,7 +348,7 @@ class Ledger:
             now = clock.now_iso()
             changes: dict[str, object] = {"updated_at": now}
             if note is not None:
-                changes["note"] = approvals.persistable(note)
+                changes["note"] = free_text.persistable(note)
             if to_state is EffectState.IN_PROGRESS:
                 changes.update(
                     attempts=effect.attempts + 1,

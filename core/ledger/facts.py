@@ -47,7 +47,7 @@ from core.models import (
 from core.store.db import write_txn
 
 if TYPE_CHECKING:
-    from core.engine import Engine
+    from core.session import Session
 
 SCHEMA = "pitstop.ledger/1"
 
@@ -511,26 +511,26 @@ def _row_plain(
     return _plain(kind, task_id, **{name: row.get(name) for name in names})
 
 
-def _local_facts(engine: Engine, task_id: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def _local_facts(session: Session, task_id: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Every fact the task's rows stand for now: (plain part, content to seal)."""
     found: list[tuple[dict[str, Any], dict[str, Any]]] = []
-    for effect in engine.list_effects(task_id):
+    for effect in store.list_effects(session.db, task_id, (), session.keys):
         content = {"target": effect.target, "check": effect.check, "note": effect.note}
         found.append((effect_plain(effect), content))
-    for approval in store.list_approvals(engine.db, task_id, keys=engine.keys):
+    for approval in store.list_approvals(session.db, task_id, keys=session.keys):
         found.append((request_plain(approval), {"action": approval.action}))
         if approval.decided_at is not None and approval.state is not ApprovalState.PENDING:
             found.append((decision_plain(approval, approval.state), {"reason": approval.reason}))
-    for row in store.list_validations(engine.db, task_id):
+    for row in store.list_validations(session.db, task_id):
         found.append(
             (_row_plain(VALIDATION, task_id, row, _VALIDATION_PLAIN), {"findings": row["findings"]})
         )
-    for row in store.list_resumes(engine.db, task_id, engine.keys):
+    for row in store.list_resumes(session.db, task_id, session.keys):
         content = {name: row.get(name) for name in _RESUME_SEALED}
         found.append((_row_plain(RESUME, task_id, row, _RESUME_PLAIN), content))
-    uids = store.event_uids(engine.db, task_id)
-    own = engine.keys.store_id
-    for event in engine.events(task_id):
+    uids = store.event_uids(session.db, task_id)
+    own = session.keys.store_id
+    for event in store.list_events(session.db, task_id, session.keys):
         plain = _plain(
             EVENT,
             task_id,
@@ -548,43 +548,43 @@ def _local_facts(engine: Engine, task_id: str) -> list[tuple[dict[str, Any], dic
     return found
 
 
-def _seal(engine: Engine, task_id: str, uid: str, content: Mapping[str, Any]) -> bytes | None:
+def _seal(session: Session, task_id: str, uid: str, content: Mapping[str, Any]) -> bytes | None:
     if all(value is None for value in content.values()):
         return None
-    return engine.keys.seal(task_id, f"ledger/{uid}", canonical(content))
+    return session.keys.seal(task_id, f"ledger/{uid}", canonical(content))
 
 
-def _content(engine: Engine, task_id: str, fact: Fact) -> dict[str, Any]:
+def _content(session: Session, task_id: str, fact: Fact) -> dict[str, Any]:
     """A fact's sealed content, opened with the task's key (empty when it has none)."""
     if fact.sealed is None:
         return {}
-    opened = engine.keys.open(
+    opened = session.keys.open(
         task_id, f"ledger/{fact.uid}", fact.sealed, f"ledger fact {fact.uid[:12]} of {task_id}"
     )
     content = json.loads(opened)
     return dict(content) if isinstance(content, dict) else {}
 
 
-def export_facts(engine: Engine, task_id: str) -> dict[str, bytes]:
+def export_facts(session: Session, task_id: str) -> dict[str, bytes]:
     """The task's ledger tree: path → fact bytes, for its rows as they stand and every fact
     applied from elsewhere. Unchanged rows give the same paths and the same bytes every time."""
-    engine.get_task(task_id)
-    known = store.ledger_fact_bodies(engine.db, task_id)
+    store.get_task(session.db, task_id)
+    known = store.ledger_fact_bodies(session.db, task_id)
     tree: dict[str, bytes] = {}
     new: list[tuple[str, str, bytes]] = []
-    for plain, content in _local_facts(engine, task_id):
+    for plain, content in _local_facts(session, task_id):
         uid = fact_uid(plain)
         body = known.get(uid)
         if body is None:
-            body = encode_fact(plain, _seal(engine, task_id, uid, content))
+            body = encode_fact(plain, _seal(session, task_id, uid, content))
             known[uid] = body
             new.append((uid, str(plain["kind"]), body))
         tree[fact_path(uid)] = body
     for uid, body in known.items():
         tree.setdefault(fact_path(uid), body)
     if new:
-        with write_txn(engine.db):
-            store.record_ledger_facts(engine.db, task_id, new, "local", clock.now_iso())
+        with write_txn(session.db):
+            store.record_ledger_facts(session.db, task_id, new, "local", clock.now_iso())
     return dict(sorted(tree.items()))
 
 
@@ -622,9 +622,9 @@ class ApplyReport:
 class _Applier:
     """Brings one task's rows to a derived view, inside the caller's write transaction."""
 
-    def __init__(self, engine: Engine, task_id: str, facts: Mapping[str, Fact]) -> None:
-        self.engine = engine
-        self.db = engine.db
+    def __init__(self, session: Session, task_id: str, facts: Mapping[str, Fact]) -> None:
+        self.session = session
+        self.db = session.db
         self.task_id = task_id
         self.facts = facts
         self.report = ApplyReport(task_id)
@@ -636,9 +636,9 @@ class _Applier:
     ) -> None:  # fmt: skip
         store.add_event(
             self.db,
-            keys=self.engine.keys,
+            keys=self.session.keys,
             at=self.now,
-            actor=self.engine.actor,
+            actor=self.session.actor,
             interface=Interface.SYNC,
             task_id=self.task_id,
             entity=entity,
@@ -650,13 +650,13 @@ class _Applier:
         )
 
     def content(self, fact: Fact) -> dict[str, Any]:
-        return _content(self.engine, self.task_id, fact)
+        return _content(self.session, self.task_id, fact)
 
     # effects
 
     def effect(self, view: EffectView) -> None:
         winner = self.facts[view.uid]
-        row = store.find_effect(self.db, self.task_id, view.key, self.engine.keys)
+        row = store.find_effect(self.db, self.task_id, view.key, self.session.keys)
         wanted = dict(winner.plain)
         wanted["created_at"] = view.created_at
         if row is not None:
@@ -694,17 +694,17 @@ class _Applier:
                     check=text["check"],
                     note=text["note"],
                 ),
-                self.engine.keys,
+                self.session.keys,
             )
             store.move_effect(
-                self.db, self.task_id, view.key, view.state, view.state, keys=self.engine.keys,
+                self.db, self.task_id, view.key, view.state, view.state, keys=self.session.keys,
                 **columns,
             )  # fmt: skip
             self.report.effects_created += 1
             self.audit("effect", view.key, "sync", None, view.state.value, _SYNC_REASON)
             return
         store.move_effect(
-            self.db, self.task_id, view.key, row.state, view.state, keys=self.engine.keys,
+            self.db, self.task_id, view.key, row.state, view.state, keys=self.session.keys,
             **columns, **text,
         )  # fmt: skip
         self.report.effects_moved += 1
@@ -714,7 +714,7 @@ class _Applier:
 
     def approval(self, view: ApprovalView) -> None:
         request = self.facts[view.request_uid]
-        row = store.find_approval(self.db, view.id, self.engine.keys)
+        row = store.find_approval(self.db, view.id, self.session.keys)
         if row is None or fact_uid(request_plain(row)) != view.request_uid:
             asked = Approval(
                 id=view.id,
@@ -730,14 +730,14 @@ class _Applier:
                 checkpoint_seq=request.get("checkpoint_seq"),
             )
             if row is None:
-                store.insert_approval(self.db, asked, self.engine.keys)
+                store.insert_approval(self.db, asked, self.session.keys)
                 self.report.approvals_created += 1
                 self.audit("approval", view.id, "sync", None, ApprovalState.PENDING.value,
                            _SYNC_REASON)  # fmt: skip
             else:
                 # Two stores numbered different requests alike: the one asked first keeps the
                 # number; the one asked here stays in the ledger and shows as the conflict.
-                store.replace_approval_request(self.db, asked, self.engine.keys)
+                store.replace_approval_request(self.db, asked, self.session.keys)
                 self.report.approvals_overruled += 1
                 why = f"{_SYNC_REASON}: requested first elsewhere (see the conflict)"
                 self.audit("approval", view.id, "sync", row.state.value,
@@ -758,7 +758,7 @@ class _Applier:
                 decided_by=decision.get("decided_by"),
                 decided_at=str(decision.get("decided_at")),
                 reason=reason,
-                keys=self.engine.keys,
+                keys=self.session.keys,
             )
             self.report.approvals_decided += 1
             why = _SYNC_REASON
@@ -770,7 +770,7 @@ class _Applier:
                 decided_by=decision.get("decided_by"),
                 decided_at=str(decision.get("decided_at")),
                 reason=reason,
-                keys=self.engine.keys,
+                keys=self.session.keys,
             )
             self.report.approvals_overruled += 1
             why = f"{_SYNC_REASON}: decided first elsewhere (see the conflict)"
@@ -817,13 +817,13 @@ class _Applier:
             )
             if accept_reason:
                 store.update_resume(
-                    self.db, resume_id, keys=self.engine.keys, accept_reason=accept_reason
+                    self.db, resume_id, keys=self.session.keys, accept_reason=accept_reason
                 )
             self.audit("resume", str(resume_id), "sync", None, str(fact.get("state")),
                        _SYNC_REASON)  # fmt: skip
         else:
             store.update_resume(
-                self.db, int(row["id"]), keys=self.engine.keys, accept_reason=accept_reason,
+                self.db, int(row["id"]), keys=self.session.keys, accept_reason=accept_reason,
                 **columns,
             )  # fmt: skip
             self.audit("resume", str(row["id"]), "sync", row.get("state"),
@@ -838,7 +838,7 @@ class _Applier:
             return
         store.add_event(
             self.db,
-            keys=self.engine.keys,
+            keys=self.session.keys,
             uid=str(fact.get("event")),
             at=str(fact.get("at")),
             actor=str(fact.get("actor")),
@@ -870,18 +870,18 @@ class _Applier:
                        conflict.kept_state, conflict.describe())  # fmt: skip
 
 
-def _local_event_uids(engine: Engine, task_id: str) -> set[str]:
-    own = engine.keys.store_id
-    stored = store.event_uids(engine.db, task_id)
+def _local_event_uids(session: Session, task_id: str) -> set[str]:
+    own = session.keys.store_id
+    stored = store.event_uids(session.db, task_id)
     return {uid or f"{own}:{event_id}" for event_id, uid in stored.items()}
 
 
-def apply_facts(engine: Engine, task_id: str, facts: Mapping[str, bytes]) -> ApplyReport:
+def apply_facts(session: Session, task_id: str, facts: Mapping[str, bytes]) -> ApplyReport:
     """Bring the local store to the state of its own ledger merged with `facts`, idempotently.
 
     Every change is audited with interface `sync`; applying the same facts again changes nothing.
     """
-    engine.get_task(task_id)
+    store.get_task(session.db, task_id)
     incoming = parse_facts(facts)
     foreign = [f for f in incoming if f.get("task") != task_id]
     if foreign:
@@ -889,15 +889,15 @@ def apply_facts(engine: Engine, task_id: str, facts: Mapping[str, bytes]) -> App
             f"ledger fact {foreign[0].uid[:12]} belongs to task {foreign[0].get('task')!r}, "
             f"not {task_id!r}; the remote ledger ref is mixed up"
         )
-    merged = merge_facts(export_facts(engine, task_id), facts)
+    merged = merge_facts(export_facts(session, task_id), facts)
     parsed = parse_facts(merged)
     view = derive(parsed)
     by_uid = {fact.uid: fact for fact in parsed}
-    applier = _Applier(engine, task_id, by_uid)
-    with write_txn(engine.db):
-        known = store.ledger_fact_bodies(engine.db, task_id)
+    applier = _Applier(session, task_id, by_uid)
+    with write_txn(session.db):
+        known = store.ledger_fact_bodies(session.db, task_id)
         fresh = [(f.uid, f.kind, merged[fact_path(f.uid)]) for f in incoming if f.uid not in known]
-        store.record_ledger_facts(engine.db, task_id, fresh, "remote", applier.now)
+        store.record_ledger_facts(session.db, task_id, fresh, "remote", applier.now)
         applier.report.facts_recorded = len(fresh)
         for effect in view.effects.values():
             applier.effect(effect)
@@ -905,17 +905,18 @@ def apply_facts(engine: Engine, task_id: str, facts: Mapping[str, bytes]) -> App
             applier.approval(approval)
         applier.end_wait()
         have = {fact_uid(_row_plain(VALIDATION, task_id, row, _VALIDATION_PLAIN))
-                for row in store.list_validations(engine.db, task_id)}  # fmt: skip
+                for row in store.list_validations(session.db, task_id)}  # fmt: skip
         for uid in sorted(view.validations - have):
             applier.validation(by_uid[uid])
         local_resumes = {
-            resume_identity(row): row for row in store.list_resumes(engine.db, task_id, engine.keys)
+            resume_identity(row): row
+            for row in store.list_resumes(session.db, task_id, session.keys)
         }
         for identity, uid in view.resumes.items():
             row = local_resumes.get(identity)
             if row is None or fact_uid(_row_plain(RESUME, task_id, row, _RESUME_PLAIN)) != uid:
                 applier.resume(by_uid[uid], local_resumes)
-        present = _local_event_uids(engine, task_id)
+        present = _local_event_uids(session, task_id)
         for uid in sorted(view.events, key=lambda u: (str(by_uid[u].get("at")), u)):
             if str(by_uid[uid].get("event")) not in present:
                 applier.event(by_uid[uid])

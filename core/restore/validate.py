@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from core import clock
+from core.git.run import run_git
 from core.models import (
     Approval,
     ApprovalState,
@@ -33,7 +34,7 @@ from core.models import (
 )
 from core.restore import worktree
 from core.security.fingerprint import fingerprint
-from core.snapshot import SourceRepo, _git, git_version
+from core.snapshot import SourceRepo, git_version
 from core.store import MANIFEST_SCHEMA
 
 
@@ -512,7 +513,7 @@ def check_upstream(inputs: ValidationInputs) -> list[Finding]:
     remote, _, branch = name.partition("/")
     try:
         wanted = f"refs/heads/{branch}"
-        out = _git(["ls-remote", remote, wanted], cwd=inputs.source.toplevel)
+        out = run_git(["ls-remote", remote, wanted], cwd=inputs.source.toplevel)
     except Exception as exc:
         return [
             Finding(

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import GitError, UsageError
-from core.snapshot import SourceRepo, _git
+from core.git.run import run_git
+from core.snapshot import SourceRepo
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ def has_commit(source: SourceRepo, commit: str) -> bool:
 
 def _git_ok(source: SourceRepo, args: list[str]) -> bool:
     try:
-        _git(args, cwd=source.toplevel)
+        run_git(args, cwd=source.toplevel)
     except GitError:
         return False
     return True
@@ -43,7 +44,7 @@ def _git_ok(source: SourceRepo, args: list[str]) -> bool:
 def branch_drift(source: SourceRepo, branch: str, base: str, changed: set[str]) -> BranchDrift:
     """Commits on `branch` since `base` and which of the checkpoint's changed files they touch."""
     head = (
-        _git(
+        run_git(
             ["rev-parse", "-q", "--verify", f"refs/heads/{branch}^{{commit}}"],
             cwd=source.toplevel,
             ok_codes=(0, 1),
@@ -57,13 +58,13 @@ def branch_drift(source: SourceRepo, branch: str, base: str, changed: set[str]) 
         return BranchDrift(True, head, (), (), False)
     if not _git_ok(source, ["merge-base", "--is-ancestor", base, head]):
         return BranchDrift(True, head, (), (), True)
-    log = _git(
+    log = run_git(
         ["rev-list", "--format=%h %s", "--no-commit-header", f"{base}..{head}"],
         cwd=source.toplevel,
         ok_codes=(0, 128),
     )
     commits = tuple(line for line in log.decode(errors="replace").splitlines() if line.strip())
-    names = _git(["diff", "--name-only", "-z", base, head], cwd=source.toplevel)
+    names = run_git(["diff", "--name-only", "-z", base, head], cwd=source.toplevel)
     touched = tuple(
         sorted(
             name
@@ -79,7 +80,7 @@ def worktree_blob_ids(source: SourceRepo, paths: list[str]) -> dict[str, str | N
     present = [p for p in paths if (source.toplevel / p).is_file()]
     ids: dict[str, str | None] = dict.fromkeys(paths)
     if present:
-        out = _git(
+        out = run_git(
             ["hash-object", "--no-filters", "--stdin-paths"],
             cwd=source.toplevel,
             input=("\n".join(present) + "\n").encode(),
@@ -91,13 +92,15 @@ def worktree_blob_ids(source: SourceRepo, paths: list[str]) -> dict[str, str | N
 def is_clean_at(source: SourceRepo, commit: str) -> tuple[bool, str]:
     """Whether the user's work tree is clean and at `commit`, and if not, why."""
     head = (
-        _git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=source.toplevel, ok_codes=(0, 1))
+        run_git(
+            ["rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=source.toplevel, ok_codes=(0, 1)
+        )
         .decode()
         .strip()
     )
     if head != commit:
         return False, f"HEAD is at {head[:12] or 'nothing'}, not the base commit {commit[:12]}"
-    status = _git(
+    status = run_git(
         ["status", "--porcelain", "-z", "--untracked-files=normal"],
         cwd=source.toplevel,
         env={"GIT_OPTIONAL_LOCKS": "0"},
@@ -120,24 +123,24 @@ def tree_equals_directory(store_repo: Path, tree: str, directory: Path, scratch:
             "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(store_repo / "objects"),
         }
         (Path(temp) / "objects").mkdir()
-        _git(["read-tree", tree], git_dir=store_repo, env=env)
-        _git(
+        run_git(["read-tree", tree], git_dir=store_repo, env=env)
+        run_git(
             ["update-index", "-q", "--refresh"],
             git_dir=store_repo,
             env=env,
             cwd=directory,
             ok_codes=(0, 1),
         )
-        changed = _git(
+        changed = run_git(
             ["diff-files", "--name-only", "-z"], git_dir=store_repo, env=env, cwd=directory
         )
-        extra = _git(["ls-files", "--others", "-z"], git_dir=store_repo, env=env, cwd=directory)
+        extra = run_git(["ls-files", "--others", "-z"], git_dir=store_repo, env=env, cwd=directory)
         return not changed.strip(b"\0") and not extra.strip(b"\0")
 
 
 def bring_objects(source: SourceRepo, store_repo: Path, commit: str) -> None:
     """Copy a checkpoint commit and everything it needs from the store into the user's repo."""
-    _git(
+    run_git(
         ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", str(store_repo), commit],
         cwd=source.toplevel,
     )
@@ -147,7 +150,7 @@ def add_worktree(source: SourceRepo, into: Path, branch: str, base: str) -> str:
     """Add a git worktree of the user's repo at `into` on a fresh `branch` starting at `base`."""
     name = branch
     existing = (
-        _git(
+        run_git(
             ["for-each-ref", "--format=%(refname:short)", "refs/heads/pitstop/"],
             cwd=source.toplevel,
         )
@@ -158,15 +161,15 @@ def add_worktree(source: SourceRepo, into: Path, branch: str, base: str) -> str:
     while name in existing:
         suffix += 1
         name = f"{branch}-{suffix}"
-    _git(["worktree", "add", "--quiet", "-b", name, str(into), base], cwd=source.toplevel)
+    run_git(["worktree", "add", "--quiet", "-b", name, str(into), base], cwd=source.toplevel)
     return name
 
 
 def restore_into(work_dir: Path, worktree_tree: str, index_tree: str) -> None:
     """Make `work_dir`'s files the snapshot and its index the staged state (HEAD stays)."""
     env = {"GIT_OPTIONAL_LOCKS": "0"}
-    _git(["read-tree", "--reset", "-u", worktree_tree], cwd=work_dir, env=env)
-    _git(["read-tree", index_tree], cwd=work_dir, env=env)
+    run_git(["read-tree", "--reset", "-u", worktree_tree], cwd=work_dir, env=env)
+    run_git(["read-tree", index_tree], cwd=work_dir, env=env)
 
 
 def require_empty_target(into: Path) -> None:

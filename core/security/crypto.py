@@ -30,6 +30,8 @@ try:  # the class itself: its public module also loads every cipher, mode and le
 except (ImportError, AttributeError):  # a cryptography laid out otherwise
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+# MasterKeyError is raised here and defined with the other errors, so the store can catch it.
+from core.errors import MasterKeyError as MasterKeyError
 from core.errors import PitstopError, UsageError
 
 KEY_ENV = "PITSTOP_KEY"
@@ -50,10 +52,6 @@ HOW_TO_PROVIDE = (
     "or use a real OS keyring (Secret Service, macOS Keychain, Windows Credential Locker) "
     "and run `pitstop key init`"
 )
-
-
-class MasterKeyError(PitstopError):
-    """The master key is missing, malformed, or not the one the data was encrypted with."""
 
 
 class DecryptError(PitstopError):

@@ -214,6 +214,14 @@ def load_identity_or_none() -> Identity | None:
     return _from_keyring(required=False)
 
 
+def with_own_recipient(recipients: list[str]) -> list[str]:
+    """The recipients, and the operator's own recipient after them when they have an identity."""
+    own = load_identity_or_none()
+    if own is not None and own.recipient not in recipients:
+        return [*recipients, own.recipient]
+    return recipients
+
+
 def keyring_holds_identity() -> bool:
     """Whether the OS keyring already keeps an identity (an unusable keyring is an error)."""
     backend = crypto.safe_keyring(IdentityError, HOW_TO_GET_ONE)

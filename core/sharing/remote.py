@@ -33,13 +33,15 @@ from typing import TYPE_CHECKING, Any
 
 from core import clock, snapshot, store
 from core.errors import ConflictError, GitError, NotFoundError, PitstopError, UsageError
+from core.git.run import clean_env
+from core.ledger import facts as ledger_facts
 from core.models import Budget, CheckpointState, NamedVersion, Task, TaskStatus
 from core.security import identity
 from core.sharing import remote_git
 from core.store.db import batch_txn, write_txn
 
 if TYPE_CHECKING:
-    from core.engine import Engine
+    from core.session import Session
 
 TASK_SCHEMA = "pitstop.remote-task/1"
 CHECKPOINT_SCHEMA = "pitstop.remote-checkpoint/1"
@@ -171,10 +173,32 @@ def _looks_like_url(text: str) -> bool:
     )
 
 
-def resolve_url(engine: Engine, remote: str | None, repo_root: str | Path) -> str:
+def remote_recipients(session: Session, task_id: str) -> list[str]:
+    """Whom a task's remote copy is encrypted to: its recipients and the current operator."""
+    store.get_task(session.db, task_id)
+    return identity.with_own_recipient(store.list_task_recipients(session.db, task_id))
+
+
+def adopt_task(session: Session, task: Task, *, origin_store: str, data_key: bytes) -> Task:
+    """Record a task fetched from a remote: same id, its content bound to its origin store.
+
+    `task` carries this machine's repository (`repo_root`, `store_repo`); the data key is
+    kept wrapped by this store's master key, so the task reads like one created here.
+    """
+    session.keys.adopt(task.id, data_key, origin_store)
+    now = clock.now_iso()
+    with write_txn(session.db):
+        store.insert_task(session.db, task)
+        store.set_task_origin(session.db, task.id, origin_store)
+        session.keys.keep_adopted(task.id)
+        session.record_event(task.id, "task", task.id, "adopt", None, task.status.value, None, now)
+    return task
+
+
+def resolve_url(session: Session, remote: str | None, repo_root: str | Path) -> str:
     """The URL behind `--remote NAME|URL` (default: the repository's own `origin`)."""
     name = remote or "origin"
-    row = store.get_remote(engine.db, name)
+    row = store.get_remote(session.db, name)
     if row is not None:
         return str(row["url"])
     if _looks_like_url(name) or Path(name).exists():
@@ -184,7 +208,7 @@ def resolve_url(engine: Engine, remote: str | None, repo_root: str | Path) -> st
         ["git", "-C", str(repo_root), "remote", "get-url", name],
         capture_output=True,
         check=False,
-        env=snapshot._clean_env(),
+        env=clean_env(),
     )
     if proc.returncode != 0:
         raise UsageError(
@@ -205,7 +229,9 @@ def _anchor(url: str, base: Path) -> str:
     return str((base / url).resolve())
 
 
-def add_remote(engine: Engine, name: str, url: str, repo: str | os.PathLike[str]) -> dict[str, Any]:
+def add_remote(
+    session: Session, name: str, url: str, repo: str | os.PathLike[str]
+) -> dict[str, Any]:
     """Name a remote for a repository (`pitstop remote add NAME URL`)."""
     if not name or not all(c.isalnum() or c in "-_." for c in name):
         raise UsageError(f"invalid remote name {name!r}: use letters, digits, '-', '_', '.'")
@@ -218,52 +244,52 @@ def add_remote(engine: Engine, name: str, url: str, repo: str | os.PathLike[str]
     if Path(url).expanduser().exists():
         url = str(Path(url).expanduser().resolve())
     now = clock.now_iso()
-    with write_txn(engine.db):
-        store.add_remote(engine.db, name, url, str(source.toplevel), now)
-        engine._event(None, "remote", name, "add", None, None, None, now)
+    with write_txn(session.db):
+        store.add_remote(session.db, name, url, str(source.toplevel), now)
+        session.record_event(None, "remote", name, "add", None, None, None, now)
     return {"name": name, "url": url, "repo_root": str(source.toplevel), "added_at": now}
 
 
-def remove_remote(engine: Engine, name: str) -> None:
+def remove_remote(session: Session, name: str) -> None:
     """Forget a named remote (nothing on the remote changes)."""
     now = clock.now_iso()
-    with write_txn(engine.db):
-        if not store.remove_remote(engine.db, name):
+    with write_txn(session.db):
+        if not store.remove_remote(session.db, name):
             raise NotFoundError(f"no remote named {name!r}; `pitstop remote list-names` shows them")
-        engine._event(None, "remote", name, "remove", None, None, None, now)
+        session.record_event(None, "remote", name, "remove", None, None, None, now)
 
 
-def _store_repo(engine: Engine, repo: str | os.PathLike[str]) -> tuple[snapshot.SourceRepo, Path]:
+def _store_repo(session: Session, repo: str | os.PathLike[str]) -> tuple[snapshot.SourceRepo, Path]:
     source = snapshot.resolve_source_repo(repo)
-    return source, snapshot.ensure_store_repo(engine.paths.repos, source)
+    return source, snapshot.ensure_store_repo(session.paths.repos, source)
 
 
 # --- sealing helpers --------------------------------------------------------------------------
 
 
-def _seal_json(engine: Engine, task_id: str, item: str, document: Any) -> tuple[str, str]:
+def _seal_json(session: Session, task_id: str, item: str, document: Any) -> tuple[str, str]:
     """Seal a JSON document for `item`: (base64 envelope, keyed fingerprint of the plaintext).
 
     The fingerprint lets a later push see that the content did not change and keep the old
     envelope, so an unchanged task adds no new objects; keyed, it reveals nothing.
     """
     plain = _canonical({"v": document})
-    key = engine.keys.data_key(task_id, create=True)
+    key = session.keys.data_key(task_id, create=True)
     fingerprint = hmac.new(key, item.encode() + b"\0" + plain, hashlib.sha256).hexdigest()[:32]
-    envelope = engine.keys.seal(task_id, item, plain)
+    envelope = session.keys.seal(task_id, item, plain)
     return base64.b64encode(envelope).decode(), fingerprint
 
 
-def _open_json(engine: Engine, task_id: str, item: str, sealed: str, what: str) -> Any:
+def _open_json(session: Session, task_id: str, item: str, sealed: str, what: str) -> Any:
     envelope = base64.b64decode(sealed)
-    return json.loads(engine.keys.open(task_id, item, envelope, what))["v"]
+    return json.loads(session.keys.open(task_id, item, envelope, what))["v"]
 
 
 # --- export: checkpoints ----------------------------------------------------------------------
 
 
 def _export_checkpoint(
-    engine: Engine,
+    session: Session,
     store_repo: Path,
     task: Task,
     seq: int,
@@ -275,7 +301,7 @@ def _export_checkpoint(
     With `seal_worktree`, the snapshot's objects (those its base commit does not already hold)
     travel as one sealed pack instead of the plain `worktree/` and `index/` trees.
     """
-    checkpoint = store.get_checkpoint(engine.db, task.id, seq)
+    checkpoint = store.get_checkpoint(session.db, task.id, seq)
     if checkpoint.commit is None or checkpoint.state is not CheckpointState.COMPLETE:
         raise ConflictError(f"checkpoint {task.id}@{seq} is not complete; it cannot be pushed")
     top = remote_git.top_entries(store_repo, checkpoint.commit)
@@ -289,21 +315,21 @@ def _export_checkpoint(
         pack = remote_git.pack_objects(
             store_repo, [t for t in trees.values()], exclude=[checkpoint.base_commit or ""]
         )
-        files[PACK_FILE] = engine.keys.seal(task.id, f"remote/checkpoint/{seq}/pack", pack)
+        files[PACK_FILE] = session.keys.seal(task.id, f"remote/checkpoint/{seq}/pack", pack)
         content.update(worktree_tree=trees.get("worktree"), index_tree=trees.get("index"))
         trees = {}
-    sealed, _fingerprint = _seal_json(engine, task.id, f"remote/checkpoint/{seq}", content)
+    sealed, _fingerprint = _seal_json(session, task.id, f"remote/checkpoint/{seq}", content)
     evidence_ids = []
-    for item in store.evidence_rows_for_export(engine.db, task.id, seq):
+    for item in store.evidence_rows_for_export(session.db, task.id, seq):
         origin_id = int(item["id"])
         evidence_ids.append(origin_id)
-        files.update(_export_evidence(engine, task.id, origin_id, item))
+        files.update(_export_evidence(session, task.id, origin_id, item))
     files[CHECKPOINT_FILE] = _canonical(
         {
             "schema": CHECKPOINT_SCHEMA,
             "task": task.id,
             "seq": seq,
-            "origin_store": engine.keys.scope(task.id),
+            "origin_store": session.keys.scope(task.id),
             "reason": checkpoint.reason.value,
             "created_at": checkpoint.created_at,
             "completed_at": checkpoint.completed_at,
@@ -327,13 +353,13 @@ def _export_checkpoint(
         f"pitstop checkpoint {task.id}@{seq}",
         clock.git_timestamp(checkpoint.created_at),
     )
-    with write_txn(engine.db):
-        store.record_export(engine.db, task.id, seq, commit)
+    with write_txn(session.db):
+        store.record_export(session.db, task.id, seq, commit)
     return commit
 
 
 def _export_evidence(
-    engine: Engine, task_id: str, origin_id: int, row: Mapping[str, Any]
+    session: Session, task_id: str, origin_id: int, row: Mapping[str, Any]
 ) -> dict[str, bytes]:
     """One evidence item as files: plain facts, sealed text, sealed blobs and chunks."""
     base = f"evidence/{origin_id}/"
@@ -347,9 +373,9 @@ def _export_evidence(
             files[f"{base}{name}.enc"] = bytes(value)
         else:
             text[name] = value
-    sealed, _ = _seal_json(engine, task_id, f"remote/evidence/{origin_id}", text)
+    sealed, _ = _seal_json(session, task_id, f"remote/evidence/{origin_id}", text)
     chunks = []
-    for chunk in store.chunk_rows_for_export(engine.db, origin_id):
+    for chunk in store.chunk_rows_for_export(session.db, origin_id):
         chunks.append({name: chunk[name] for name in _CHUNK_PLAIN})
         files[f"{base}chunks/{int(chunk['seq']):06d}.enc"] = bytes(chunk["blob"])
     files[f"{base}item.json"] = _canonical(
@@ -359,17 +385,17 @@ def _export_evidence(
 
 
 def _export_chain(
-    engine: Engine, store_repo: Path, task: Task, seal_worktree: bool = False
+    session: Session, store_repo: Path, task: Task, seal_worktree: bool = False
 ) -> list[str]:
     """The remote commits of the task's checkpoints, oldest first, building any not yet built.
 
     A checkpoint already exported keeps its commit (history never changes under a remote),
     even if it has expired here since; `seal_worktree` applies to new ones only.
     """
-    known = store.export_commits(engine.db, task.id)
+    known = store.export_commits(session.db, task.id)
     present = remote_git.read_objects(store_repo, list(known.values()))  # one process for all
     chain: list[str] = []
-    for checkpoint in store.list_checkpoints(engine.db, task.id):
+    for checkpoint in store.list_checkpoints(session.db, task.id):
         exported = known.get(checkpoint.seq)
         if exported is not None and present.get(exported) is not None:
             chain.append(exported)
@@ -378,7 +404,7 @@ def _export_chain(
             continue
         parent = chain[-1] if chain else None
         chain.append(
-            _export_checkpoint(engine, store_repo, task, checkpoint.seq, parent, seal_worktree)
+            _export_checkpoint(session, store_repo, task, checkpoint.seq, parent, seal_worktree)
         )
     return chain
 
@@ -387,11 +413,15 @@ def _export_chain(
 
 
 def _task_header(
-    engine: Engine, store_repo: Path, task: Task, recipients: list[str], previous: Mapping[str, Any]
+    session: Session,
+    store_repo: Path,
+    task: Task,
+    recipients: list[str],
+    previous: Mapping[str, Any],
 ) -> dict[str, Any]:
     checkpoints = []
-    exports = store.export_commits(engine.db, task.id)
-    for checkpoint in store.list_checkpoints(engine.db, task.id):
+    exports = store.export_commits(session.db, task.id)
+    for checkpoint in store.list_checkpoints(session.db, task.id):
         if checkpoint.state is CheckpointState.COMPLETE and checkpoint.seq in exports:
             checkpoints.append(
                 {
@@ -409,7 +439,7 @@ def _task_header(
     header: dict[str, Any] = {
         "schema": TASK_SCHEMA,
         "task": task.id,
-        "origin_store": engine.keys.scope(task.id),
+        "origin_store": session.keys.scope(task.id),
         "status": task.status.value,
         "created_at": task.created_at,
         "updated_at": task.updated_at,
@@ -427,7 +457,7 @@ def _task_header(
         "checkpoints": checkpoints,
         "recipients": recipients,
     }
-    sealed, fingerprint = _seal_json(engine, task.id, "remote/task", content)
+    sealed, fingerprint = _seal_json(session, task.id, "remote/task", content)
     header["sealed_fp"] = fingerprint
     if previous.get("sealed_fp") == fingerprint and "sealed" in previous:
         header["sealed"] = previous["sealed"]  # unchanged content keeps its envelope
@@ -473,7 +503,7 @@ def _blob_entries(store_repo: Path, rev: str | None) -> dict[str, str]:
 
 
 def _ledger_commit(
-    engine: Engine,
+    session: Session,
     store_repo: Path,
     task: Task,
     remote_tip: str | None,
@@ -502,12 +532,12 @@ def _ledger_commit(
     for path in clashes:  # the same fact sealed twice: keep the smaller bytes, in any order
         ours, theirs = local_entries[path], remote_entries[path]
         facts[path] = min((ours, theirs), key=lambda oid: (contents.get(oid) or b"", oid))
-    exported = engine.export_ledger(task.id)
+    exported = ledger_facts.export_facts(session, task.id)
     new_files = {path: data for path, data in exported.items() if path not in facts}
     previous_raw = contents.get(base_entries.get(TASK_FILE, ""))
     previous_header = _parse_header(previous_raw)
     recipients = sorted(
-        set(engine.remote_recipients(task.id)) | set(previous_header.get("recipients", []))
+        set(remote_recipients(session, task.id)) | set(previous_header.get("recipients", []))
     )
     if not recipients:
         raise UsageError(
@@ -515,7 +545,7 @@ def _ledger_commit(
             f"`pitstop key init` (creates your identity) or `pitstop task share {task.id} "
             "--recipient KEY`"
         )
-    header = _canonical(_task_header(engine, store_repo, task, recipients, previous_header))
+    header = _canonical(_task_header(session, store_repo, task, recipients, previous_header))
     blob_ids = dict(facts)
     if previous_raw == header:
         blob_ids[TASK_FILE] = base_entries[TASK_FILE]
@@ -526,7 +556,7 @@ def _ledger_commit(
         blob_ids[KEY_FILE] = previous_key
     else:
         new_files[KEY_FILE] = identity.wrap_for_recipients(
-            engine.keys.data_key(task.id, create=True), recipients
+            session.keys.data_key(task.id, create=True), recipients
         )
     if not new_files and blob_ids == base_entries:
         if remote_tip is not None and (
@@ -568,22 +598,22 @@ def _parse_header(raw: bytes | None) -> dict[str, Any]:
 
 
 def push(
-    engine: Engine,
+    session: Session,
     task_ids: Sequence[str],
     remote: str | None = None,
     *,
     seal_worktree: bool = False,
 ) -> PushResult:
     """Send tasks' checkpoints and ledgers to a remote in one atomic push."""
-    tasks = [engine.get_task(task_id) for task_id in task_ids]
+    tasks = [store.get_task(session.db, task_id) for task_id in task_ids]
     if not tasks:
         raise UsageError("no task to push; name one (`pitstop task list` shows them)")
     groups: dict[tuple[str, str], list[Task]] = {}
     for task in tasks:
-        url = resolve_url(engine, remote, task.repo_root)
+        url = resolve_url(session, remote, task.repo_root)
         groups.setdefault((url, task.store_repo), []).append(task)
     results = [
-        _push_group(engine, url, engine.paths.repos / repo, group, seal_worktree)
+        _push_group(session, url, session.paths.repos / repo, group, seal_worktree)
         for (url, repo), group in groups.items()
     ]
     merged = PushResult(url=results[0].url)
@@ -593,7 +623,7 @@ def push(
 
 
 def _push_group(
-    engine: Engine, url: str, store_repo: Path, tasks: list[Task], seal_worktree: bool
+    session: Session, url: str, store_repo: Path, tasks: list[Task], seal_worktree: bool
 ) -> PushResult:
     """Push on what we last saw of the remote (one connection); when someone else moved a ref
     since, the lease refuses the whole push and we fetch, merge and push again."""
@@ -601,7 +631,7 @@ def _push_group(
         try:
             with remote_git.session(store_repo):  # one cat-file for every read of the push
                 return _push_once(
-                    engine, url, store_repo, tasks, seal_worktree, refresh=attempt > 0
+                    session, url, store_repo, tasks, seal_worktree, refresh=attempt > 0
                 )
         except remote_git.RemoteMovedError:
             if attempt == 2:
@@ -610,7 +640,7 @@ def _push_group(
 
 
 def _push_once(
-    engine: Engine,
+    session: Session,
     url: str,
     store_repo: Path,
     tasks: list[Task],
@@ -625,11 +655,11 @@ def _push_once(
     moved: dict[str, str] = {}
     result = PushResult(url=snapshot.strip_url_credentials(url))
     # what is recorded before the push (remote commits built, ledger facts) commits once
-    with batch_txn(engine.db):
+    with batch_txn(session.db):
         for task in tasks:
             remote_cp = refs.get(_tracking(url, "checkpoints", task.id))
             remote_ledger = refs.get(_tracking(url, "ledger", task.id))
-            chain = _export_chain(engine, store_repo, task, seal_worktree)
+            chain = _export_chain(session, store_repo, task, seal_worktree)
             tip = chain[-1] if chain else None
             sent = 0
             if tip is not None and tip != remote_cp:
@@ -643,7 +673,7 @@ def _push_once(
                     updates[checkpoint_ref(task.id)] = (tip, remote_cp)
                     moved[_tracking(url, "checkpoints", task.id)] = tip
             local_ledger = refs.get(_local_ledger_ref(task.id))
-            ledger = _ledger_commit(engine, store_repo, task, remote_ledger, local_ledger)
+            ledger = _ledger_commit(session, store_repo, task, remote_ledger, local_ledger)
             if ledger is not None:
                 updates[ledger_ref(task.id)] = (ledger, remote_ledger)
             final = ledger or remote_ledger
@@ -654,12 +684,12 @@ def _push_once(
     remote_git.push(store_repo, url, updates)
     remote_git.set_refs(store_repo, moved)
     now = clock.now_iso()
-    with write_txn(engine.db):
+    with write_txn(session.db):
         for task in tasks:
-            store.link_remote(engine.db, task.id, result.url, pushed_at=now)
+            store.link_remote(session.db, task.id, result.url, pushed_at=now)
             # Kept out of the task's own log (task_id None): a push is not part of the ledger it
             # sends, or every push would change the ledger and the next push would send again.
-            engine._event(None, "remote", task.id, "push", None, None, None, now)
+            session.record_event(None, "remote", task.id, "push", None, None, None, now)
     return result
 
 
@@ -720,11 +750,11 @@ def _recipient_of(
 
 
 def list_remote(
-    engine: Engine, remote: str | None = None, repo: str | os.PathLike[str] = "."
+    session: Session, remote: str | None = None, repo: str | os.PathLike[str] = "."
 ) -> tuple[str, list[RemoteTask]]:
     """Tasks and checkpoints on a remote, from its refs and plain headers alone."""
-    source, store_repo = _store_repo(engine, repo)
-    url = resolve_url(engine, remote, source.toplevel)
+    source, store_repo = _store_repo(session, repo)
+    url = resolve_url(session, remote, source.toplevel)
     # One connection: fetch every ledger ref (only what moved transfers) and prune the ones
     # the remote dropped; the tracking refs then say what the remote holds.
     tracking = f"{_tracking_root(url)}ledger/"
@@ -735,7 +765,7 @@ def list_remote(
     }
     raw = remote_git.read_objects(store_repo, [f"{oid}:{TASK_FILE}" for oid in ledgers.values()])
     me = identity.load_identity_or_none()
-    local_ids = store.task_ids(engine.db)
+    local_ids = store.task_ids(session.db)
     listing: list[RemoteTask] = []
     for task_id, oid in sorted(ledgers.items()):
         header = _parse_header(raw.get(f"{oid}:{TASK_FILE}"))
@@ -743,7 +773,7 @@ def list_remote(
             continue
         local_seqs: set[int] = set()
         if task_id in local_ids:
-            local_seqs = {c.seq for c in store.list_checkpoints(engine.db, task_id)}
+            local_seqs = {c.seq for c in store.list_checkpoints(session.db, task_id)}
         checkpoints = tuple(
             RemoteCheckpoint(
                 seq=int(c["seq"]),
@@ -766,11 +796,11 @@ def list_remote(
                 recipients=len(recipients),
             )
         )
-    _remember_listing(engine, snapshot.strip_url_credentials(url), listing)
+    _remember_listing(session, snapshot.strip_url_credentials(url), listing)
     return snapshot.strip_url_credentials(url), listing
 
 
-def _remember_listing(engine: Engine, url: str, listing: list[RemoteTask]) -> None:
+def _remember_listing(session: Session, url: str, listing: list[RemoteTask]) -> None:
     now = clock.now_iso()
     rows = [
         {
@@ -787,15 +817,15 @@ def _remember_listing(engine: Engine, url: str, listing: list[RemoteTask]) -> No
         }
         for task in listing
     ]
-    with write_txn(engine.db):
-        store.replace_listing(engine.db, url, rows)
+    with write_txn(session.db):
+        store.replace_listing(session.db, url, rows)
 
 
 # --- fetch ------------------------------------------------------------------------------------
 
 
 def fetch(
-    engine: Engine,
+    session: Session,
     task_ids: Sequence[str] = (),
     remote: str | None = None,
     repo: str | os.PathLike[str] | None = None,
@@ -808,14 +838,14 @@ def fetch(
     them the remote holds. With `missing_ok`, a task the remote lacks is skipped (sync).
     """
     if repo is None:
-        local = [t for t in task_ids if t in store.task_ids(engine.db)]
-        repo = engine.get_task(local[0]).repo_root if local else "."
-    source, store_repo = _store_repo(engine, repo)
-    url = resolve_url(engine, remote, source.toplevel)
+        local = [t for t in task_ids if t in store.task_ids(session.db)]
+        repo = store.get_task(session.db, local[0]).repo_root if local else "."
+    source, store_repo = _store_repo(session, repo)
+    url = resolve_url(session, remote, source.toplevel)
     shown_url = snapshot.strip_url_credentials(url)
     root = _tracking_root(url)
     me = identity.load_identity_or_none()
-    local_ids = store.task_ids(engine.db)
+    local_ids = store.task_ids(session.db)
     ours = bool(task_ids) and all(t in local_ids for t in task_ids)
     # Tasks this store holds already are readable here: both refs in one connection. Others
     # first by their ledger alone, and their checkpoints only when the header names us as a
@@ -846,8 +876,10 @@ def fetch(
             )
             refs: dict[str, str] = {}
             try:
-                with batch_txn(engine.db):  # a task comes in whole or not at all, one commit
-                    outcome = _import_task(engine, source, store_repo, url, task_id, me, tips, refs)
+                with batch_txn(session.db):  # a task comes in whole or not at all, one commit
+                    outcome = _import_task(
+                        session, source, store_repo, url, task_id, me, tips, refs
+                    )
                 remote_git.set_refs(store_repo, refs)
             except (PitstopError, GitError) as exc:
                 if len(wanted) == 1:
@@ -871,7 +903,7 @@ class _Tips:
 
 
 def _import_task(
-    engine: Engine,
+    session: Session,
     source: snapshot.SourceRepo,
     store_repo: Path,
     url: str,
@@ -889,13 +921,13 @@ def _import_task(
     if data_key is None:
         return None
     origin = str(header["origin_store"])
-    adopted = _adopt(engine, source, task_id, header, origin, data_key)
+    adopted = _adopt(session, source, task_id, header, origin, data_key)
     imported = 0
     if tips.checkpoints is not None:
-        imported, newest = _import_checkpoints(engine, store_repo, task_id, tips.checkpoints)
+        imported, newest = _import_checkpoints(session, store_repo, task_id, tips.checkpoints)
         if newest is not None:
             refs[f"{PREFIX}checkpoints/{task_id}"] = newest
-    applied = engine.apply_ledger(task_id, _facts_of(files))
+    applied = ledger_facts.apply_facts(session, task_id, _facts_of(files))
     local = tips.local_ledger
     if local != tips.ledger and (
         local is None
@@ -907,10 +939,10 @@ def _import_task(
     ):
         refs[_local_ledger_ref(task_id)] = tips.ledger
     now = clock.now_iso()
-    with write_txn(engine.db):
-        store.link_remote(engine.db, task_id, snapshot.strip_url_credentials(url), fetched_at=now)
-        _refresh_task(engine, task_id, header)
-        engine._event(None, "remote", task_id, "fetch", None, None, None, now)
+    with write_txn(session.db):
+        store.link_remote(session.db, task_id, snapshot.strip_url_credentials(url), fetched_at=now)
+        _refresh_task(session, task_id, header)
+        session.record_event(None, "remote", task_id, "fetch", None, None, None, now)
     return {"adopted": adopted, "checkpoints": imported, "ledger": _describe(applied)}
 
 
@@ -923,7 +955,7 @@ def _describe(applied: Any) -> Any:
 
 
 def _adopt(
-    engine: Engine,
+    session: Session,
     source: snapshot.SourceRepo,
     task_id: str,
     header: Mapping[str, Any],
@@ -931,20 +963,21 @@ def _adopt(
     data_key: bytes,
 ) -> bool:
     """Create the local record of a fetched task (once); False when it was here already."""
-    if task_id in store.task_ids(engine.db):
-        scope = engine.keys.scope(task_id)
+    if task_id in store.task_ids(session.db):
+        scope = session.keys.scope(task_id)
         if scope != origin:
             raise ConflictError(
                 f"this store has a different task with id {task_id!r}; it cannot take the "
                 "remote one (fetch into another store with --store)"
             )
         return False
-    engine.keys.adopt(task_id, data_key, origin)
+    session.keys.adopt(task_id, data_key, origin)
     content = _open_json(
-        engine, task_id, "remote/task", str(header["sealed"]), f"task {task_id}'s header"
+        session, task_id, "remote/task", str(header["sealed"]), f"task {task_id}'s header"
     )
     budget = header.get("budget") or {}
-    engine.adopt_task(
+    adopt_task(
+        session,
         Task(
             id=task_id,
             repo_root=str(source.toplevel),
@@ -973,12 +1006,12 @@ def _named(name: Any, version: Any) -> NamedVersion | None:
     return NamedVersion(str(name), str(version) if version else None) if name else None
 
 
-def _refresh_task(engine: Engine, task_id: str, header: Mapping[str, Any]) -> None:
+def _refresh_task(session: Session, task_id: str, header: Mapping[str, Any]) -> None:
     """Take the remote's status and consumption when it is newer than ours."""
-    task = engine.get_task(task_id)
+    task = store.get_task(session.db, task_id)
     if str(header.get("updated_at", "")) > task.updated_at:
         store.update_task(
-            engine.db,
+            session.db,
             task_id,
             status=TaskStatus(str(header["status"])),
             tokens_used=int(header.get("tokens_used") or 0),
@@ -988,12 +1021,12 @@ def _refresh_task(engine: Engine, task_id: str, header: Mapping[str, Any]) -> No
 
 
 def _import_checkpoints(
-    engine: Engine, store_repo: Path, task_id: str, tip: str
+    session: Session, store_repo: Path, task_id: str, tip: str
 ) -> tuple[int, str | None]:
     """Record every fetched checkpoint this store lacks, oldest first; return how many, and
     the local commit the task's checkpoint ref must move to (None when nothing new)."""
-    have = {c.seq: c for c in store.list_checkpoints(engine.db, task_id)}
-    exports = store.export_commits(engine.db, task_id)
+    have = {c.seq: c for c in store.list_checkpoints(session.db, task_id)}
+    exports = store.export_commits(session.db, task_id)
     count = 0
     newest: str | None = None
     for oid, facts in reversed(_chain(store_repo, tip, set(exports.values()))):
@@ -1005,10 +1038,10 @@ def _import_checkpoints(
                     "diverged, resume one of them as a new task"
                 )
             if exports.get(seq) is None:
-                with write_txn(engine.db):
-                    store.record_export(engine.db, task_id, seq, oid)
+                with write_txn(session.db):
+                    store.record_export(session.db, task_id, seq, oid)
             continue
-        newest = _import_checkpoint(engine, store_repo, task_id, oid, facts)
+        newest = _import_checkpoint(session, store_repo, task_id, oid, facts)
         count += 1
     return count, newest if count else None
 
@@ -1041,7 +1074,7 @@ def _chain(
 
 
 def _import_checkpoint(
-    engine: Engine, store_repo: Path, task_id: str, oid: str, facts: Mapping[str, Any]
+    session: Session, store_repo: Path, task_id: str, oid: str, facts: Mapping[str, Any]
 ) -> str:
     """Record one fetched checkpoint; return its local commit (the fetched one itself, or for
     a sealed worktree, a local commit built once its pack is opened)."""
@@ -1060,18 +1093,18 @@ def _import_checkpoint(
             f"remote checkpoint {task_id}@{seq} fails its manifest hash; the remote is damaged"
         )
     sealed = _open_json(
-        engine, task_id, f"remote/checkpoint/{seq}", str(facts["sealed"]), f"{task_id}@{seq}"
+        session, task_id, f"remote/checkpoint/{seq}", str(facts["sealed"]), f"{task_id}@{seq}"
     )
-    evidence = _read_evidence(engine, store_repo, task_id, oid, facts)
+    evidence = _read_evidence(session, store_repo, task_id, oid, facts)
     local_commit = oid
     worktree_tree, index_tree = top.get("worktree"), top.get("index")
     if facts.get("worktree") == "sealed":
         local_commit, worktree_tree, index_tree = _open_sealed_worktree(
-            engine, store_repo, task_id, oid, facts, sealed, blobs
+            session, store_repo, task_id, oid, facts, sealed, blobs
         )
-    with write_txn(engine.db):
+    with write_txn(session.db):
         store.insert_fetched_checkpoint(
-            engine.db,
+            session.db,
             task_id=task_id,
             seq=seq,
             state=CheckpointState.COMPLETE.value,
@@ -1092,9 +1125,9 @@ def _import_checkpoint(
             left_out_count=int(facts.get("left_out_count") or 0),
         )
         for item in evidence:
-            _insert_evidence(engine, task_id, seq, item)
-        store.record_export(engine.db, task_id, seq, oid)
-        engine._event(
+            _insert_evidence(session, task_id, seq, item)
+        store.record_export(session.db, task_id, seq, oid)
+        session.record_event(
             task_id,
             "checkpoint",
             f"{task_id}@{seq}",
@@ -1108,7 +1141,7 @@ def _import_checkpoint(
 
 
 def _open_sealed_worktree(
-    engine: Engine,
+    session: Session,
     store_repo: Path,
     task_id: str,
     oid: str,
@@ -1122,11 +1155,11 @@ def _open_sealed_worktree(
     worktree_tree, index_tree = sealed.get("worktree_tree"), sealed.get("index_tree")
     if envelope is None or not worktree_tree or not index_tree:
         raise RemoteFormatError(f"remote checkpoint {task_id}@{seq} lacks its sealed snapshot")
-    pack = engine.keys.open(
+    pack = session.keys.open(
         task_id, f"remote/checkpoint/{seq}/pack", envelope, f"the snapshot of {task_id}@{seq}"
     )
     remote_git.index_pack(store_repo, pack)
-    previous = store.latest_complete(engine.db, task_id)
+    previous = store.latest_complete(session.db, task_id)
     header = remote_git.read_objects(store_repo, [f"{oid}:pitstop.json"])[f"{oid}:pitstop.json"]
     commit, _bytes = snapshot.write_checkpoint_commit(
         store_repo,
@@ -1149,7 +1182,7 @@ def _open_sealed_worktree(
 
 
 def _read_evidence(
-    engine: Engine, store_repo: Path, task_id: str, oid: str, facts: Mapping[str, Any]
+    session: Session, store_repo: Path, task_id: str, oid: str, facts: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
     """The evidence of a fetched checkpoint, opened enough to be re-bound to local rows."""
     ids = [int(i) for i in facts.get("evidence", [])]
@@ -1166,7 +1199,7 @@ def _read_evidence(
             raise RemoteFormatError(f"evidence {origin_id} of {task_id} is missing on the remote")
         item = json.loads(raw)
         text = _open_json(
-            engine, task_id, f"remote/evidence/{origin_id}", item["sealed"], "remote evidence"
+            session, task_id, f"remote/evidence/{origin_id}", item["sealed"], "remote evidence"
         )
         blobs = {}
         for path, blob in wanted.items():
@@ -1190,32 +1223,32 @@ def _read_evidence(
     return items
 
 
-def _insert_evidence(engine: Engine, task_id: str, seq: int, item: Mapping[str, Any]) -> None:
+def _insert_evidence(session: Session, task_id: str, seq: int, item: Mapping[str, Any]) -> None:
     """Store one fetched evidence item under a new local id, re-binding its sealed blobs."""
     origin_id = int(item["origin_id"])
     columns = {**item["plain"], **item["text"], "task_id": task_id, "checkpoint_seq": seq}
-    new_id = store.insert_evidence(engine.db, **columns)
+    new_id = store.insert_evidence(session.db, **columns)
 
     def rebind(name: str, envelope: bytes) -> bytes:
-        plain = engine.keys.open(
+        plain = session.keys.open(
             task_id, f"evidence/{origin_id}/{name}", envelope, f"fetched evidence {origin_id}"
         )
-        return engine.keys.seal(task_id, f"evidence/{new_id}/{name}", plain)
+        return session.keys.seal(task_id, f"evidence/{new_id}/{name}", plain)
 
     blob_columns = {name: rebind(name, envelope) for name, envelope in item["blobs"].items()}
     if blob_columns:
-        store.update_evidence(engine.db, new_id, **blob_columns)
+        store.update_evidence(session.db, new_id, **blob_columns)
     for chunk in item["chunks"]:
         columns = {name: chunk[name] for name in _CHUNK_PLAIN}
         columns["blob"] = rebind(f"chunk/{int(chunk['seq'])}", chunk["blob"])
-        store.insert_chunk(engine.db, new_id, **columns)
+        store.insert_chunk(session.db, new_id, **columns)
 
 
 # --- sync -------------------------------------------------------------------------------------
 
 
 def sync(
-    engine: Engine,
+    session: Session,
     task_ids: Sequence[str] = (),
     remote: str | None = None,
     repo: str | os.PathLike[str] | None = None,
@@ -1225,42 +1258,44 @@ def sync(
     Without `remote`, each task syncs with every remote it was pushed to or fetched from
     (its repository's origin when it never travelled).
     """
-    links = store.remote_links(engine.db)
+    links = store.remote_links(session.db)
     targets = list(task_ids) or sorted({row["task_id"] for row in links})
     if not targets:
         raise UsageError(
             "no task has been pushed or fetched yet; `pitstop push TASK` or `pitstop fetch` first"
         )
-    local = store.task_ids(engine.db)
+    local = store.task_ids(session.db)
     groups: dict[tuple[str, str], list[str]] = {}
     for task_id in targets:
-        where = engine.get_task(task_id).repo_root if task_id in local else str(repo or ".")
+        where = (
+            store.get_task(session.db, task_id).repo_root if task_id in local else str(repo or ".")
+        )
         if remote is not None:
-            urls = [resolve_url(engine, remote, where)]
+            urls = [resolve_url(session, remote, where)]
         else:
             urls = [row["url"] for row in links if row["task_id"] == task_id]
-            urls = urls or [resolve_url(engine, None, where)]
+            urls = urls or [resolve_url(session, None, where)]
         for url in urls:
             groups.setdefault((where, url), []).append(task_id)
     report: dict[str, Any] = {"fetched": {}, "pushed": {}, "no_key": [], "problems": {}}
     for (where, url), ids in groups.items():
-        fetched = fetch(engine, ids, url, where, missing_ok=True)
+        fetched = fetch(session, ids, url, where, missing_ok=True)
         report["fetched"].update(fetched.fetched)
         report["no_key"] += [t for t in fetched.no_key if t not in report["no_key"]]
         report["problems"].update(fetched.problems)
-        pushable = [t for t in ids if t in store.task_ids(engine.db) and t not in report["no_key"]]
+        pushable = [t for t in ids if t in store.task_ids(session.db) and t not in report["no_key"]]
         if pushable:
-            pushed = push(engine, pushable, url)
+            pushed = push(session, pushable, url)
             report["pushed"].update(pushed.tasks)
             report["url"] = pushed.url
     return report
 
 
-def remote_tasks_for_dashboard(engine: Engine) -> list[dict[str, Any]]:
+def remote_tasks_for_dashboard(session: Session) -> list[dict[str, Any]]:
     """Remote tasks from the last listings that are not in this store yet."""
-    local = store.task_ids(engine.db)
+    local = store.task_ids(session.db)
     seen: dict[str, dict[str, Any]] = {}
-    for row in store.remote_listing(engine.db):
+    for row in store.remote_listing(session.db):
         if row["task_id"] not in local and row["task_id"] not in seen:
             seen[row["task_id"]] = row
     return list(seen.values())

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import GitError
-from core.snapshot import PITSTOP_IDENT, _clean_env, _git
+from core.git.run import PITSTOP_IDENT, clean_env, run_git
 
 # Messages from hosts that refuse refs outside refs/heads and refs/tags (or a hook that does).
 _REFUSED_REF_HINTS = (
@@ -170,7 +170,7 @@ class ObjectReader:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
-                env=_clean_env({"GIT_DIR": str(self.store_repo)}),
+                env=clean_env({"GIT_DIR": str(self.store_repo)}),
             )
         stdin, stdout = self._process.stdin, self._process.stdout
         assert stdin is not None and stdout is not None
@@ -198,7 +198,7 @@ class ObjectReader:
         for name in filter(None, path.split("/")):
             if found is None or found[0] != "tree":
                 return None
-            entry = next((e for e in _parse_tree(found[1]) if e[1] == name), None)
+            entry = next((e for e in parse_tree(found[1]) if e[1] == name), None)
             found = self._loose(entry[2]) if entry else None
         return found if found is not None and (path or found[0] == "tree") else None
 
@@ -246,12 +246,13 @@ def session(store_repo: Path) -> Iterator[None]:
         reader.close()
 
 
-def _session_reader(store_repo: Path) -> ObjectReader | None:
+def session_reader(store_repo: Path) -> ObjectReader | None:
+    """The object reader of the `session()` open on this repository in this context, if any."""
     readers = _READERS.get()
     return readers.get(store_repo) if readers else None
 
 
-def _parse_tree(body: bytes) -> list[tuple[str, str, str]]:
+def parse_tree(body: bytes) -> list[tuple[str, str, str]]:
     """A tree object's entries: (mode, name, id)."""
     entries = []
     position = 0
@@ -272,7 +273,7 @@ def _kind(mode: str) -> str:
 
 def list_tree(store_repo: Path, rev: str, prefix: str = "") -> dict[str, tuple[str, str]]:
     """Every entry under `rev` (recursively; only below `prefix` when given): path → (type, id)."""
-    reader = _session_reader(store_repo)
+    reader = session_reader(store_repo)
     if reader is None:
         return _ls_tree(store_repo, rev, prefix)
     entries: dict[str, tuple[str, str]] = {}
@@ -283,7 +284,7 @@ def list_tree(store_repo: Path, rev: str, prefix: str = "") -> dict[str, tuple[s
         found = reader.read(spec)
         if found is None or found[0] != "tree":
             continue
-        for mode, name, oid in _parse_tree(found[1]):
+        for mode, name, oid in parse_tree(found[1]):
             if mode == "40000":
                 pending.append((f"{base}{name}/", oid))
             else:
@@ -295,7 +296,7 @@ def _ls_tree(store_repo: Path, rev: str, prefix: str) -> dict[str, tuple[str, st
     args = ["ls-tree", "-r", "-z", rev]
     if prefix:
         args += ["--", prefix]
-    raw = _git(args, git_dir=store_repo)
+    raw = run_git(args, git_dir=store_repo)
     entries: dict[str, tuple[str, str]] = {}
     for item in raw.split(b"\0"):
         if item:
@@ -307,13 +308,13 @@ def _ls_tree(store_repo: Path, rev: str, prefix: str) -> dict[str, tuple[str, st
 
 def top_entries(store_repo: Path, rev: str) -> dict[str, str]:
     """The top-level entries of a commit's tree: name → id."""
-    reader = _session_reader(store_repo)
+    reader = session_reader(store_repo)
     if reader is not None:
         found = reader.read(f"{rev}^{{tree}}")
         if found is None:
             raise GitError(f"{rev[:12]} is not in the store repository")
-        return {name: oid for _mode, name, oid in _parse_tree(found[1])}
-    raw = _git(["ls-tree", "-z", rev], git_dir=store_repo)
+        return {name: oid for _mode, name, oid in parse_tree(found[1])}
+    raw = run_git(["ls-tree", "-z", rev], git_dir=store_repo)
     entries: dict[str, str] = {}
     for item in raw.split(b"\0"):
         if item:
@@ -327,7 +328,7 @@ def read_objects(store_repo: Path, specs: Sequence[str]) -> dict[str, bytes | No
     (the session's, when one is open)."""
     if not specs:
         return {}
-    reader = _session_reader(store_repo)
+    reader = session_reader(store_repo)
     if reader is not None:
         return {spec: (found[1] if (found := reader.read(spec)) else None) for spec in specs}
     one_off = ObjectReader(store_repo)
@@ -351,12 +352,12 @@ def first_parent_chain(store_repo: Path, tip: str, stop: Iterable[str] = ()) -> 
     """Commits from `tip` back along first parents (newest first), not walking past `stop`."""
     args = ["rev-list", "--first-parent", tip]
     args += [f"^{oid}" for oid in stop]
-    return _git(args, git_dir=store_repo).decode().split()
+    return run_git(args, git_dir=store_repo).decode().split()
 
 
 def read_ref(store_repo: Path, ref: str) -> str | None:
     """The id a local ref points at, or None."""
-    out = _git(["rev-parse", "--verify", "--quiet", ref], git_dir=store_repo, ok_codes=(0, 1))
+    out = run_git(["rev-parse", "--verify", "--quiet", ref], git_dir=store_repo, ok_codes=(0, 1))
     return out.decode().strip() or None
 
 
@@ -368,7 +369,7 @@ def refs_under(store_repo: Path, prefix: str) -> dict[str, str]:
     storage is asked through `git for-each-ref`.
     """
     if (store_repo / "reftable").exists():
-        out = _git(
+        out = run_git(
             ["for-each-ref", "--format=%(refname) %(objectname)", prefix], git_dir=store_repo
         )
         pairs = (line.split(" ", 1) for line in out.decode().splitlines() if line)
@@ -400,7 +401,7 @@ def set_ref(store_repo: Path, ref: str, oid: str) -> None:
     """Point a local ref at `oid` (a lock left by a killed writer is cleared first)."""
     lock = store_repo / f"{ref}.lock"
     lock.unlink(missing_ok=True)
-    _git(["update-ref", ref, oid], git_dir=store_repo)
+    run_git(["update-ref", ref, oid], git_dir=store_repo)
 
 
 def set_refs(store_repo: Path, refs: Mapping[str, str]) -> None:
@@ -410,14 +411,14 @@ def set_refs(store_repo: Path, refs: Mapping[str, str]) -> None:
     for ref in refs:
         (store_repo / f"{ref}.lock").unlink(missing_ok=True)
     script = "".join(f"update {ref} {oid}\n" for ref, oid in sorted(refs.items()))
-    _git(["update-ref", "--stdin"], git_dir=store_repo, input=script.encode())
+    run_git(["update-ref", "--stdin"], git_dir=store_repo, input=script.encode())
 
 
 def is_ancestor(store_repo: Path, older: str, newer: str) -> bool:
     """True when `older` is reachable from `newer`."""
     code = subprocess.run(
         ["git", "merge-base", "--is-ancestor", older, newer],
-        env=_clean_env({"GIT_DIR": str(store_repo)}),
+        env=clean_env({"GIT_DIR": str(store_repo)}),
         capture_output=True,
         check=False,
     ).returncode
@@ -433,7 +434,7 @@ def pack_objects(store_repo: Path, tips: Sequence[str], exclude: Sequence[str] =
     """A self-contained pack of every object reachable from `tips` (trees or commits) and not
     from `exclude` (commits the receiver already has)."""
     lines = [*tips, *(f"^{oid}" for oid in exclude if oid)]
-    return _git(
+    return run_git(
         ["pack-objects", "--stdout", "--revs", "--quiet"],
         git_dir=store_repo,
         input=("\n".join(lines) + "\n").encode(),
@@ -442,7 +443,7 @@ def pack_objects(store_repo: Path, tips: Sequence[str], exclude: Sequence[str] =
 
 def index_pack(store_repo: Path, pack: bytes) -> None:
     """Store a pack's objects in the store repository (checked by git as it indexes them)."""
-    _git(["index-pack", "--stdin", "--fix-thin"], git_dir=store_repo, input=pack)
+    run_git(["index-pack", "--stdin", "--fix-thin"], git_dir=store_repo, input=pack)
 
 
 def ls_remote(store_repo: Path, url: str, pattern: str) -> dict[str, str]:
@@ -503,7 +504,7 @@ def push(store_repo: Path, url: str, updates: Mapping[str, tuple[str, str | None
 
 def _network(args: list[str], store_repo: Path, url: str) -> bytes:
     """Run a git command that talks to a remote; its failure names the remote."""
-    env = _clean_env({"GIT_DIR": str(store_repo)})
+    env = clean_env({"GIT_DIR": str(store_repo)})
     try:
         proc = subprocess.run(
             ["git", *args], env=env, capture_output=True, check=False, umask=0o077

@@ -8,7 +8,7 @@ the snapshot needs that still lives only in the user's repository is copied into
 `git gc` in the user's repository can never break a checkpoint (DESIGN §6).
 
 GitPython finds and creates repositories; the plumbing that needs a custom environment or stdin
-runs through `_git()`. No GitPython object leaves this module.
+runs through `run_git()`. No GitPython object leaves this module.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 from core.config import DEFAULT_MAX_FILE_BYTES
 from core.errors import DamagedCheckpointError, GitError, NotAGitRepoError, UsageError
+from core.git.run import clean_env, run_git
 from core.models import ChangedFile, LeftOut
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -36,26 +37,7 @@ TREE_MODE = "040000"
 MAX_IGNORED_LISTED = 500
 # The manifest is stored sealed (AES-GCM under the task's data key); only the header is plain.
 MANIFEST_FILE = "manifest.enc"
-PITSTOP_IDENT = {
-    "GIT_AUTHOR_NAME": "Pitstop",
-    "GIT_AUTHOR_EMAIL": "pitstop@localhost",
-    "GIT_COMMITTER_NAME": "Pitstop",
-    "GIT_COMMITTER_EMAIL": "pitstop@localhost",
-}
 
-# Variables that would point git at another repository, index or object store than the one
-# a call names explicitly; a hook runner or a wrapper script may have set any of them.
-REPO_LOCATION_VARS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-    "GIT_QUARANTINE_PATH",
-)
 
 # Untracked files that look like credentials are never stored (invariant 2).
 SECRET_NAME_PATTERNS = (
@@ -166,48 +148,6 @@ class RepoFacts(NamedTuple):
     upstream_head: str | None
 
 
-def _clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in REPO_LOCATION_VARS}
-    env["GIT_OPTIONAL_LOCKS"] = "0"
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    env["LC_ALL"] = "C"
-    if extra:
-        env.update(extra)
-    return env
-
-
-def _git(
-    args: Sequence[str],
-    *,
-    cwd: Path | None = None,
-    git_dir: Path | None = None,
-    env: Mapping[str, str] | None = None,
-    input: bytes | None = None,
-    ok_codes: Iterable[int] = (0,),
-) -> bytes:
-    """Run one git command and return its stdout; any unexpected exit raises GitError."""
-    full_env = _clean_env(env)
-    if git_dir is not None:
-        full_env["GIT_DIR"] = str(git_dir)
-    try:
-        proc = subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            env=full_env,
-            input=input,
-            capture_output=True,
-            check=False,
-            umask=0o077,  # whatever git writes into the store is private (invariant 9)
-        )
-    except FileNotFoundError as exc:
-        raise GitError("git is not installed or not on PATH; install git 2.31 or newer") from exc
-    if proc.returncode not in tuple(ok_codes):
-        message = proc.stderr.decode(errors="replace").strip().splitlines()
-        detail = message[-1] if message else f"exit code {proc.returncode}"
-        raise GitError(f"git {args[0]} failed: {detail}")
-    return proc.stdout
-
-
 def git_version(cache_dir: Path | None = None) -> str:
     """The installed git's version string, for the manifest's environment identity.
 
@@ -246,7 +186,7 @@ def git_version(cache_dir: Path | None = None) -> str:
 
 
 def _ask_git_version() -> str:
-    return _git(["--version"]).decode().strip().removeprefix("git version ")
+    return run_git(["--version"]).decode().strip().removeprefix("git version ")
 
 
 def resolve_source_repo(path: str | os.PathLike[str]) -> SourceRepo:
@@ -260,7 +200,7 @@ def resolve_source_repo(path: str | os.PathLike[str]) -> SourceRepo:
         candidate = candidate.parent
     try:
         # Inside a work tree (the common case, and every harness hook's): one git call.
-        lines = _git(["rev-parse", *_REPO_FACTS], cwd=candidate).decode().splitlines()
+        lines = run_git(["rev-parse", *_REPO_FACTS], cwd=candidate).decode().splitlines()
     except GitError:
         lines = _resolve_with_gitpython(candidate)
     return _source_from(lines)
@@ -288,7 +228,7 @@ def locate(path: str | os.PathLike[str]) -> Located:
     config = _start_git(_CONFIG_ARGS, cwd=candidate, env={})
     try:
         args = ["rev-parse", *_REPO_FACTS, *_head_args(upstream=True)]
-        lines = _git(args, cwd=candidate, ok_codes=(0, 128)).decode().splitlines()
+        lines = run_git(args, cwd=candidate, ok_codes=(0, 128)).decode().splitlines()
     finally:
         out, err = config.communicate()
     plainly_inside = len(lines) >= 5
@@ -365,7 +305,9 @@ def _resolve_with_gitpython(candidate: Path) -> list[str]:
                 f"{candidate.absolute()} is a bare git repository; a task needs a work tree"
             )
         return (
-            _git(["rev-parse", *_REPO_FACTS], cwd=Path(repo.working_tree_dir)).decode().splitlines()
+            run_git(["rev-parse", *_REPO_FACTS], cwd=Path(repo.working_tree_dir))
+            .decode()
+            .splitlines()
         )
     finally:
         repo.close()
@@ -428,7 +370,7 @@ def _object_sizes(store_repo: Path, oids: Iterable[str]) -> dict[str, int | None
     unique = list(dict.fromkeys(oids))
     if not unique:
         return {}
-    out = _git(
+    out = run_git(
         ["cat-file", "--batch-check=%(objectname) %(objectsize:disk)"],
         git_dir=store_repo,
         input=("\n".join(unique) + "\n").encode(),
@@ -457,7 +399,7 @@ def _ensure_base_history(
     if held:
         return 0
     before = _store_pack_bytes(store_repo)
-    _git(
+    run_git(
         [
             "fetch",
             "--quiet",
@@ -483,7 +425,7 @@ def _in_session(store_repo: Path) -> bool:
     """True while a `cat-file` session is open on `store_repo` (its reads cost no process)."""
     from core.sharing import remote_git
 
-    return remote_git._session_reader(store_repo) is not None
+    return remote_git.session_reader(store_repo) is not None
 
 
 def _store_pack_bytes(store_repo: Path) -> int:
@@ -546,7 +488,7 @@ def _start_git(
         return subprocess.Popen(
             ["git", *args],
             cwd=cwd,
-            env=_clean_env(env),
+            env=clean_env(env),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             umask=0o077,
@@ -660,7 +602,7 @@ def _new_objects(
         return oids, first_changes
     # The user's objects are an alternate here: the temporary index's cache may name subtrees
     # only the user's repository holds; they are copied into the store right after.
-    raw = _git(
+    raw = run_git(
         ["diff-tree", "--stdin", "-r", "-t", "-z", "--raw", "--no-renames"],
         git_dir=store_repo,
         env={"GIT_ALTERNATE_OBJECT_DIRECTORIES": str(source.objects_dir)},
@@ -708,12 +650,12 @@ def _copy_missing_objects(
     missing = [oid for oid, size in sizes.items() if size is None]
     if not missing:
         return fetched + sum(size or 0 for size in sizes.values()), 0
-    pack = _git(
+    pack = run_git(
         ["pack-objects", "--stdout", "-q"],
         cwd=source.toplevel,
         input=("\n".join(missing) + "\n").encode(),
     )
-    _git(
+    run_git(
         ["index-pack", "--stdin", "-q"] if len(missing) > 100 else ["unpack-objects", "-q"],
         git_dir=store_repo,
         input=pack,
@@ -789,7 +731,7 @@ def take_snapshot(
                 if base_commit and not ask_base_later
                 else 0
             )
-            staged_tree = _git(["write-tree"], cwd=source.toplevel, env=env, ok_codes=(0, 128))
+            staged_tree = run_git(["write-tree"], cwd=source.toplevel, env=env, ok_codes=(0, 128))
         finally:
             raw_status = _finish_git(status, "status")
         scan = _parse_status(raw_status)
@@ -803,7 +745,7 @@ def take_snapshot(
             raise GitError(f"git write-tree failed in {source.toplevel}; is its index damaged?")
         include, left_out = _select_paths(source, scan, limits)
         if include:
-            _git(
+            run_git(
                 ["update-index", "--add", "--remove", "-z", "--stdin"],
                 cwd=source.toplevel,
                 env=env,
@@ -811,7 +753,7 @@ def take_snapshot(
                     p.encode("utf-8", errors="surrogateescape") + b"\0" for p in include
                 ),
             )
-            worktree_tree = _git(["write-tree"], cwd=source.toplevel, env=env).decode().strip()
+            worktree_tree = run_git(["write-tree"], cwd=source.toplevel, env=env).decode().strip()
         else:
             worktree_tree = index_tree
         submodules = (
@@ -896,14 +838,14 @@ def _head_facts(source: SourceRepo, *, upstream: bool = False) -> HeadFacts:
     """Base commit, its tree and the branch name (with `upstream`, the upstream branch and its
     head too), in one git call; an unborn HEAD or a missing upstream asks again apart."""
     args = ["rev-parse", *_head_args(upstream=upstream)]
-    lines = _git(args, cwd=source.toplevel, ok_codes=(0, 128)).decode().splitlines()
+    lines = run_git(args, cwd=source.toplevel, ok_codes=(0, 128)).decode().splitlines()
     parsed = _parse_head(lines, upstream=upstream)
     if parsed is not None:
         return parsed
     if upstream and len(lines) == 2:  # HEAD resolved, its upstream did not (none, or gone)
         head = _head_facts(source)
     else:  # unborn HEAD
-        ref_out = _git(
+        ref_out = run_git(
             ["symbolic-ref", "-q", "--short", "HEAD"], cwd=source.toplevel, ok_codes=(0, 1)
         )
         head = HeadFacts(None, EMPTY_TREE, ref_out.decode().strip() or None)
@@ -918,18 +860,18 @@ def _branch_of(ref: str) -> str | None:
 
 
 def _rev_parse_optional(source: SourceRepo, rev: str) -> str | None:
-    out = _git(["rev-parse", "-q", "--verify", rev], cwd=source.toplevel, ok_codes=(0, 1))
+    out = run_git(["rev-parse", "-q", "--verify", rev], cwd=source.toplevel, ok_codes=(0, 1))
     return out.decode().strip() or None
 
 
 def _tree_of(store_repo: Path, commit: str) -> str:
-    return _git(["rev-parse", f"{commit}^{{tree}}"], git_dir=store_repo).decode().strip()
+    return run_git(["rev-parse", f"{commit}^{{tree}}"], git_dir=store_repo).decode().strip()
 
 
 def _submodule_commits(
     source: SourceRepo, env: Mapping[str, str], tree: str
 ) -> list[tuple[str, str]]:
-    raw = _git(["ls-tree", "-r", "-z", tree], cwd=source.toplevel, env=env)
+    raw = run_git(["ls-tree", "-r", "-z", tree], cwd=source.toplevel, env=env)
     result = []
     for entry in raw.split(b"\0"):
         if entry.startswith(GITLINK_MODE.encode()):
@@ -951,7 +893,7 @@ _CONFIG_ARGS = ("config", "-z", "--get-regexp", r"^(remote\..*\.url|branch\..*\.
 def _config_facts(cwd: Path) -> tuple[tuple[tuple[str, str], ...], bool]:
     """The remotes (credentials stripped) and whether any branch has an upstream, from one
     `git config` read (a branch without `branch.<name>.merge` has no upstream)."""
-    return _parse_config_facts(_git(_CONFIG_ARGS, cwd=cwd, ok_codes=(0, 1)))
+    return _parse_config_facts(run_git(_CONFIG_ARGS, cwd=cwd, ok_codes=(0, 1)))
 
 
 def _parse_config_facts(raw: bytes) -> tuple[tuple[tuple[str, str], ...], bool]:
@@ -973,7 +915,7 @@ def _parse_config_facts(raw: bytes) -> tuple[tuple[tuple[str, str], ...], bool]:
 def _upstream(source: SourceRepo) -> tuple[str | None, str | None]:
     """The upstream branch's short name and head, asked apart (None when there is none)."""
     upstream = (
-        _git(
+        run_git(
             ["rev-parse", "-q", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"],
             cwd=source.toplevel,
             ok_codes=(0, 1, 128),
@@ -1048,7 +990,7 @@ def update_checkpoint_ref(store_repo: Path, task_id: str, commit: str) -> None:
     stale_lock = store_repo / f"{ref}.lock"
     stale_lock.unlink(missing_ok=True)
     if (store_repo / "reftable").exists() or "/" in task_id:
-        _git(["update-ref", ref, commit], git_dir=store_repo)
+        run_git(["update-ref", ref, commit], git_dir=store_repo)
         return
     directory = store_repo
     for part in ("refs", "pitstop", "checkpoints"):
@@ -1066,7 +1008,7 @@ def update_checkpoint_ref(store_repo: Path, task_id: str, commit: str) -> None:
 
 def read_blob(store_repo: Path, commit: str, path: str) -> bytes:
     """Read one file of a checkpoint commit's top-level tree (e.g. `pitstop.json`)."""
-    return _git(["cat-file", "blob", f"{commit}:{path}"], git_dir=store_repo)
+    return run_git(["cat-file", "blob", f"{commit}:{path}"], git_dir=store_repo)
 
 
 class Verification:
@@ -1152,7 +1094,7 @@ def _root_entries(body: bytes) -> dict[str, str]:
     """A tree object's entries: name → id."""
     from core.sharing import remote_git
 
-    return {name: oid for _mode, name, oid in remote_git._parse_tree(body)}
+    return {name: oid for _mode, name, oid in remote_git.parse_tree(body)}
 
 
 def _missing_tree_objects(
@@ -1253,8 +1195,8 @@ def _checkout_tree(store_repo: Path, tree: str, into: Path, scratch_dir: Path) -
             "-c",
             "core.autocrlf=false",
         ]
-        _git([*config, "read-tree", tree], git_dir=store_repo, env=env)
-        _git([*config, "checkout-index", "-a", "-f"], git_dir=store_repo, env=env, cwd=into)
+        run_git([*config, "read-tree", tree], git_dir=store_repo, env=env)
+        run_git([*config, "checkout-index", "-a", "-f"], git_dir=store_repo, env=env, cwd=into)
         with (Path(temp) / "index").open("rb") as index:
             header = index.read(12)  # "DIRC", version, entry count (big-endian)
     return int.from_bytes(header[8:12], "big")
@@ -1266,7 +1208,7 @@ def changed_files(store_repo: Path, old_tree: str, new_tree: str) -> list[Change
     One `diff-tree --raw --numstat`: every raw record (`:<modes> <ids> <status>`, then one path,
     or two for a rename or copy) comes first, then every numstat record.
     """
-    raw = _git(
+    raw = run_git(
         ["diff-tree", "-r", "-z", "-M", "--raw", "--numstat", old_tree, new_tree],
         git_dir=store_repo,
     )
@@ -1306,7 +1248,7 @@ def changed_files(store_repo: Path, old_tree: str, new_tree: str) -> list[Change
 
 def unified_diff(store_repo: Path, old_tree: str, new_tree: str, paths: Sequence[str] = ()) -> str:
     """A unified diff between two trees; binary files are named, not dumped."""
-    out = _git(
+    out = run_git(
         [
             "diff",
             "--no-color",
@@ -1330,7 +1272,7 @@ def tree_of_commit(store_repo: Path, commit: str) -> str:
 
 def lockfiles_in(store_repo: Path, tree: str) -> dict[str, str]:
     """Lockfiles anywhere in `tree` mapped to their blob ids (a change of id is drift)."""
-    raw = _git(["ls-tree", "-r", "-z", tree], git_dir=store_repo)
+    raw = run_git(["ls-tree", "-r", "-z", tree], git_dir=store_repo)
     found = {}
     for entry in raw.split(b"\0"):
         if not entry:

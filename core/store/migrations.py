@@ -11,11 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from core.errors import SchemaTooNewError
+from core.errors import MasterKeyError, SchemaTooNewError
 from core.store.db import Database, write_txn
 
 if TYPE_CHECKING:  # migrations run on sqlite-utils, loaded only when one is pending
     import sqlite_utils
+
+    from core.store import TextKeys
+
+TextKeysFactory = Callable[[Database], "TextKeys"]
 
 MIGRATION_SET = "pitstop"
 MIGRATIONS_TABLE = "_sqlite_migrations"  # where sqlite-utils' Migrations records what it applied
@@ -79,6 +83,9 @@ class MigrationSet:
 
 
 migrations = MigrationSet(MIGRATION_SET)
+
+# The keys that seal text a migration finds in clear, for the duration of one `migrate` call.
+_TEXT_KEYS: list[TextKeysFactory] = []
 
 
 @migrations(name="0001_initial")
@@ -356,14 +363,23 @@ def _refuse_newer(db: Database) -> None:
         )
 
 
-def migrate(db: Database) -> None:
-    """Bring the database to this build's schema, or refuse one from a newer Pitstop."""
+def migrate(db: Database, text_keys: TextKeysFactory | None = None) -> None:
+    """Bring the database to this build's schema, or refuse one from a newer Pitstop.
+
+    `text_keys` opens the task keys that seal free text a pre-0011 store kept in clear (the
+    security layer sits above the store, so the store is handed it rather than importing it);
+    without it that text stays readable, as it does for a task whose master key is absent.
+    """
     _refuse_newer(db)
     if not migrations.pending(db):
         return
     with write_txn(db):
         _refuse_newer(db)  # another process may have migrated while we waited for the lock
-        migrations.apply(db)
+        _TEXT_KEYS[:] = [text_keys] if text_keys is not None else []
+        try:
+            migrations.apply(db)
+        finally:
+            _TEXT_KEYS.clear()
 
 
 def schema_version(db: Database) -> str | None:
@@ -490,13 +506,10 @@ def _sealed_text(db: sqlite_utils.Database) -> None:
     if clear:
         # Text already stored is sealed when the master key is available. Without it (or for a
         # task keyed by another master) it stays readable as it was; new text is sealed anyway.
-        from core.security.crypto import MasterKeyError
-        from core.security.keys import TaskKeys
-
-        keys = TaskKeys(plain)
+        keys = _TEXT_KEYS[0](plain) if _TEXT_KEYS else None
         unsealable: set[str] = set()
         for table, column, rowid, task_id, item, text in clear:
-            if task_id in unsealable:
+            if keys is None or task_id in unsealable:
                 continue
             try:
                 sealed = keys.seal_text(task_id, item, text)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.evidence.redact import StreamRedactor
+from core.redaction.redact import StreamRedactor
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "data" / "secrets"
 CORPUS_FILE = CORPUS / "gitleaks_rule_cases.jsonl"

@@ -331,8 +331,8 @@ def test_a_stream_longer_than_a_batch_is_recorded_exactly(
     engine: Engine, task_id: str, store_root: Path, piece: int
 ) -> None:
     """Through the redaction and storage threads: same bytes, hash and counts as in one piece."""
-    from core.evidence.redact import redact_bytes
     from core.evidence.storage import BATCH_BYTES
+    from core.redaction.redact import redact_bytes
 
     stream, planted = _long_stream(3 * BATCH_BYTES + 12345)
     recorder = EvidenceRecorder(

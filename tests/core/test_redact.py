@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redactkit import load_corpus, stream
 
-from core.evidence.redact import (
+from core.redaction.redact import (
     MAX_LINE,
     PEM_HOLD_CAP,
     RULES,

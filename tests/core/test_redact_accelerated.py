@@ -1,13 +1,13 @@
 """The Hyperscan gate (large streams) gives byte-for-byte the output of the Aho-Corasick gate.
 
-`core.evidence.redact` gates its rules on literals found by one automaton pass; past
+`core.redaction.redact` gates its rules on literals found by one automaton pass; past
 `ACCELERATE_AFTER` bytes of a stream (and where the `hyperscan` package is installed) a
 Hyperscan database finds the same literals, plus fixed-width locators for the rules whose
 literals are everywhere, without holding the GIL. These tests compare the two on the gitleaks
 corpus, on generated logs with secrets at every chunk boundary, on random compositions of the
 pieces that the gates look for, and on hostile input; they check that the summary pre-filter
 agrees with its regex, that a recorded large stream stores exactly the reference redaction, and
-that neither the Hyperscan nor the automaton package is imported by `import core.evidence.redact`.
+that neither the Hyperscan nor the automaton package is imported by `import core.redaction.redact`.
 Where Hyperscan is missing, the same entry points fall back to the automaton (checked in a
 subprocess that cannot import it).
 """
@@ -30,14 +30,14 @@ from hypothesis import strategies as st
 from redactkit import load_corpus, stream
 
 from core.engine import Engine
-from core.evidence.redact import (
+from core.evidence.storage import EvidenceRecorder
+from core.evidence.summaries import SUMMARY_CANDIDATE, CandidateLines
+from core.redaction.redact import (
     ACCELERATE_AFTER,
     RULES,
     hyperscan_available,
     redact_bytes,
 )
-from core.evidence.storage import EvidenceRecorder
-from core.evidence.summaries import SUMMARY_CANDIDATE, CandidateLines
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -321,7 +321,7 @@ def _python(code: str) -> str:
 
 def test_import_and_small_inputs_load_neither_gate_package_nor_hyperscan() -> None:
     out = _python(
-        "import sys, core.evidence.redact as r\n"
+        "import sys, core.redaction.redact as r\n"
         "print(sorted(m for m in ('hyperscan', 'ahocorasick_rs') if m in sys.modules))\n"
         "r.redact_text('token=ghp_' + 'a1B2' * 9)\n"
         "r.redact_bytes(b'password=' + b'Zx9' * 5)\n"
@@ -335,7 +335,7 @@ def test_without_hyperscan_large_streams_use_the_automaton() -> None:
     out = _python(
         "import sys\n"
         "sys.modules['hyperscan'] = None  # as on a platform without a wheel\n"
-        "from core.evidence.redact import StreamRedactor, hyperscan_available, redact_bytes\n"
+        "from core.redaction.redact import StreamRedactor, hyperscan_available, redact_bytes\n"
         "from core.evidence.summaries import CandidateLines\n"
         "data = (b'tests/test_x.py::test_y PASSED\\n' * 40000"
         " + b'token=ghp_Zx8Qw3Rt7Yu2Io9Pa4Sd6Fg1Hj5Kl0Mn3Bv7C\\n') * 2\n"
@@ -353,7 +353,7 @@ def test_without_hyperscan_large_streams_use_the_automaton() -> None:
 CACHE_RUN = """
 import sys
 from pathlib import Path
-from core.evidence.redact import redact_bytes, use_hyperscan_cache
+from core.redaction.redact import redact_bytes, use_hyperscan_cache
 from core.evidence.summaries import CandidateLines
 use_hyperscan_cache(Path(sys.argv[1]))
 data = b"id AC" + b"0123456789abcdef" * 2 + b" token=ghp_Zx8Qw3Rt7Yu2Io9Pa4Sd6Fg1Hj5Kl0Mn3Bv7C\\n"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.evidence import redact
+from core.redaction import redact
 
 LITERALS = st.sampled_from(redact._LITERAL_LIST)
 

@@ -18,6 +18,7 @@ from corekit import git, git_bytes, only_store_repo, write
 from core import snapshot
 from core.engine import CheckpointRequest, Engine
 from core.errors import DamagedCheckpointError, NotAGitRepoError
+from core.git.run import PITSTOP_IDENT
 from core.models import ChangedFile, Checkpoint, CheckpointState
 from core.sharing import remote_git
 
@@ -93,7 +94,7 @@ def test_checkpoint_commit_has_the_ids_git_plumbing_gives(engine: Engine, repo: 
     when = git_bytes(store, "log", "-1", "--format=%ct", second.commit).decode().strip()
     env = {
         **os.environ,
-        **snapshot.PITSTOP_IDENT,
+        **PITSTOP_IDENT,
         "GIT_AUTHOR_DATE": f"@{when} +0000",
         "GIT_COMMITTER_DATE": f"@{when} +0000",
         "GIT_DIR": str(store),

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from core.evidence.redact import redact_text
+from core.redaction.redact import redact_text
 
 CORPUS = (
     Path(__file__).resolve().parents[3]

@@ -110,7 +110,7 @@ def test_redact_passes_clean_and_binary_input_through_unchanged(tmp_path: Path) 
 def test_redact_matches_the_library_on_the_corpus(tmp_path: Path) -> None:
     if not CORPUS_FILE.exists():
         pytest.skip("corpus not found")
-    from core.evidence.redact import redact_bytes
+    from core.redaction.redact import redact_bytes
 
     rows = [json.loads(line) for line in CORPUS_FILE.read_text().splitlines() if line.strip()]
     data = "\n".join(row["text"] for row in rows).encode()

@@ -68,15 +68,14 @@ async def eventually(pilot: Pilot[None], condition: Callable[[], bool], seconds:
 
 def test_store_commits_reports_other_connections_only(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    with Engine(store) as engine:
-        database = engine.paths.database
+    watching = Engine(store)
     stop = threading.Event()
     seen: list[int] = []
     started = threading.Event()
 
     def watch() -> None:
         started.set()
-        for version in live.store_commits(database, stop):
+        for version in watching.watch_commits(stop):
             seen.append(version)
             stop.set()
 
@@ -92,6 +91,7 @@ def test_store_commits_reports_other_connections_only(tmp_path: Path) -> None:
         engine.start_task(repo=repo, objective="write something", task_id="writer")
     watcher.join(timeout=10)
     stop.set()
+    watching.close()
     assert len(seen) == 1
 
 

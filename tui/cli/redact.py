@@ -5,7 +5,7 @@
 
 It reads standard input and writes the redacted stream to standard output as it goes (constant
 memory: what is held back is at most an incomplete line or a PEM block being checked), with the
-same rules and the same result as evidence capture (`core.evidence.redact`). Bytes that are not
+same rules and the same result as evidence capture (`core.redaction.redact`). Bytes that are not
 part of a secret pass through unchanged, binary and non-UTF-8 data included.
 """
 
@@ -31,7 +31,7 @@ def redact(stats: bool, as_json: bool) -> None:
     `curl -u` passwords, password/secret/token assignments) becomes [REDACTED:<rule>].
     Exit codes: 0 done; 1 read or write error; 130 interrupted.
     """
-    from core.evidence.redact import RULESET_VERSION, StreamRedactor
+    from core.redaction.redact import RULESET_VERSION, StreamRedactor
 
     redactor = StreamRedactor()
     source = sys.stdin.buffer.fileno()

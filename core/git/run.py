@@ -1,0 +1,80 @@
+"""Running git: one environment that cannot be pointed at another repository, one error type.
+
+A hook runner or a wrapper script may have set `GIT_DIR`, `GIT_INDEX_FILE` or their kin; every
+git process Pitstop starts drops them, so each call reaches exactly the repository it names.
+Whatever git writes runs under umask 077, so the store's repositories stay private (invariant 9).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from core.errors import GitError
+
+# Who git says made the commits Pitstop writes into its own repositories.
+PITSTOP_IDENT = {
+    "GIT_AUTHOR_NAME": "Pitstop",
+    "GIT_AUTHOR_EMAIL": "pitstop@localhost",
+    "GIT_COMMITTER_NAME": "Pitstop",
+    "GIT_COMMITTER_EMAIL": "pitstop@localhost",
+}
+
+# Variables that would point git at another repository, index or object store than the one
+# a call names explicitly; a hook runner or a wrapper script may have set any of them.
+REPO_LOCATION_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_QUARANTINE_PATH",
+)
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment git runs in: nothing pointing it elsewhere, no prompts or locks, C locale."""
+    env = {k: v for k, v in os.environ.items() if k not in REPO_LOCATION_VARS}
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["LC_ALL"] = "C"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_git(
+    args: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    git_dir: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
+    ok_codes: Iterable[int] = (0,),
+) -> bytes:
+    """Run one git command and return its stdout; any unexpected exit raises GitError."""
+    full_env = clean_env(env)
+    if git_dir is not None:
+        full_env["GIT_DIR"] = str(git_dir)
+    try:
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            env=full_env,
+            input=input,
+            capture_output=True,
+            check=False,
+            umask=0o077,  # whatever git writes into the store is private (invariant 9)
+        )
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed or not on PATH; install git 2.31 or newer") from exc
+    if proc.returncode not in tuple(ok_codes):
+        message = proc.stderr.decode(errors="replace").strip().splitlines()
+        detail = message[-1] if message else f"exit code {proc.returncode}"
+        raise GitError(f"git {args[0]} failed: {detail}")
+    return proc.stdout
