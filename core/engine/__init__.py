@@ -514,11 +514,11 @@ class Engine:
                 if too_soon:
                     return CheckpointResult(None, skipped=too_soon)
             from core import snapshot  # only now: a skipped turn needs no git
-            from core.sharing import remote_git
+            from core.git import plumbing
 
             located = snapshot.locate(task.repo_root)  # the repository and its HEAD at once
             store_repo = snapshot.ensure_store_repo(self.paths.repos, located.source)
-            with remote_git.session(store_repo):  # one `cat-file` for every read of the store
+            with plumbing.session(store_repo):  # one `cat-file` for every read of the store
                 return self._checkpoint_in_session(task, request, located, store_repo, started)
 
     def _checkpoint_in_session(

@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 from core import clock, snapshot, store
 from core.errors import ConflictError, GitError, NotFoundError, PitstopError, UsageError
+from core.git import plumbing, transport
 from core.git.run import clean_env
 from core.ledger import facts as ledger_facts
 from core.models import Budget, CheckpointState, NamedVersion, Task, TaskStatus
 from core.security import identity
-from core.sharing import remote_git
 from core.store.db import batch_txn, write_txn
 
 if TYPE_CHECKING:
@@ -304,7 +304,7 @@ def _export_checkpoint(
     checkpoint = store.get_checkpoint(session.db, task.id, seq)
     if checkpoint.commit is None or checkpoint.state is not CheckpointState.COMPLETE:
         raise ConflictError(f"checkpoint {task.id}@{seq} is not complete; it cannot be pushed")
-    top = remote_git.top_entries(store_repo, checkpoint.commit)
+    top = plumbing.top_entries(store_repo, checkpoint.commit)
     files: dict[str, bytes] = {}
     blobs = {name: top[name] for name in ("pitstop.json", snapshot.MANIFEST_FILE) if name in top}
     trees: dict[str, str] = {n: top[n] for n in ("worktree", "index") if n in top}
@@ -312,7 +312,7 @@ def _export_checkpoint(
         files[NOTE_FILE] = checkpoint.sealed_note
     content: dict[str, Any] = {"branch": checkpoint.branch}
     if seal_worktree:
-        pack = remote_git.pack_objects(
+        pack = plumbing.pack_objects(
             store_repo, [t for t in trees.values()], exclude=[checkpoint.base_commit or ""]
         )
         files[PACK_FILE] = session.keys.seal(task.id, f"remote/checkpoint/{seq}/pack", pack)
@@ -344,9 +344,9 @@ def _export_checkpoint(
             "sealed": sealed,
         }
     )
-    tree = remote_git.build_tree(store_repo, files, trees=trees, blob_ids=blobs)
+    tree = plumbing.build_tree(store_repo, files, trees=trees, blob_ids=blobs)
     parents = [p for p in (parent, checkpoint.base_commit) if p]
-    commit = remote_git.commit(
+    commit = plumbing.commit(
         store_repo,
         tree,
         parents,
@@ -393,7 +393,7 @@ def _export_chain(
     even if it has expired here since; `seal_worktree` applies to new ones only.
     """
     known = store.export_commits(session.db, task.id)
-    present = remote_git.read_objects(store_repo, list(known.values()))  # one process for all
+    present = plumbing.read_objects(store_repo, list(known.values()))  # one process for all
     chain: list[str] = []
     for checkpoint in store.list_checkpoints(session.db, task.id):
         exported = known.get(checkpoint.seq)
@@ -470,9 +470,9 @@ def _read_tree_files(store_repo: Path, rev: str | None) -> dict[str, bytes]:
     """Every file of a ledger commit (path → bytes); empty for None."""
     if rev is None:
         return {}
-    entries = remote_git.list_tree(store_repo, rev)
+    entries = plumbing.list_tree(store_repo, rev)
     paths = [path for path, (kind, _oid) in entries.items() if kind == "blob"]
-    blobs = remote_git.read_objects(store_repo, [entries[path][1] for path in paths])
+    blobs = plumbing.read_objects(store_repo, [entries[path][1] for path in paths])
     return {path: blobs[entries[path][1]] or b"" for path in paths}
 
 
@@ -497,7 +497,7 @@ def _blob_entries(store_repo: Path, rev: str | None) -> dict[str, str]:
         return {}
     return {
         path: oid
-        for path, (kind, oid) in remote_git.list_tree(store_repo, rev).items()
+        for path, (kind, oid) in plumbing.list_tree(store_repo, rev).items()
         if kind == "blob"
     }
 
@@ -526,7 +526,7 @@ def _ledger_commit(
         oid for oid in (base_entries.get(TASK_FILE), *(local_entries[p] for p in clashes)) if oid
     ]
     wanted += [remote_entries[p] for p in clashes]
-    contents = remote_git.read_objects(store_repo, wanted)
+    contents = plumbing.read_objects(store_repo, wanted)
     facts = {p: oid for p, oid in local_entries.items() if p.startswith(FACTS_DIR)}
     facts.update({p: oid for p, oid in remote_entries.items() if p.startswith(FACTS_DIR)})
     for path in clashes:  # the same fact sealed twice: keep the smaller bytes, in any order
@@ -561,14 +561,14 @@ def _ledger_commit(
     if not new_files and blob_ids == base_entries:
         if remote_tip is not None and (
             local_tip in (None, remote_tip)
-            or remote_git.is_ancestor(store_repo, str(local_tip), remote_tip)
+            or plumbing.is_ancestor(store_repo, str(local_tip), remote_tip)
         ):
             return None  # the remote holds exactly this already
         if remote_tip is None and local_tip is not None:
             return local_tip  # a new remote: our last ledger commit as it is
-    tree = remote_git.build_tree(store_repo, new_files, blob_ids=blob_ids)
+    tree = plumbing.build_tree(store_repo, new_files, blob_ids=blob_ids)
     parents = [p for p in dict.fromkeys([local_tip, remote_tip]) if p]
-    return remote_git.commit(
+    return plumbing.commit(
         store_repo, tree, parents, f"pitstop ledger {task.id}", clock.git_timestamp(clock.now_iso())
     )
 
@@ -629,11 +629,11 @@ def _push_group(
     since, the lease refuses the whole push and we fetch, merge and push again."""
     for attempt in range(3):
         try:
-            with remote_git.session(store_repo):  # one cat-file for every read of the push
+            with plumbing.session(store_repo):  # one cat-file for every read of the push
                 return _push_once(
                     session, url, store_repo, tasks, seal_worktree, refresh=attempt > 0
                 )
-        except remote_git.RemoteMovedError:
+        except transport.RemoteMovedError:
             if attempt == 2:
                 raise
     raise AssertionError("unreachable")
@@ -650,7 +650,7 @@ def _push_once(
 ) -> PushResult:
     if refresh:
         _fetch_tasks(store_repo, url, [t.id for t in tasks])
-    refs = remote_git.refs_under(store_repo, PREFIX)
+    refs = plumbing.refs_under(store_repo, PREFIX)
     updates: dict[str, tuple[str, str | None]] = {}
     moved: dict[str, str] = {}
     result = PushResult(url=snapshot.strip_url_credentials(url))
@@ -681,8 +681,8 @@ def _push_once(
                 moved[_local_ledger_ref(task.id)] = final
                 moved[_tracking(url, "ledger", task.id)] = final
             result.tasks[task.id] = {"checkpoints_sent": sent, "ledger_updated": ledger is not None}
-    remote_git.push(store_repo, url, updates)
-    remote_git.set_refs(store_repo, moved)
+    transport.push(store_repo, url, updates)
+    plumbing.set_refs(store_repo, moved)
     now = clock.now_iso()
     with write_txn(session.db):
         for task in tasks:
@@ -698,14 +698,14 @@ def _reconcile_checkpoints(
 ) -> str | None:
     """Our checkpoint tip when the remote's is not in our chain: None when the remote is ahead
     (nothing of ours is missing there); a conflict when the two histories diverged."""
-    if not remote_git.has_object(store_repo, remote_cp):
+    if not plumbing.has_object(store_repo, remote_cp):
         raise ConflictError(
             f"the remote holds checkpoints of {task_id} that this store lacks; "
             f"run `pitstop fetch {task_id}` first"
         )
-    if remote_git.is_ancestor(store_repo, remote_cp, tip):
+    if plumbing.is_ancestor(store_repo, remote_cp, tip):
         return tip
-    if remote_git.is_ancestor(store_repo, tip, remote_cp):
+    if plumbing.is_ancestor(store_repo, tip, remote_cp):
         return None
     raise ConflictError(
         f"task {task_id} has checkpoints here and on {url} that diverge; "
@@ -728,8 +728,8 @@ def _fetch_tasks(
         refspecs = [f"+{PREFIX}{stem}/{t}:{root}{stem}/{t}" for t in task_ids for stem in stems]
     else:
         refspecs = [f"+{PREFIX}{kind}/*:{root}{kind}/*" for kind in kinds]
-    remote_git.fetch(store_repo, url, refspecs, prune=True)
-    return remote_git.refs_under(store_repo, PREFIX)
+    transport.fetch(store_repo, url, refspecs, prune=True)
+    return plumbing.refs_under(store_repo, PREFIX)
 
 
 def _recipient_of(
@@ -738,7 +738,7 @@ def _recipient_of(
     """The tasks (of task → ledger commit) whose plain header lists `me` as a recipient."""
     if me is None or not ledgers:
         return set()
-    raw = remote_git.read_objects(store_repo, [f"{oid}:{TASK_FILE}" for oid in ledgers.values()])
+    raw = plumbing.read_objects(store_repo, [f"{oid}:{TASK_FILE}" for oid in ledgers.values()])
     return {
         task_id
         for task_id, oid in ledgers.items()
@@ -758,12 +758,12 @@ def list_remote(
     # One connection: fetch every ledger ref (only what moved transfers) and prune the ones
     # the remote dropped; the tracking refs then say what the remote holds.
     tracking = f"{_tracking_root(url)}ledger/"
-    remote_git.fetch(store_repo, url, [f"+{PREFIX}ledger/*:{tracking}*"], prune=True)
+    transport.fetch(store_repo, url, [f"+{PREFIX}ledger/*:{tracking}*"], prune=True)
     ledgers = {
         ref.removeprefix(tracking): oid
-        for ref, oid in remote_git.refs_under(store_repo, tracking).items()
+        for ref, oid in plumbing.refs_under(store_repo, tracking).items()
     }
-    raw = remote_git.read_objects(store_repo, [f"{oid}:{TASK_FILE}" for oid in ledgers.values()])
+    raw = plumbing.read_objects(store_repo, [f"{oid}:{TASK_FILE}" for oid in ledgers.values()])
     me = identity.load_identity_or_none()
     local_ids = store.task_ids(session.db)
     listing: list[RemoteTask] = []
@@ -867,7 +867,7 @@ def fetch(
         if readable:
             tracked = _fetch_tasks(store_repo, url, sorted(readable), ("checkpoints",))
     result = FetchResult(url=shown_url)
-    with remote_git.session(store_repo):  # one cat-file for every read of the fetch
+    with plumbing.session(store_repo):  # one cat-file for every read of the fetch
         for task_id in (t for t in wanted if t not in missing):
             tips = _Tips(
                 ledger=tracked[f"{root}ledger/{task_id}"],
@@ -880,7 +880,7 @@ def fetch(
                     outcome = _import_task(
                         session, source, store_repo, url, task_id, me, tips, refs
                     )
-                remote_git.set_refs(store_repo, refs)
+                plumbing.set_refs(store_repo, refs)
             except (PitstopError, GitError) as exc:
                 if len(wanted) == 1:
                     raise
@@ -932,10 +932,10 @@ def _import_task(
     if local != tips.ledger and (
         local is None
         or local
-        in remote_git.commit_parents(
-            remote_git.read_objects(store_repo, [tips.ledger])[tips.ledger] or b""
+        in plumbing.commit_parents(
+            plumbing.read_objects(store_repo, [tips.ledger])[tips.ledger] or b""
         )
-        or remote_git.is_ancestor(store_repo, local, tips.ledger)
+        or plumbing.is_ancestor(store_repo, local, tips.ledger)
     ):
         refs[_local_ledger_ref(task_id)] = tips.ledger
     now = clock.now_iso()
@@ -1056,7 +1056,7 @@ def _chain(
     chain: list[tuple[str, dict[str, Any]]] = []
     oid: str | None = tip
     while oid is not None and oid not in known:
-        raw = remote_git.read_objects(store_repo, [f"{oid}:{CHECKPOINT_FILE}", oid])
+        raw = plumbing.read_objects(store_repo, [f"{oid}:{CHECKPOINT_FILE}", oid])
         data = raw.get(f"{oid}:{CHECKPOINT_FILE}")
         if data is None:
             break
@@ -1068,7 +1068,7 @@ def _chain(
                 f"{CHECKPOINT_SCHEMA!r}; upgrade pitstop"
             )
         chain.append((oid, facts))
-        parents = remote_git.commit_parents(raw.get(oid) or b"")
+        parents = plumbing.commit_parents(raw.get(oid) or b"")
         oid = parents[0] if parents else None
     return chain
 
@@ -1079,9 +1079,9 @@ def _import_checkpoint(
     """Record one fetched checkpoint; return its local commit (the fetched one itself, or for
     a sealed worktree, a local commit built once its pack is opened)."""
     seq = int(facts["seq"])
-    top = remote_git.top_entries(store_repo, oid)
+    top = plumbing.top_entries(store_repo, oid)
     base_commit = facts.get("base_commit")
-    blobs = remote_git.read_objects(
+    blobs = plumbing.read_objects(
         store_repo,
         [f"{oid}:{snapshot.MANIFEST_FILE}", f"{oid}:{NOTE_FILE}", f"{oid}:{PACK_FILE}"],
     )
@@ -1158,9 +1158,9 @@ def _open_sealed_worktree(
     pack = session.keys.open(
         task_id, f"remote/checkpoint/{seq}/pack", envelope, f"the snapshot of {task_id}@{seq}"
     )
-    remote_git.index_pack(store_repo, pack)
+    plumbing.index_pack(store_repo, pack)
     previous = store.latest_complete(session.db, task_id)
-    header = remote_git.read_objects(store_repo, [f"{oid}:pitstop.json"])[f"{oid}:pitstop.json"]
+    header = plumbing.read_objects(store_repo, [f"{oid}:pitstop.json"])[f"{oid}:pitstop.json"]
     commit, _bytes = snapshot.write_checkpoint_commit(
         store_repo,
         header=header or b"{}",
@@ -1188,9 +1188,9 @@ def _read_evidence(
     ids = [int(i) for i in facts.get("evidence", [])]
     if not ids:
         return []
-    entries = remote_git.list_tree(store_repo, oid, "evidence/")
+    entries = plumbing.list_tree(store_repo, oid, "evidence/")
     wanted = {path: blob for path, (kind, blob) in entries.items() if kind == "blob"}
-    data = remote_git.read_objects(store_repo, list(wanted.values()))
+    data = plumbing.read_objects(store_repo, list(wanted.values()))
     items = []
     for origin_id in ids:
         base = f"evidence/{origin_id}/"

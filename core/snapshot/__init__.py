@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 from core.config import DEFAULT_MAX_FILE_BYTES
 from core.errors import DamagedCheckpointError, GitError, NotAGitRepoError, UsageError
+from core.git import plumbing
 from core.git.run import clean_env, run_git
 from core.models import ChangedFile, LeftOut
 
@@ -416,16 +417,12 @@ def _ensure_base_history(
 def _store_reads(store_repo: Path, specs: Sequence[str]) -> dict[str, bytes | None]:
     """Objects (ids or `rev:path`) the store holds by itself, read through the operation's
     `cat-file` session when one is open (one process for every read of a checkpoint)."""
-    from core.sharing import remote_git  # here, not at the top: remote_git builds on this module
-
-    return remote_git.read_objects(store_repo, specs)
+    return plumbing.read_objects(store_repo, specs)
 
 
 def _in_session(store_repo: Path) -> bool:
     """True while a `cat-file` session is open on `store_repo` (its reads cost no process)."""
-    from core.sharing import remote_git
-
-    return remote_git.session_reader(store_repo) is not None
+    return plumbing.session_reader(store_repo) is not None
 
 
 def _store_pack_bytes(store_repo: Path) -> int:
@@ -954,17 +951,15 @@ def write_checkpoint_commit(
     The objects are written directly as loose objects in git's own format (the ids `hash-object`,
     `mktree` and `commit-tree` would give): four git processes fewer per checkpoint.
     """
-    from core.sharing import remote_git  # here, not at the top: remote_git builds on this module
-
-    header_oid, manifest_oid = remote_git.write_blobs(store_repo, [header, manifest])
-    root = remote_git.build_tree(
+    header_oid, manifest_oid = plumbing.write_blobs(store_repo, [header, manifest])
+    root = plumbing.build_tree(
         store_repo,
         {},
         trees={"worktree": snapshot.worktree_tree, "index": snapshot.index_tree},
         blob_ids={"pitstop.json": header_oid, MANIFEST_FILE: manifest_oid},
     )
     parents = [oid for oid in (parent, snapshot.base_commit) if oid]
-    commit = remote_git.commit(store_repo, root, parents, message, timestamp)
+    commit = plumbing.commit(store_repo, root, parents, message, timestamp)
     written = (header_oid, manifest_oid, root, commit)
     return commit, sum(_loose_object_bytes(store_repo, oid) for oid in written)
 
@@ -1092,9 +1087,7 @@ def verify_checkpoint(
 
 def _root_entries(body: bytes) -> dict[str, str]:
     """A tree object's entries: name → id."""
-    from core.sharing import remote_git
-
-    return {name: oid for _mode, name, oid in remote_git.parse_tree(body)}
+    return {name: oid for _mode, name, oid in plumbing.parse_tree(body)}
 
 
 def _missing_tree_objects(

@@ -463,7 +463,7 @@ def test_a_push_over_someone_elses_push_merges_instead_of_losing_it(
 
 
 def test_refs_are_read_like_git_reads_them_loose_and_packed(tmp_path: Path) -> None:
-    from core.sharing import remote_git
+    from core.git import plumbing
 
     repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
     head = git(repo, "rev-parse", "HEAD").strip()
@@ -474,5 +474,5 @@ def test_refs_are_read_like_git_reads_them_loose_and_packed(tmp_path: Path) -> N
     git(repo, "update-ref", "refs/pitstop/checkpoints/t3", head)  # loose beside packed
     out = git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/pitstop/")
     expected = dict(line.split(" ", 1) for line in out.splitlines())
-    assert remote_git.refs_under(git_dir, "refs/pitstop/") == expected
+    assert plumbing.refs_under(git_dir, "refs/pitstop/") == expected
     assert len(expected) == 3

@@ -18,9 +18,9 @@ from corekit import git, git_bytes, only_store_repo, write
 from core import snapshot
 from core.engine import CheckpointRequest, Engine
 from core.errors import DamagedCheckpointError, NotAGitRepoError
+from core.git import plumbing
 from core.git.run import PITSTOP_IDENT
 from core.models import ChangedFile, Checkpoint, CheckpointState
-from core.sharing import remote_git
 
 
 @pytest.fixture
@@ -362,7 +362,7 @@ def test_the_object_reader_answers_as_cat_file_does(engine: Engine, repo: Path) 
         if packed:
             git(store, "repack", "-a", "-d", "-q")
             git(store, "prune-packed")
-        reader = remote_git.ObjectReader(store)
+        reader = plumbing.ObjectReader(store)
         try:
             for spec in found_loose:
                 assert reader.read(spec) == cat_file(spec), (packed, spec)

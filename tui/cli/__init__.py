@@ -547,7 +547,3 @@ def main(argv: list[str] | None = None) -> None:
         )
         sys.exit(1)
     sys.exit(result if isinstance(result, int) else 0)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,5 +1,4 @@
-"""Git plumbing for remotes: build trees and commits from bytes, and move refs over git's own
-transports.
+"""Git object plumbing on the store's repositories: write and read objects, trees, commits, refs.
 
 Everything runs against the store's own bare repository (never the user's). New objects are
 written directly as loose objects (git's own format); reads take loose objects from their files
@@ -21,36 +20,6 @@ from typing import Any
 
 from core.errors import GitError
 from core.git.run import PITSTOP_IDENT, clean_env, run_git
-
-# Messages from hosts that refuse refs outside refs/heads and refs/tags (or a hook that does).
-_REFUSED_REF_HINTS = (
-    "funny refname",
-    "refusing to",
-    "deny",
-    "not allowed",
-    "hook declined",
-    "pre-receive hook",
-    "protected",
-    "forbidden",
-    "permission",
-)
-
-
-class NetworkError(GitError):
-    """A git command talking to a remote failed; `stderr` keeps all it said, for callers that
-    tell a moved ref from a refused one."""
-
-    def __init__(self, message: str, stderr: str) -> None:
-        super().__init__(message)
-        self.stderr = stderr
-
-
-class RemoteRefusedError(GitError):
-    """The remote host refused Pitstop's refs (a host that only takes branches and tags)."""
-
-
-class RemoteMovedError(GitError):
-    """A ref on the remote moved since it was read (someone else pushed); fetch and retry."""
 
 
 def _write_object(store_repo: Path, kind: str, body: bytes) -> str:
@@ -444,79 +413,3 @@ def pack_objects(store_repo: Path, tips: Sequence[str], exclude: Sequence[str] =
 def index_pack(store_repo: Path, pack: bytes) -> None:
     """Store a pack's objects in the store repository (checked by git as it indexes them)."""
     run_git(["index-pack", "--stdin", "--fix-thin"], git_dir=store_repo, input=pack)
-
-
-def ls_remote(store_repo: Path, url: str, pattern: str) -> dict[str, str]:
-    """The remote's refs matching `pattern`: ref name → id."""
-    raw = _network(["ls-remote", url, pattern], store_repo, url)
-    refs: dict[str, str] = {}
-    for line in raw.decode().splitlines():
-        oid, _, name = line.partition("\t")
-        if name:
-            refs[name] = oid
-    return refs
-
-
-def fetch(store_repo: Path, url: str, refspecs: Sequence[str], *, prune: bool = False) -> None:
-    """Fetch `refspecs` from `url` into the store repository (only missing objects move).
-
-    With `prune`, tracking refs that the refspecs' patterns cover and the remote no longer
-    has are deleted, so one fetch both updates and lists what the remote holds.
-    """
-    if refspecs:
-        args = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"]
-        if prune:
-            args.append("--prune")
-        _network([*args, url, *refspecs], store_repo, url)
-
-
-def push(store_repo: Path, url: str, updates: Mapping[str, tuple[str, str | None]]) -> None:
-    """Update remote refs atomically: ref → (new id, the id it must still have, or None if new).
-
-    The expected old value makes the push a compare-and-set: a ref someone else moved since we
-    read it fails the whole push with RemoteMovedError instead of losing their work.
-    """
-    if not updates:
-        return
-    args = ["push", "--atomic", "--quiet", "--no-verify"]
-    for ref, (_new, old) in sorted(updates.items()):
-        args.append(f"--force-with-lease={ref}:{old or ''}")
-    args.append(url)
-    # no "+" on the refspecs: a forced refspec would override the lease
-    args += [f"{new}:{ref}" for ref, (new, _old) in sorted(updates.items())]
-    try:
-        _network(args, store_repo, url)
-    except NetworkError as exc:
-        text = exc.stderr.lower()
-        if "stale info" in text or "fetch first" in text or "non-fast-forward" in text:
-            raise RemoteMovedError(
-                f"the remote {url} changed while pushing (someone else pushed); "
-                "run `pitstop sync` to merge and push again"
-            ) from exc
-        if any(hint in text for hint in _REFUSED_REF_HINTS):
-            raise RemoteRefusedError(
-                f"the remote {url} refused refs/pitstop/* ({exc}); this host only accepts "
-                "branches and tags, so share checkpoints through another remote "
-                "(`pitstop remote add NAME URL`)"
-            ) from exc
-        raise
-
-
-def _network(args: list[str], store_repo: Path, url: str) -> bytes:
-    """Run a git command that talks to a remote; its failure names the remote."""
-    env = clean_env({"GIT_DIR": str(store_repo)})
-    try:
-        proc = subprocess.run(
-            ["git", *args], env=env, capture_output=True, check=False, umask=0o077
-        )
-    except FileNotFoundError as exc:
-        raise GitError("git is not installed or not on PATH; install git 2.31 or newer") from exc
-    if proc.returncode != 0:
-        lines = [
-            line.strip()
-            for line in proc.stderr.decode(errors="replace").splitlines()
-            if line.strip() and not line.startswith("hint:")
-        ]
-        detail = " / ".join(lines[-3:]) if lines else f"exit code {proc.returncode}"
-        raise NetworkError(f"git {args[0]} to {url} failed: {detail}", "\n".join(lines))
-    return proc.stdout

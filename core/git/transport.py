@@ -1,0 +1,121 @@
+"""Moving refs and objects between the store's repository and a remote, over git's own transports.
+
+Each call is one git process against the store's bare repository (never the user's). A failure
+names the remote and keeps what git said, so callers can tell a ref someone else moved (fetch,
+merge, retry) from a host that refuses `refs/pitstop/*` (one clear line) from anything else.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from core.errors import GitError
+from core.git.run import clean_env
+
+# Messages from hosts that refuse refs outside refs/heads and refs/tags (or a hook that does).
+_REFUSED_REF_HINTS = (
+    "funny refname",
+    "refusing to",
+    "deny",
+    "not allowed",
+    "hook declined",
+    "pre-receive hook",
+    "protected",
+    "forbidden",
+    "permission",
+)
+
+
+class NetworkError(GitError):
+    """A git command talking to a remote failed; `stderr` keeps all it said, for callers that
+    tell a moved ref from a refused one."""
+
+    def __init__(self, message: str, stderr: str) -> None:
+        super().__init__(message)
+        self.stderr = stderr
+
+
+class RemoteRefusedError(GitError):
+    """The remote host refused Pitstop's refs (a host that only takes branches and tags)."""
+
+
+class RemoteMovedError(GitError):
+    """A ref on the remote moved since it was read (someone else pushed); fetch and retry."""
+
+
+def ls_remote(store_repo: Path, url: str, pattern: str) -> dict[str, str]:
+    """The remote's refs matching `pattern`: ref name → id."""
+    raw = _network(["ls-remote", url, pattern], store_repo, url)
+    refs: dict[str, str] = {}
+    for line in raw.decode().splitlines():
+        oid, _, name = line.partition("\t")
+        if name:
+            refs[name] = oid
+    return refs
+
+
+def fetch(store_repo: Path, url: str, refspecs: Sequence[str], *, prune: bool = False) -> None:
+    """Fetch `refspecs` from `url` into the store repository (only missing objects move).
+
+    With `prune`, tracking refs that the refspecs' patterns cover and the remote no longer
+    has are deleted, so one fetch both updates and lists what the remote holds.
+    """
+    if refspecs:
+        args = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"]
+        if prune:
+            args.append("--prune")
+        _network([*args, url, *refspecs], store_repo, url)
+
+
+def push(store_repo: Path, url: str, updates: Mapping[str, tuple[str, str | None]]) -> None:
+    """Update remote refs atomically: ref → (new id, the id it must still have, or None if new).
+
+    The expected old value makes the push a compare-and-set: a ref someone else moved since we
+    read it fails the whole push with RemoteMovedError instead of losing their work.
+    """
+    if not updates:
+        return
+    args = ["push", "--atomic", "--quiet", "--no-verify"]
+    for ref, (_new, old) in sorted(updates.items()):
+        args.append(f"--force-with-lease={ref}:{old or ''}")
+    args.append(url)
+    # no "+" on the refspecs: a forced refspec would override the lease
+    args += [f"{new}:{ref}" for ref, (new, _old) in sorted(updates.items())]
+    try:
+        _network(args, store_repo, url)
+    except NetworkError as exc:
+        text = exc.stderr.lower()
+        if "stale info" in text or "fetch first" in text or "non-fast-forward" in text:
+            raise RemoteMovedError(
+                f"the remote {url} changed while pushing (someone else pushed); "
+                "run `pitstop sync` to merge and push again"
+            ) from exc
+        if any(hint in text for hint in _REFUSED_REF_HINTS):
+            raise RemoteRefusedError(
+                f"the remote {url} refused refs/pitstop/* ({exc}); this host only accepts "
+                "branches and tags, so share checkpoints through another remote "
+                "(`pitstop remote add NAME URL`)"
+            ) from exc
+        raise
+
+
+def _network(args: list[str], store_repo: Path, url: str) -> bytes:
+    """Run a git command that talks to a remote; its failure names the remote."""
+    env = clean_env({"GIT_DIR": str(store_repo)})
+    try:
+        proc = subprocess.run(
+            ["git", *args], env=env, capture_output=True, check=False, umask=0o077
+        )
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed or not on PATH; install git 2.31 or newer") from exc
+    if proc.returncode != 0:
+        lines = [
+            line.strip()
+            for line in proc.stderr.decode(errors="replace").splitlines()
+            if line.strip() and not line.startswith("hint:")
+        ]
+        detail = " / ".join(lines[-3:]) if lines else f"exit code {proc.returncode}"
+        raise NetworkError(f"git {args[0]} to {url} failed: {detail}", "\n".join(lines))
+    return proc.stdout
