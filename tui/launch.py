@@ -1,8 +1,9 @@
 """The `pitstop` entry point: a harness hook takes a fast path, everything else the full CLI.
 
 `pitstop hook claude-code` runs on every tool call an agent makes, so it must start almost as
-fast as Python itself: it loads neither click nor the command modules, only
-`core.harness.hooks`, which opens the store only when there is something to record. Once the
+fast as Python itself: it loads neither click nor the command modules, only the harness's own
+module (`core.harness.claude_code` or `core.harness.codex`), which opens the store only when
+there is something to record. Once the
 answer is written (every write already committed), the process ends with `os._exit`: the store's
 connection is not closed, so SQLite does not checkpoint its WAL on every tool call, and the
 interpreter does not tear down the modules it loaded. Any other command line (and a hook command
@@ -17,7 +18,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from core.harness.hooks import HookReply
+    from core.harness.context import HookReply
 
 _HARNESSES = ("claude-code", "codex")
 
@@ -35,12 +36,16 @@ def _fast_hook(args: list[str]) -> int | None:
             return None
     elif len(rest) > 1 or (rest and rest[0].startswith("-")):
         return None
-    from core.harness.hooks import HookContext, claude_code, codex_notify
+    from core.harness.context import HookContext
 
     context = HookContext(keep_store_open=True)  # closed by the process exit (see main)
     if harness == "claude-code":
+        from core.harness.claude_code import claude_code
+
         reply = claude_code(sys.stdin.buffer.read(), context, event_hint)
     else:
+        from core.harness.codex import codex_notify
+
         payload = rest[0] if rest else sys.stdin.read()
         reply = codex_notify(payload, context)
     return emit_reply(reply)

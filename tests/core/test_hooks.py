@@ -1,4 +1,4 @@
-"""core.harness.hooks in-process: the rule list, command normalisation, the guard's decisions,
+"""core.harness in-process: the rule list, command normalisation, the guard's decisions,
 settings.
 
 The end-to-end recorded session (real processes) is in tests/tui/test_cli_hooks.py.
@@ -15,8 +15,18 @@ import pytest
 
 from core.engine import Engine
 from core.errors import UsageError
-from core.harness import hooks
-from core.harness.hooks import DEFAULT_RULES, HookContext, claude_code, load_rules, match_command
+from core.harness.claude_code import claude_code
+from core.harness.commands import match_command
+from core.harness.context import HookContext, HookReply
+from core.harness.install import (
+    CLAUDE_CODE_EVENTS,
+    HOOK_TIMEOUT_S,
+    install,
+    installed_events,
+    settings_path,
+    uninstall,
+)
+from core.harness.rules import DEFAULT_RULES, Rule, load_rules
 from core.models import ApprovalState, EffectState, TaskStatus
 
 SESSION = "0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9"
@@ -173,11 +183,11 @@ def event(name: str, cwd: Path, **fields: Any) -> bytes:
     return json.dumps(body).encode()
 
 
-def run(raw: bytes) -> hooks.HookReply:
+def run(raw: bytes) -> HookReply:
     return claude_code(raw, HookContext())
 
 
-def denied(reply: hooks.HookReply) -> str:
+def denied(reply: HookReply) -> str:
     assert reply.exit_code == 0
     output = json.loads(reply.stdout)["hookSpecificOutput"]
     assert output["hookEventName"] == "PreToolUse" and output["permissionDecision"] == "deny"
@@ -250,7 +260,7 @@ def test_interrupted_action_becomes_uncertain(repo: Path) -> None:
     run(event("SessionStart", repo))
     config_rules = (
         *(r for r in DEFAULT_RULES if r.name != "docker-push"),
-        hooks.Rule("docker-push", (("docker", "push"),), approval=False),
+        Rule("docker-push", (("docker", "push"),), approval=False),
     )
     context = HookContext(rules=config_rules)
     assert claude_code(event("PreToolUse", repo, command="docker push app:1"), context).stdout == ""
@@ -339,9 +349,9 @@ def test_precompact_checkpoint_and_unknown_events(repo: Path) -> None:
     (repo / "README.md").write_text("# changed\n")
     reply = run(event("PreCompact", repo, trigger="auto"))
     assert reply.exit_code == 0 and reply.recorded[0].startswith("checkpoint ")
-    assert run(event("SomethingNew", repo, extra={"x": 1})) == hooks.HookReply()
+    assert run(event("SomethingNew", repo, extra={"x": 1})) == HookReply()
     non_bash = event("PreToolUse", repo, tool_name="Write", tool_input={"file_path": "/x"})
-    assert run(non_bash) == hooks.HookReply()
+    assert run(non_bash) == HookReply()
 
 
 def test_outside_a_git_repository(tmp_path: Path) -> None:
@@ -374,7 +384,8 @@ def test_hooks_module_loads_no_heavy_library() -> None:
     import subprocess
 
     probe = (
-        "import sys, core.harness.hooks\n"
+        "import sys, core.harness.claude_code, core.harness.codex, core.harness.guard,"
+        " core.harness.tool_results, core.harness.install\n"
         "heavy = ['git', 'sqlite_utils', 'textual', 'rich', 'cryptography', 'zstandard',"
         " 'click', 'core.engine']\n"
         "print([m for m in heavy if m in sys.modules])"
@@ -406,12 +417,14 @@ def test_hook_evidence_commits_once(repo: Path) -> None:
 
 RECORDING_PROBE = """
 import json, sys
-from core.harness.hooks import HookContext, claude_code
+from core.harness.claude_code import claude_code
+from core.harness.context import HookContext
 replies = [claude_code(raw.encode(), HookContext()) for raw in json.loads(sys.argv[1])]
 heavy = ['git', 'sqlite_utils', 'click', 'textual', 'rich', 'tui', 'core.security.identity',
          'core.sharing.remote', 'core.ledger.facts', 'core.restore.validate',
          'core.economics.model', 'core.restore.resume',
-         'dataclasses', 'inspect', 'hyperscan', 'secrets', 'tempfile', 'random']
+         'dataclasses', 'inspect', 'hyperscan', 'secrets', 'tempfile', 'random',
+         'core.harness.install', 'core.harness.codex', 'core.harness.guard']
 print(json.dumps({
     "recorded": [list(reply.recorded) for reply in replies],
     "loaded": [m for m in heavy if m in sys.modules],
@@ -486,11 +499,11 @@ def test_install_merges_and_uninstall_restores(tmp_path: Path) -> None:
     }
     original = json.dumps(theirs, indent=2) + "\n"
     path.write_text(original)
-    added = hooks.install(path)
+    added = install(path)
     assert "PreToolUse" not in added  # already there (shared group): left as it is
-    assert set(added) == {e for e, _ in hooks.CLAUDE_CODE_EVENTS} - {"PreToolUse"}
-    assert hooks.install(path) == []
-    removed = hooks.uninstall(path)
+    assert set(added) == {e for e, _ in CLAUDE_CODE_EVENTS} - {"PreToolUse"}
+    assert install(path) == []
+    removed = uninstall(path)
     assert "PreToolUse" in removed
     data = json.loads(path.read_text())
     assert data == {
@@ -501,25 +514,25 @@ def test_install_merges_and_uninstall_restores(tmp_path: Path) -> None:
         },
         "model": "opus",
     }
-    assert hooks.uninstall(path) == []
+    assert uninstall(path) == []
 
 
 def test_install_into_a_new_file_and_remove_it_all(tmp_path: Path) -> None:
     path = tmp_path / "proj" / ".claude" / "settings.json"
-    assert hooks.installed_events(path) == []
-    hooks.install(path)
-    assert sorted(hooks.installed_events(path)) == sorted(e for e, _ in hooks.CLAUDE_CODE_EVENTS)
+    assert installed_events(path) == []
+    install(path)
+    assert sorted(installed_events(path)) == sorted(e for e, _ in CLAUDE_CODE_EVENTS)
     data = json.loads(path.read_text())
     [group] = data["hooks"]["PreToolUse"]
-    assert group["matcher"] == "Bash" and group["hooks"][0]["timeout"] == hooks.HOOK_TIMEOUT_S
+    assert group["matcher"] == "Bash" and group["hooks"][0]["timeout"] == HOOK_TIMEOUT_S
     assert "matcher" not in data["hooks"]["Stop"][0]
-    hooks.uninstall(path)
+    uninstall(path)
     assert json.loads(path.read_text()) == {}
 
 
 def test_settings_path_scopes(repo: Path, tmp_path: Path) -> None:
     (repo / "src").mkdir(exist_ok=True)
-    assert hooks.settings_path("project", repo / "src") == repo / ".claude" / "settings.json"
-    assert hooks.settings_path("user") == Path.home() / ".claude" / "settings.json"
+    assert settings_path("project", repo / "src") == repo / ".claude" / "settings.json"
+    assert settings_path("user") == Path.home() / ".claude" / "settings.json"
     with pytest.raises(UsageError):
-        hooks.settings_path("global")
+        settings_path("global")

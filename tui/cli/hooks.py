@@ -30,7 +30,8 @@ def hook_claude_code(ctx: Context, event_hint: str | None) -> None:
     Exit 0: go on (a blocked command is a JSON "deny" decision on stdout).
     Exit 2: blocked because Pitstop could not decide (the reason is on stderr).
     """
-    from core.harness.hooks import HookContext, claude_code
+    from core.harness.claude_code import claude_code
+    from core.harness.context import HookContext
     from tui.launch import emit_reply
 
     reply = claude_code(sys.stdin.buffer.read(), HookContext(store=ctx.store), event_hint)
@@ -45,7 +46,8 @@ def hook_codex(ctx: Context, payload: str | None) -> None:
 
     Set `notify = ["pitstop", "hook", "codex"]` in ~/.codex/config.toml.
     """
-    from core.harness.hooks import HookContext, codex_notify
+    from core.harness.codex import codex_notify
+    from core.harness.context import HookContext
     from tui.launch import emit_reply
 
     text = payload if payload is not None else sys.stdin.read()
@@ -88,10 +90,10 @@ def _program() -> str:
 @json_option
 def hook_install(harness: str, scope: str, as_json: bool) -> None:
     """Add Pitstop's hooks to Claude Code's settings, leaving other hooks untouched."""
-    from core.harness import hooks
+    from core.harness.install import install, settings_path
 
-    path = hooks.settings_path(scope)
-    added = hooks.install(path, _program())
+    path = settings_path(scope)
+    added = install(path, _program())
     emit(
         as_json,
         {"harness": harness, "settings": str(path), "added": added},
@@ -109,10 +111,10 @@ def hook_install(harness: str, scope: str, as_json: bool) -> None:
 @json_option
 def hook_uninstall(harness: str, scope: str, as_json: bool) -> None:
     """Remove exactly Pitstop's hooks from Claude Code's settings."""
-    from core.harness import hooks
+    from core.harness.install import settings_path, uninstall
 
-    path = hooks.settings_path(scope)
-    removed = hooks.uninstall(path)
+    path = settings_path(scope)
+    removed = uninstall(path)
     emit(
         as_json,
         {"harness": harness, "settings": str(path), "removed": removed},
@@ -129,14 +131,14 @@ def hook_uninstall(harness: str, scope: str, as_json: bool) -> None:
 @json_option
 def hook_status(harness: str | None, as_json: bool) -> None:
     """Show where Pitstop's hooks are installed."""
-    from core.harness import hooks
+    from core.harness import install as hook_settings
 
     places = []
     if harness in (None, "claude-code"):
         for scope in ("project", "user"):
-            path = hooks.settings_path(scope)
-            events = hooks.installed_events(path) if path.exists() else []
-            missing = [e for e, _ in hooks.CLAUDE_CODE_EVENTS if e not in events]
+            path = hook_settings.settings_path(scope)
+            events = hook_settings.installed_events(path) if path.exists() else []
+            missing = [e for e, _ in hook_settings.CLAUDE_CODE_EVENTS if e not in events]
             places.append(
                 {
                     "harness": "claude-code",
@@ -146,7 +148,7 @@ def hook_status(harness: str | None, as_json: bool) -> None:
                     "missing": missing if events else [],
                 }
             )
-    codex = hooks.codex_notify_installed() if harness in (None, "codex") else None
+    codex = hook_settings.codex_notify_installed() if harness in (None, "codex") else None
     document = {"claude_code": places, "codex_notify": codex}
 
     def human() -> str:

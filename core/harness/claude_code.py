@@ -1,0 +1,190 @@
+"""Claude Code's hook events, turned into Pitstop records (and, before a shell command, a guard).
+
+Nobody types `pitstop checkpoint` in the middle of an agent run, so Claude Code tells Pitstop
+what happens: a session starts (the task and the session are linked), a shell command ran
+(evidence), a turn ended or the context is about to be compacted (a checkpoint), the agent waits
+for its user (the task shows in the inbox). Before a shell command that acts outside the sandbox
+(`git push`, `npm publish`, a deploy…), the hook is a **guard** (`core.harness.guard`).
+
+Two failure policies: an observation that cannot be recorded is reported on stderr and never
+breaks the agent (exit 0); a guard that cannot decide blocks the command with its reason.
+
+This module is on every tool call's path: it imports only the standard library at load time.
+A `PreToolUse` for a command no rule matches is decided without opening the store; the engine
+(SQLite, git, crypto) and the guard and evidence modules load only when something must be
+recorded.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from core.errors import PitstopError
+from core.harness.commands import match_command
+from core.harness.context import (
+    CLAUDE_CODE,
+    HookContext,
+    HookInputError,
+    HookReply,
+    bash_command,
+    block,
+    event_text,
+    fail_open,
+    observed,
+    parse_event,
+    sniff_event,
+)
+from core.harness.sessions import task_for, task_status
+
+# Events whose answer decides whether a tool call runs: they fail closed.
+GUARD_EVENTS = frozenset({"PreToolUse"})
+
+# Notification types (and, for older versions, message texts) that mean "the agent waits for you".
+_WAITING_TYPES = frozenset({"idle_prompt", "permission_prompt", "elicitation_dialog"})
+_WAITING_TEXT = re.compile(
+    r"waiting for your input|needs your permission|needs your attention", re.I
+)
+
+_CHECKPOINT_REASONS = {
+    "Stop": ("turn", "the agent finished a turn"),
+    "SubagentStop": ("turn", "a subagent finished"),
+    "PreCompact": ("milestone", "before the context is compacted"),
+    "SessionEnd": ("interrupt", "the session ended"),
+}
+
+
+def claude_code(raw: bytes, context: HookContext, event_hint: str | None = None) -> HookReply:
+    """Answer one Claude Code hook event (JSON on stdin) in Claude Code's hook protocol."""
+    try:
+        event = parse_event(raw)
+    except HookInputError as exc:
+        name = event_hint or sniff_event(raw)
+        if name in GUARD_EVENTS:
+            return block(f"{exc.message}; the tool call is blocked to be safe")
+        return fail_open(name or "hook event", exc.message)
+    name = event_text(event, "hook_event_name") or event_hint or ""
+    try:
+        return _dispatch(name, event, context)
+    except PitstopError as exc:
+        return _failure(name, exc.message)
+    except Exception as exc:  # an internal error never breaks the agent, nor lets a guard pass
+        return _failure(name, f"internal error ({type(exc).__name__}: {exc})")
+    finally:
+        context.close()
+
+
+def _failure(name: str, message: str) -> HookReply:
+    """A guard that failed blocks its command; any other event fails open."""
+    if name in GUARD_EVENTS:
+        return block(
+            f"cannot decide whether this command may run ({message}); it is blocked to be safe. "
+            "Fix the cause, or run it yourself outside the agent"
+        )
+    return fail_open(name or "hook event", message)
+
+
+def _dispatch(name: str, event: Mapping[str, Any], context: HookContext) -> HookReply:
+    """The handler of one event; events Pitstop does not use get an empty reply."""
+    tool = event_text(event, "tool_name")
+    if name == "PreToolUse":
+        return _pre_tool_use(event, context) if tool == "Bash" else HookReply()
+    if name in ("PostToolUse", "PostToolUseFailure"):
+        if tool != "Bash":
+            return HookReply()
+        from core.harness.tool_results import record_tool_result
+
+        return record_tool_result(event, context, failed=name == "PostToolUseFailure")
+    if name == "SessionStart":
+        return _session_start(event, context)
+    if name in _CHECKPOINT_REASONS:
+        return _checkpoint_event(name, event, context)
+    if name == "Notification":
+        return _notification(event, context)
+    if name == "UserPromptSubmit":
+        return _user_prompt_submit(event, context)
+    return HookReply()  # an event Pitstop does not use: nothing to do
+
+
+def _session_start(event: Mapping[str, Any], context: HookContext) -> HookReply:
+    """Link the session to its task (starting one if needed); the task runs."""
+    task = task_for(context, CLAUDE_CODE, event, link=True)
+    if task is None:
+        return HookReply(
+            0, stderr="pitstop: not in a git repository; this session is not tracked\n"
+        )
+    context.engine(CLAUDE_CODE).set_task_activity(
+        task.id,
+        task_status("running"),
+        f"session started ({event_text(event, 'source') or 'startup'})",
+    )
+    return observed(f"task {task.id}")
+
+
+def _user_prompt_submit(event: Mapping[str, Any], context: HookContext) -> HookReply:
+    """The user answered: the task runs again."""
+    task = task_for(context, CLAUDE_CODE, event)
+    if task is None:
+        return HookReply()
+    context.engine(CLAUDE_CODE).set_task_activity(
+        task.id, task_status("running"), "the user answered the agent"
+    )
+    return observed("running")
+
+
+def _checkpoint_event(name: str, event: Mapping[str, Any], context: HookContext) -> HookReply:
+    """A checkpoint at the end of a turn, before a compaction, or when the session ends."""
+    from core.engine import CheckpointRequest
+    from core.models import CheckpointReason
+
+    task = task_for(context, CLAUDE_CODE, event)
+    if task is None:
+        return HookReply()
+    reason, note = _CHECKPOINT_REASONS[name]
+    detail = event_text(event, "trigger") or event_text(event, "reason")
+    result = context.engine(CLAUDE_CODE).checkpoint(
+        task.id,
+        CheckpointRequest(
+            reason=CheckpointReason(reason),
+            note=f"{note} ({detail})" if detail else note,
+            force=name == "SessionEnd",  # the task must show as paused, even with no change
+        ),
+    )
+    if result.checkpoint is None:
+        return observed(f"skipped: {result.skipped}")
+    return observed(f"checkpoint {result.checkpoint.ref}")
+
+
+def _notification(event: Mapping[str, Any], context: HookContext) -> HookReply:
+    """A notification that the agent waits for its user puts the task in the inbox."""
+    kind = event_text(event, "notification_type")
+    message = event_text(event, "message") or ""
+    if kind not in _WAITING_TYPES and not _WAITING_TEXT.search(message):
+        return HookReply()
+    task = task_for(context, CLAUDE_CODE, event)
+    if task is None:
+        return HookReply()
+    context.engine(CLAUDE_CODE).set_task_activity(
+        task.id, task_status("waiting"), f"the agent waits for its user: {message[:120]}"
+    )
+    return observed("waiting")
+
+
+def _pre_tool_use(event: Mapping[str, Any], context: HookContext) -> HookReply:
+    """Guard a Bash command a rule catches; any other command is Claude Code's own business."""
+    command = bash_command(event)
+    if command is None:
+        raise HookInputError("a Bash PreToolUse event without tool_input.command")
+    found = match_command(command, context.rule_list())
+    if found is None:
+        return HookReply()  # not an action outside the sandbox: Claude Code's own rules apply
+    task = task_for(context, CLAUDE_CODE, event)
+    if task is None:
+        return HookReply(
+            0, stderr="pitstop: not in a git repository; this command is not guarded\n"
+        )
+    from core.harness.guard import guard_command
+
+    engine = context.engine(CLAUDE_CODE)
+    return guard_command(engine, task.id, found, event_text(event, "tool_use_id"))

@@ -1,0 +1,183 @@
+"""Installing Pitstop's hooks into a harness's settings, and reading whether they are there.
+
+Claude Code reads its hooks from `.claude/settings.json` (the project's, or the user's), a file
+people also edit by hand: install and uninstall touch exactly Pitstop's own entries, keep every
+other hook as it was, rewrite the file only when something changed (atomically, keeping its
+mode), and refuse a file they cannot read rather than overwrite it. Codex runs one `notify`
+program from its `config.toml`; Pitstop only reports whether that is `pitstop hook codex`.
+
+Never on a hook's path: only `pitstop hook install|uninstall|status` load it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from core.errors import UsageError
+from core.harness.context import CLAUDE_CODE
+
+# Every Claude Code event `hook install` subscribes to, with its matcher (None: all).
+CLAUDE_CODE_EVENTS: tuple[tuple[str, str | None], ...] = (
+    ("SessionStart", None),
+    ("UserPromptSubmit", None),
+    ("PreToolUse", "Bash"),
+    ("PostToolUse", "Bash"),
+    ("PostToolUseFailure", "Bash"),
+    ("Notification", None),
+    ("Stop", None),
+    ("PreCompact", None),
+    ("SessionEnd", None),
+)
+HOOK_TIMEOUT_S = 60
+
+
+def hook_command(event: str, program: str = "pitstop") -> str:
+    """The command line Claude Code runs for one event."""
+    return f"{program} hook claude-code --event {event}"
+
+
+def is_pitstop_hook(hook: Any) -> bool:
+    """True for a hook entry that Pitstop installed (`… pitstop hook claude-code …`)."""
+    if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
+        return False
+    words = hook["command"].split()
+    return (
+        len(words) >= 3
+        and os.path.basename(words[0]) == "pitstop"
+        and words[1:3] == ["hook", CLAUDE_CODE]
+    )
+
+
+def settings_path(scope: str, project_dir: Path | None = None) -> Path:
+    """`.claude/settings.json` of the project (its git top level) or `~/.claude/settings.json`."""
+    if scope == "user":
+        return Path.home() / ".claude" / "settings.json"
+    if scope != "project":
+        raise UsageError(f"unknown scope {scope!r}: use --project or --user")
+    start = (project_dir or Path.cwd()).absolute()
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate / ".claude" / "settings.json"
+    return start / ".claude" / "settings.json"
+
+
+def _read_settings(path: Path) -> dict[str, Any]:
+    """A settings file's JSON object (empty when absent); a damaged file is refused, untouched."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise UsageError(
+            f"{path} is not valid JSON ({exc}); fix it first, nothing changed"
+        ) from exc
+    if not isinstance(data, dict):
+        raise UsageError(f"{path} does not hold a JSON object; nothing changed")
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values()):
+        raise UsageError(f'{path}: "hooks" is not an object of event lists; nothing changed')
+    return data
+
+
+def _write_settings(path: Path, data: dict[str, Any]) -> None:
+    """Replace the settings file atomically, keeping its permissions."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.pitstop-tmp")
+    temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if path.exists():
+        os.chmod(temporary, path.stat().st_mode & 0o7777)
+    os.replace(temporary, path)
+
+
+def installed_events(path: Path) -> list[str]:
+    """The events for which the settings file runs Pitstop's hook."""
+    data = _read_settings(path)
+    return [
+        event
+        for event, groups in data.get("hooks", {}).items()
+        if any(
+            is_pitstop_hook(hook)
+            for group in groups
+            if isinstance(group, dict)
+            for hook in group.get("hooks", [])
+        )
+    ]
+
+
+def install(path: Path, program: str = "pitstop") -> list[str]:
+    """Add Pitstop's hook to every event it uses, leaving other hooks as they are; idempotent.
+
+    Returns the events added (empty when everything was already installed: the file is then
+    not rewritten).
+    """
+    data = _read_settings(path)
+    present = set(installed_events(path)) if path.exists() else set()
+    added = []
+    hooks: dict[str, Any] = data.setdefault("hooks", {})
+    for event, matcher in CLAUDE_CODE_EVENTS:
+        if event in present:
+            continue
+        group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
+        group["hooks"] = [
+            {"type": "command", "command": hook_command(event, program), "timeout": HOOK_TIMEOUT_S}
+        ]
+        hooks.setdefault(event, []).append(group)
+        added.append(event)
+    if added:
+        _write_settings(path, data)
+    return added
+
+
+def uninstall(path: Path) -> list[str]:
+    """Remove exactly Pitstop's hooks (and the groups and events only they filled); idempotent."""
+    if not path.exists():
+        return []
+    data = _read_settings(path)
+    hooks = data.get("hooks", {})
+    removed = []
+    for event in list(hooks):
+        groups = hooks[event]
+        kept_groups = []
+        for group in groups:
+            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+                kept_groups.append(group)
+                continue
+            kept = [hook for hook in group["hooks"] if not is_pitstop_hook(hook)]
+            if len(kept) == len(group["hooks"]):
+                kept_groups.append(group)
+            elif kept:
+                kept_groups.append({**group, "hooks": kept})
+        if len(kept_groups) != len(groups) or kept_groups != groups:
+            removed.append(event)
+            if kept_groups:
+                hooks[event] = kept_groups
+            else:
+                del hooks[event]
+    if not removed:
+        return []
+    if not hooks:
+        del data["hooks"]
+    _write_settings(path, data)
+    return removed
+
+
+def codex_notify_installed(env: Mapping[str, str] | None = None) -> bool | None:
+    """Whether Codex's `config.toml` runs `pitstop hook codex` as its notify program."""
+    import tomllib
+
+    environment = env if env is not None else os.environ
+    path = Path(environment.get("CODEX_HOME") or Path.home() / ".codex") / "config.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+    notify = data.get("notify")
+    return isinstance(notify, list) and any("pitstop" in str(word) for word in notify[:2])
