@@ -17,7 +17,7 @@ from core.store.db import Database, write_txn
 if TYPE_CHECKING:  # migrations run on sqlite-utils, loaded only when one is pending
     import sqlite_utils
 
-    from core.store import TextKeys
+    from core.store.sealed_text import TextKeys
 
 TextKeysFactory = Callable[[Database], "TextKeys"]
 
@@ -491,9 +491,9 @@ def _ledger_sync(db: sqlite_utils.Database) -> None:
 def _sealed_text(db: sqlite_utils.Database) -> None:
     # Free text (audit reasons, approval actions and reasons, effect targets, checks and notes,
     # resume verdict reasons) is sealed under its task's data key from now on: the columns keep
-    # their names and hold envelopes (BLOBs); `core.store` names them and their items. What a
-    # precondition check found moves to the plain `detail`, which the metrics count.
-    from core import store
+    # their names and hold envelopes (BLOBs); `core.store.sealed_text` names them and their
+    # items. What a precondition check found moves to the plain `detail`, which the metrics count.
+    from core.store.sealed_text import clear_text_rows, record_check_findings, replace_clear_text
 
     plain = Database(db.conn)
     # What the clear text's pages held is zeroed as it is replaced, not left in free space.
@@ -501,8 +501,8 @@ def _sealed_text(db: sqlite_utils.Database) -> None:
     db.execute("PRAGMA secure_delete = ON")
     # The audit log is append-only; this one rewrite puts its text into sealed form.
     db.execute("DROP TRIGGER events_no_update")
-    store.record_check_findings(plain)
-    clear = store.clear_text_rows(plain)
+    record_check_findings(plain)
+    clear = clear_text_rows(plain)
     if clear:
         # Text already stored is sealed when the master key is available. Without it (or for a
         # task keyed by another master) it stays readable as it was; new text is sealed anyway.
@@ -516,7 +516,7 @@ def _sealed_text(db: sqlite_utils.Database) -> None:
             except MasterKeyError:
                 unsealable.add(task_id)
                 continue
-            store.replace_clear_text(plain, table, column, rowid, sealed)
+            replace_clear_text(plain, table, column, rowid, sealed)
     db.execute(
         "CREATE TRIGGER events_no_update BEFORE UPDATE ON events "
         "BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END"

@@ -1,0 +1,161 @@
+"""The `approvals` table: requests, their decisions, and ledger sync's replacements of both.
+
+A decision is written only while the request is still `pending` (ledger sync alone may overrule
+one made elsewhere first); the action and the reason are sealed under the request's number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from core.models import Approval, ApprovalState, Risk
+from core.store.db import Database
+from core.store.filters import where_clause
+from core.store.sealed_text import TextKeys, approval_item, opened_value, sealed_value
+
+
+def _approval_from_row(row: Mapping[str, Any], keys: TextKeys | None) -> Approval:
+    task_id, seq = row["task_id"], row["seq"]
+    return Approval(
+        id=row["id"],
+        task_id=task_id,
+        seq=seq,
+        action=opened_value(keys, task_id, approval_item(seq, "action"), row["action"]),
+        risk=Risk(row["risk"]),
+        state=ApprovalState(row["state"]),
+        requested_by=row["requested_by"],
+        requested_at=row["requested_at"],
+        effect_key=row["effect_key"],
+        expires_at=row["expires_at"],
+        decided_by=row["decided_by"],
+        decided_at=row["decided_at"],
+        reason=opened_value(keys, task_id, approval_item(seq, "reason"), row["reason"]),
+        checkpoint_seq=row["checkpoint_seq"],
+    )
+
+
+def next_approval_seq(db: Database, task_id: str) -> int:
+    """The per-task number the task's next approval request gets."""
+    row = db.execute("SELECT MAX(seq) FROM approvals WHERE task_id = ?", [task_id]).fetchone()
+    return int(row[0] or 0) + 1
+
+
+def insert_approval(db: Database, approval: Approval, keys: TextKeys) -> None:
+    """Record a new approval request (its action sealed)."""
+    db.execute(
+        "INSERT INTO approvals (id, task_id, seq, action, effect_key, risk, state, requested_by, "
+        "requested_at, expires_at, checkpoint_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [approval.id, approval.task_id, approval.seq, *_request_columns(approval, keys)],
+    )
+
+
+def _request_columns(approval: Approval, keys: TextKeys) -> list[Any]:
+    """An approval request's columns from `action` to `checkpoint_seq` (the action sealed)."""
+    return [
+        sealed_value(
+            keys, approval.task_id, approval_item(approval.seq, "action"), approval.action
+        ),
+        approval.effect_key,
+        approval.risk.value,
+        approval.state.value,
+        approval.requested_by,
+        approval.requested_at,
+        approval.expires_at,
+        approval.checkpoint_seq,
+    ]
+
+
+def find_approval(db: Database, approval_id: str, keys: TextKeys | None) -> Approval | None:
+    """The approval with this id, if there is one (text opened with `keys`)."""
+    rows = list(db.query("SELECT * FROM approvals WHERE id = ?", [approval_id]))
+    return _approval_from_row(rows[0], keys) if rows else None
+
+
+def list_approvals(
+    db: Database,
+    task_id: str | None = None,
+    states: tuple[ApprovalState, ...] = (),
+    effect_key: str | None = None,
+    keys: TextKeys | None = None,
+) -> list[Approval]:
+    """Approval requests as stored, oldest first, optionally filtered.
+
+    Their text is opened with `keys`; without (a caller after states only) it shows the marker.
+    """
+    where, params = where_clause({"task_id": task_id, "effect_key": effect_key}, states)
+    rows = db.query(f"SELECT * FROM approvals{where} ORDER BY requested_at, task_id, seq", params)
+    return [_approval_from_row(row, keys) for row in rows]
+
+
+def decide_approval(
+    db: Database,
+    approval_id: str,
+    to_state: ApprovalState,
+    *,
+    decided_by: str | None,
+    decided_at: str,
+    reason: str | None,
+    keys: TextKeys,
+) -> bool:
+    """Move a `pending` approval to its decision (reason sealed); False when not pending."""
+    return _write_decision(
+        db, approval_id, to_state, decided_by, decided_at, reason, keys, only_pending=True
+    )
+
+
+def _write_decision(
+    db: Database,
+    approval_id: str,
+    to_state: ApprovalState,
+    decided_by: str | None,
+    decided_at: str,
+    reason: str | None,
+    keys: TextKeys,
+    *,
+    only_pending: bool,
+) -> bool:
+    """Store an approval's decision, its reason sealed; False when no row was changed."""
+    found = db.execute("SELECT task_id, seq FROM approvals WHERE id = ?", [approval_id]).fetchone()
+    if found is None:
+        return False
+    sql = "UPDATE approvals SET state = ?, decided_by = ?, decided_at = ?, reason = ? WHERE id = ?"
+    params = [
+        to_state.value,
+        decided_by,
+        decided_at,
+        sealed_value(keys, found[0], approval_item(found[1], "reason"), reason),
+        approval_id,
+    ]
+    if only_pending:
+        sql += " AND state = ?"
+        params.append(ApprovalState.PENDING.value)
+    return db.execute(sql, params).rowcount == 1
+
+
+def replace_approval_request(db: Database, approval: Approval, keys: TextKeys) -> bool:
+    """Put another store's request in place of this one's under the same id, undecided (ledger
+    sync only: the same number was given to two different requests)."""
+    cursor = db.execute(
+        "UPDATE approvals SET action = ?, effect_key = ?, risk = ?, state = ?, requested_by = ?, "
+        "requested_at = ?, expires_at = ?, checkpoint_seq = ?, decided_by = NULL, "
+        "decided_at = NULL, reason = NULL WHERE id = ?",
+        [*_request_columns(approval, keys), approval.id],
+    )
+    return cursor.rowcount == 1
+
+
+def overrule_approval(
+    db: Database,
+    approval_id: str,
+    to_state: ApprovalState,
+    *,
+    decided_by: str | None,
+    decided_at: str,
+    reason: str | None,
+    keys: TextKeys,
+) -> bool:
+    """Replace an approval's decision with one made first elsewhere (ledger sync only)."""
+    return _write_decision(
+        db, approval_id, to_state, decided_by, decided_at, reason, keys, only_pending=False
+    )

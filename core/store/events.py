@@ -1,0 +1,127 @@
+"""The `events` table: the append-only audit log (invariant 6), and what metrics count in it.
+
+Events are never updated or deleted (a trigger refuses it), which is what lets a sealed reason be
+bound to the id its row gets under the write lock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from core.models import AuditEvent, Interface
+from core.store.db import Database
+from core.store.sealed_text import TextKeys, event_item, opened_value
+
+
+def add_event(
+    db: Database,
+    *,
+    keys: TextKeys | None,
+    at: str,
+    actor: str,
+    interface: Interface,
+    task_id: str | None,
+    entity: str,
+    entity_id: str,
+    action: str,
+    from_state: str | None = None,
+    to_state: str | None = None,
+    reason: str | None = None,
+    detail: Mapping[str, Any] | None = None,
+    uid: str | None = None,
+) -> None:
+    """Append one audit event (invariant 6); events are never updated.
+
+    `uid` is given only to an event born in another store (ledger sync): NULL means born here.
+
+    A task's reason is sealed with `keys`; an event of no task, or written with `keys=None`
+    (gc's own wording, after it deleted the task's key), keeps Pitstop's own plain text.
+    Must run inside `write_txn()`: the sealed reason is bound to the id the row gets.
+    """
+    columns: dict[str, Any] = {
+        "uid": uid,
+        "at": at,
+        "actor": actor,
+        "interface": interface.value,
+        "task_id": task_id,
+        "entity": entity,
+        "entity_id": entity_id,
+        "action": action,
+        "from_state": from_state,
+        "to_state": to_state,
+        "reason": reason,
+        "detail": json.dumps(dict(detail), sort_keys=True) if detail else None,
+    }
+    if reason and task_id is not None and keys is not None:
+        # Events are never deleted, so under the write lock MAX(id) + 1 is the row's own id.
+        (event_id,) = db.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM events").fetchone()
+        columns["id"] = event_id
+        columns["reason"] = keys.seal_text(task_id, event_item(event_id), reason)
+    db.table("events").insert(columns)
+
+
+def list_events(
+    db: Database, task_id: str | None = None, keys: TextKeys | None = None
+) -> list[AuditEvent]:
+    """Audit events in the order they happened, for one task or the whole store.
+
+    Sealed reasons are opened with `keys` (without: the marker).
+    """
+    sql = "SELECT * FROM events"
+    params: list[Any] = []
+    if task_id is not None:
+        sql += " WHERE task_id = ?"
+        params.append(task_id)
+    rows = db.query(sql + " ORDER BY id", params)
+    return [
+        AuditEvent(
+            id=row["id"],
+            at=row["at"],
+            actor=row["actor"],
+            interface=Interface(row["interface"]),
+            task_id=row["task_id"],
+            entity=row["entity"],
+            entity_id=row["entity_id"],
+            action=row["action"],
+            from_state=row["from_state"],
+            to_state=row["to_state"],
+            reason=opened_value(keys, row["task_id"], event_item(row["id"]), row["reason"]),
+        )
+        for row in rows
+    ]
+
+
+def event_uids(db: Database, task_id: str) -> dict[int, str | None]:
+    """Every audit event of a task: id → the uid it was born with elsewhere (None: born here)."""
+    rows = db.execute("SELECT id, uid FROM events WHERE task_id = ? ORDER BY id", [task_id])
+    return {int(row[0]): row[1] for row in rows.fetchall()}
+
+
+def effect_duplicate_hits(db: Database, task_id: str | None = None) -> int:
+    """Audited moments a side effect was found already done instead of being run again."""
+    # What a check found is kept in the plain `detail`: the reason is sealed.
+    sql = (
+        "SELECT COUNT(*) FROM events WHERE entity = 'effect' AND ("
+        "json_extract(detail, '$.check') = 'already happened' "
+        "OR action IN ('refused', 'already-done', 'duplicate'))"
+    )
+    params: list[Any] = []
+    if task_id is not None:
+        sql += " AND task_id = ?"
+        params.append(task_id)
+    return int(db.execute(sql, params).fetchone()[0])
+
+
+def task_decision_events(db: Database, task_id: str | None = None) -> dict[str, str]:
+    """The latest `accept` / `reject` audit action per task."""
+    sql = (
+        "SELECT task_id, action FROM events "
+        "WHERE entity = 'task' AND action IN ('accept', 'reject')"
+    )
+    params: list[Any] = []
+    if task_id is not None:
+        sql += " AND task_id = ?"
+        params.append(task_id)
+    return {row[0]: row[1] for row in db.execute(sql + " ORDER BY id", params).fetchall()}

@@ -1,0 +1,146 @@
+"""The `tasks` table and its recipients: a task row to a `Task` and back.
+
+A task is what every other table hangs off; its row is read here, and by the dashboard's rollup
+(`task_from_row`), so the mapping of its columns to the model is written once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from core.errors import ConflictError, NotFoundError
+from core.models import Budget, NamedVersion, Task, TaskStatus
+from core.store.db import Database
+
+
+def _named(name: str | None, version: str | None) -> NamedVersion | None:
+    return NamedVersion(name, version) if name else None
+
+
+def task_from_row(row: Mapping[str, Any]) -> Task:
+    return Task(
+        id=row["id"],
+        repo_root=row["repo_root"],
+        store_repo=row["store_repo"],
+        objective=row["objective"],
+        status=TaskStatus(row["status"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        harness=_named(row["harness"], row["harness_version"]),
+        model=_named(row["model"], row["model_version"]),
+        budget=Budget(
+            tokens=row["budget_tokens"], usd=row["budget_usd"], minutes=row["budget_minutes"]
+        ),
+        tokens_used=row["tokens_used"],
+        usd_used=row["usd_used"],
+        credentials=tuple(json.loads(row["credentials"])),
+        approvers=tuple(json.loads(row.get("approvers") or "[]")),
+    )
+
+
+def insert_task(db: Database, task: Task) -> None:
+    """Add a new task; an existing id is refused."""
+    if db.execute("SELECT 1 FROM tasks WHERE id = ?", [task.id]).fetchone():
+        raise ConflictError(
+            f"a task with id {task.id!r} already exists; pick another --id or omit it"
+        )
+    db.table("tasks").insert(
+        {
+            "id": task.id,
+            "repo_root": task.repo_root,
+            "store_repo": task.store_repo,
+            "objective": task.objective,
+            "status": task.status.value,
+            "harness": task.harness.name if task.harness else None,
+            "harness_version": task.harness.version if task.harness else None,
+            "model": task.model.name if task.model else None,
+            "model_version": task.model.version if task.model else None,
+            "budget_tokens": task.budget.tokens,
+            "budget_usd": task.budget.usd,
+            "budget_minutes": task.budget.minutes,
+            "tokens_used": task.tokens_used,
+            "usd_used": task.usd_used,
+            "credentials": json.dumps(list(task.credentials)),
+            "approvers": json.dumps(list(task.approvers)),
+            "created_at": task.created_at,
+            "updated_at": task.updated_at,
+        }
+    )
+
+
+def get_task(db: Database, task_id: str) -> Task:
+    """The task with this id, or a NotFoundError naming it."""
+    rows = list(db.query("SELECT * FROM tasks WHERE id = ?", [task_id]))
+    if not rows:
+        raise NotFoundError(f"no task {task_id!r} in this store; `pitstop task list` shows them")
+    return task_from_row(rows[0])
+
+
+def list_tasks(db: Database, statuses: tuple[TaskStatus, ...] = ()) -> list[Task]:
+    """Tasks, most recently updated first, optionally only those with the given statuses."""
+    if statuses:
+        marks = ", ".join("?" for _ in statuses)
+        rows = db.query(
+            f"SELECT * FROM tasks WHERE status IN ({marks}) ORDER BY updated_at DESC",
+            [s.value for s in statuses],
+        )
+    else:
+        rows = db.query("SELECT * FROM tasks ORDER BY updated_at DESC")
+    return [task_from_row(row) for row in rows]
+
+
+def task_ids(db: Database) -> set[str]:
+    """Every task id in the store (to pick a fresh generated id)."""
+    return {row[0] for row in db.execute("SELECT id FROM tasks").fetchall()}
+
+
+def update_task(db: Database, task_id: str, **changes: Any) -> None:
+    """Change task columns by model field name (status, tokens_used, usd_used, updated_at)."""
+    columns = {
+        key: (value.value if isinstance(value, TaskStatus) else value)
+        for key, value in changes.items()
+    }
+    db.table("tasks").update(task_id, columns)
+
+
+def task_status_counts(db: Database) -> dict[TaskStatus, int]:
+    """How many tasks have each status (statuses with none are left out); one row fetched."""
+    (counts,) = db.execute(
+        "SELECT json_group_object(status, n) FROM "
+        "(SELECT status, COUNT(*) AS n FROM tasks GROUP BY status)"
+    ).fetchone()
+    return {TaskStatus(status): count for status, count in json.loads(counts or "{}").items()}
+
+
+def task_scope(db: Database, task_id: str) -> str | None:
+    """The store a task's encrypted content is bound to, when it was created elsewhere."""
+    row = db.execute("SELECT origin_store FROM tasks WHERE id = ?", [task_id]).fetchone()
+    return str(row[0]) if row and row[0] else None
+
+
+def set_task_origin(db: Database, task_id: str, origin_store: str) -> None:
+    """Mark a task as fetched: its content stays bound to the store that created it."""
+    db.execute("UPDATE tasks SET origin_store = ? WHERE id = ?", [origin_store, task_id])
+
+
+def list_task_recipients(db: Database, task_id: str) -> list[str]:
+    """A task's recipients (public keys), in the order they were added."""
+    rows = db.execute(
+        "SELECT recipient FROM task_recipients WHERE task_id = ? ORDER BY added_at, rowid",
+        [task_id],
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def add_task_recipient(
+    db: Database, task_id: str, recipient: str, added_at: str, added_by: str
+) -> bool:
+    """Add one recipient to a task; False when it was already there (nothing changes)."""
+    cursor = db.execute(
+        "INSERT OR IGNORE INTO task_recipients (task_id, recipient, added_at, added_by) "
+        "VALUES (?, ?, ?, ?)",
+        [task_id, recipient, added_at, added_by],
+    )
+    return bool(cursor.rowcount)
