@@ -78,3 +78,32 @@ def run_git(
         detail = message[-1] if message else f"exit code {proc.returncode}"
         raise GitError(f"git {args[0]} failed: {detail}")
     return proc.stdout
+
+
+def start_git(
+    args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start a git command in the background, to run beside other work (`finish_git` reads it)."""
+    try:
+        return subprocess.Popen(
+            ["git", *args],
+            cwd=cwd,
+            env=clean_env(env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            umask=0o077,
+        )
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed or not on PATH; install git 2.31 or newer") from exc
+
+
+def finish_git(
+    process: subprocess.Popen[bytes], name: str, ok_codes: Iterable[int] = (0,)
+) -> bytes:
+    """Wait for a git command `start_git` started and return its stdout; an unexpected exit
+    raises GitError naming the command."""
+    out, err = process.communicate()
+    if process.returncode not in tuple(ok_codes):
+        lines = err.decode(errors="replace").strip().splitlines()
+        raise GitError(f"git {name} failed: {lines[-1] if lines else process.returncode}")
+    return out
