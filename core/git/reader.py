@@ -17,7 +17,7 @@ from pathlib import Path
 
 from core.errors import GitError
 from core.git.objects import parse_tree
-from core.git.run import clean_env, run_git
+from core.git.run import run_git, start_git
 
 
 class ObjectReader:
@@ -41,12 +41,8 @@ class ObjectReader:
 
     def _read_batch(self, spec: str) -> tuple[str, bytes] | None:
         if self._process is None:
-            self._process = subprocess.Popen(
-                ["git", "cat-file", "--batch"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                env=clean_env({"GIT_DIR": str(self.store_repo)}),
+            self._process = start_git(
+                ["cat-file", "--batch"], env={"GIT_DIR": str(self.store_repo)}, fed=True
             )
         stdin, stdout = self._process.stdin, self._process.stdout
         assert stdin is not None and stdout is not None

@@ -8,11 +8,10 @@ more than the work. A repository with another ref storage (reftable) is left to 
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from core.git.run import clean_env, run_git
+from core.git.run import run_git, run_git_process
 
 
 def read_ref(store_repo: Path, ref: str) -> str | None:
@@ -102,13 +101,8 @@ def write_ref_file(store_repo: Path, ref: str, oid: str) -> None:
 
 def is_ancestor(store_repo: Path, older: str, newer: str) -> bool:
     """True when `older` is reachable from `newer`."""
-    code = subprocess.run(
-        ["git", "merge-base", "--is-ancestor", older, newer],
-        env=clean_env({"GIT_DIR": str(store_repo)}),
-        capture_output=True,
-        check=False,
-    ).returncode
-    return code == 0
+    process = run_git_process(["merge-base", "--is-ancestor", older, newer], git_dir=store_repo)
+    return process.returncode == 0
 
 
 def first_parent_chain(store_repo: Path, tip: str, stop: Iterable[str] = ()) -> list[str]:

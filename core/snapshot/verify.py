@@ -13,10 +13,9 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from core.errors import GitError
 from core.git.objects import parse_tree
 from core.git.reader import held_objects, read_objects
-from core.git.run import start_git
+from core.git.run import finish_git, start_git
 from core.snapshot.checkpoint import MANIFEST_FILE
 
 
@@ -56,11 +55,8 @@ class TreeWalk:
     def missing(self) -> int:
         """How many objects the store cannot produce (waits for the walk to end)."""
         if self._process is not None:
-            out, err = self._process.communicate()
-            code, self._process = self._process.returncode, None
-            if code not in (0, 128):
-                lines = err.decode(errors="replace").strip().splitlines()
-                raise GitError(f"git rev-list failed: {lines[-1] if lines else code}")
+            process, self._process = self._process, None
+            out = finish_git(process, "rev-list", ok_codes=(0, 128))
             self._missing += sum(1 for line in out.decode().split() if line.startswith("?"))
         return self._missing
 
