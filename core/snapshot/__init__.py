@@ -35,7 +35,6 @@ from core.snapshot.selection import SECRET_NAME_PATTERNS as SECRET_NAME_PATTERNS
 from core.snapshot.selection import SnapshotLimits as SnapshotLimits
 from core.snapshot.source import HeadFacts as HeadFacts
 from core.snapshot.source import Located as Located
-from core.snapshot.source import RepoFacts as RepoFacts
 from core.snapshot.source import SourceRepo as SourceRepo
 from core.snapshot.source import locate as locate
 from core.snapshot.source import repo_facts as repo_facts
@@ -44,5 +43,4 @@ from core.snapshot.source import strip_url_credentials as strip_url_credentials
 from core.snapshot.store_repos import ensure_store_repo as ensure_store_repo
 from core.snapshot.take import Snapshot as Snapshot
 from core.snapshot.take import take_snapshot as take_snapshot
-from core.snapshot.verify import Verification as Verification
 from core.snapshot.verify import verify_checkpoint as verify_checkpoint
