@@ -1,4 +1,5 @@
-"""Running git: one environment that cannot be pointed at another repository, one error type.
+"""Running git: the one place Pitstop's core starts a git process, in one environment that
+cannot be pointed at another repository, with one error type.
 
 A hook runner or a wrapper script may have set `GIT_DIR`, `GIT_INDEX_FILE` or their kin; every
 git process Pitstop starts drops them, so each call reaches exactly the repository it names.
@@ -48,6 +49,9 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+_NO_GIT = "git is not installed or not on PATH; install git 2.31 or newer"
+
+
 def run_git(
     args: Sequence[str],
     *,
@@ -58,11 +62,29 @@ def run_git(
     ok_codes: Iterable[int] = (0,),
 ) -> bytes:
     """Run one git command and return its stdout; any unexpected exit raises GitError."""
+    proc = run_git_process(args, cwd=cwd, git_dir=git_dir, env=env, input=input)
+    if proc.returncode not in tuple(ok_codes):
+        message = proc.stderr.decode(errors="replace").strip().splitlines()
+        detail = message[-1] if message else f"exit code {proc.returncode}"
+        raise GitError(f"git {args[0]} failed: {detail}")
+    return proc.stdout
+
+
+def run_git_process(
+    args: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    git_dir: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run one git command to its end, whatever its exit code: for callers that read the
+    code or all of stderr themselves."""
     full_env = clean_env(env)
     if git_dir is not None:
         full_env["GIT_DIR"] = str(git_dir)
     try:
-        proc = subprocess.run(
+        return subprocess.run(
             ["git", *args],
             cwd=cwd,
             env=full_env,
@@ -72,9 +94,43 @@ def run_git(
             umask=0o077,  # whatever git writes into the store is private (invariant 9)
         )
     except FileNotFoundError as exc:
-        raise GitError("git is not installed or not on PATH; install git 2.31 or newer") from exc
-    if proc.returncode not in tuple(ok_codes):
-        message = proc.stderr.decode(errors="replace").strip().splitlines()
-        detail = message[-1] if message else f"exit code {proc.returncode}"
-        raise GitError(f"git {args[0]} failed: {detail}")
-    return proc.stdout
+        raise GitError(_NO_GIT) from exc
+
+
+def start_git(
+    args: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    fed: bool = False,
+) -> subprocess.Popen[bytes]:
+    """Start a git command in the background, to run beside other work (`finish_git` reads it).
+
+    A `fed` command reads the stdin pipe its caller writes as it goes, for as long as it
+    lives; its stderr is dropped, since nothing reads it until the end and a full pipe would
+    stall it.
+    """
+    try:
+        return subprocess.Popen(
+            ["git", *args],
+            cwd=cwd,
+            env=clean_env(env),
+            stdin=subprocess.PIPE if fed else None,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL if fed else subprocess.PIPE,
+            umask=0o077,
+        )
+    except FileNotFoundError as exc:
+        raise GitError(_NO_GIT) from exc
+
+
+def finish_git(
+    process: subprocess.Popen[bytes], name: str, ok_codes: Iterable[int] = (0,)
+) -> bytes:
+    """Wait for a git command `start_git` started and return its stdout; an unexpected exit
+    raises GitError naming the command."""
+    out, err = process.communicate()
+    if process.returncode not in tuple(ok_codes):
+        lines = err.decode(errors="replace").strip().splitlines()
+        raise GitError(f"git {name} failed: {lines[-1] if lines else process.returncode}")
+    return out

@@ -7,12 +7,11 @@ merge, retry) from a host that refuses `refs/pitstop/*` (one clear line) from an
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from core.errors import GitError
-from core.git.run import clean_env
+from core.git.run import run_git_process
 
 # Messages from hosts that refuse refs outside refs/heads and refs/tags (or a hook that does).
 _REFUSED_REF_HINTS = (
@@ -103,13 +102,7 @@ def push(store_repo: Path, url: str, updates: Mapping[str, tuple[str, str | None
 
 def _network(args: list[str], store_repo: Path, url: str) -> bytes:
     """Run a git command that talks to a remote; its failure names the remote."""
-    env = clean_env({"GIT_DIR": str(store_repo)})
-    try:
-        proc = subprocess.run(
-            ["git", *args], env=env, capture_output=True, check=False, umask=0o077
-        )
-    except FileNotFoundError as exc:
-        raise GitError("git is not installed or not on PATH; install git 2.31 or newer") from exc
+    proc = run_git_process(args, git_dir=store_repo)
     if proc.returncode != 0:
         lines = [
             line.strip()

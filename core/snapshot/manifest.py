@@ -15,7 +15,8 @@ from typing import Any
 
 from core.errors import DamagedCheckpointError, SchemaTooNewError
 from core.models import ChangedFile, CheckpointReason, NamedVersion, Task
-from core.snapshot import RepoFacts, Snapshot
+from core.snapshot.source import RepoFacts
+from core.snapshot.take import Snapshot
 from core.store import MANIFEST_SCHEMA
 
 HEADER_SCHEMA = "pitstop.checkpoint/1"

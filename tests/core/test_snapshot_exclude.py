@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from core import snapshot
 from core.engine import CheckpointRequest, Engine
 from core.models import Checkpoint
+from core.snapshot.patterns import matches_any
 
 PRIVATE_KEY = (
     "-----BEGIN RSA PRIVATE KEY-----\n"
@@ -201,4 +202,4 @@ def test_name_patterns_match_as_fnmatch_matches_them(name: str) -> None:
         ("*.e?v", "[!.]*", "id_*_*", "**"),
     ):
         expected = any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
-        assert snapshot._matches_any(patterns, name) is expected
+        assert matches_any(patterns, name) is expected

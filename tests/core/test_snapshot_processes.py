@@ -19,8 +19,11 @@ from core import snapshot
 from core.engine import CheckpointRequest, Engine
 from core.errors import DamagedCheckpointError, NotAGitRepoError
 from core.git import plumbing
+from core.git.reader import object_sizes
 from core.git.run import PITSTOP_IDENT
 from core.models import ChangedFile, Checkpoint, CheckpointState
+from core.snapshot import store_repos
+from core.snapshot.source import head_without_upstream
 
 
 @pytest.fixture
@@ -276,10 +279,10 @@ def test_an_object_the_store_failed_to_copy_leaves_the_checkpoint_incomplete(
     def copy_nothing(
         store_repo: Path, source: object, oids: list[str], base_commit: object = None
     ) -> tuple[int, int]:
-        sizes = snapshot._object_sizes(store_repo, oids)
+        sizes = object_sizes(store_repo, oids)
         return 0, sum(1 for size in sizes.values() if size is None)
 
-    monkeypatch.setattr(snapshot, "_copy_missing_objects", copy_nothing)
+    monkeypatch.setattr(store_repos, "copy_missing_objects", copy_nothing)
     with pytest.raises(DamagedCheckpointError, match="missing from the store"):
         engine.checkpoint("t1", CheckpointRequest(force=True))
     latest = engine.list_checkpoints("t1")[-1]
@@ -416,8 +419,8 @@ def test_a_reftable_heads_stub_is_not_read_as_a_branch(repo: Path) -> None:
     commit = git(repo, "rev-parse", "HEAD").strip()
     tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
     head = source.git_dir / "HEAD"
-    assert snapshot._head_without_upstream(source, commit=commit, tree=tree) == (
+    assert head_without_upstream(source, commit=commit, tree=tree) == (
         snapshot.HeadFacts(commit, tree, "main")
     )
     head.write_text("ref: refs/heads/.invalid\n")
-    assert snapshot._head_without_upstream(source, commit=commit, tree=tree) is None
+    assert head_without_upstream(source, commit=commit, tree=tree) is None

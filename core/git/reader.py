@@ -1,0 +1,238 @@
+"""Reading a store repository's objects: one `cat-file` process for a whole operation.
+
+A ledger holds thousands of small files and a checkpoint reads back what it just wrote; a git
+process per read would dominate push, fetch and every hook checkpoint. Loose objects are read
+from their files; everything else goes through one `cat-file --batch` kept open for the
+operation (`session()`).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import subprocess
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from core.errors import GitError
+from core.git.objects import parse_tree
+from core.git.run import run_git, start_git
+
+
+class ObjectReader:
+    """Reads a store repository's objects for a whole operation.
+
+    A loose object (what a checkpoint just wrote, and what it reads back: commits, manifests,
+    the trees of the previous checkpoint) is read straight from its file; anything else (a
+    packed object, a missing one, a revision this reader does not parse) goes to one `git
+    cat-file --batch`, started on first need and kept open: a round trip on a pipe per read
+    instead of a git process. A checkpoint whose objects are all loose starts no reader process.
+    """
+
+    def __init__(self, store_repo: Path) -> None:
+        self.store_repo = store_repo
+        self._objects = store_repo / "objects"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def read(self, spec: str) -> tuple[str, bytes] | None:
+        """An object's type and content, or None when it is missing."""
+        return self._read_loose(spec) or self._read_batch(spec)
+
+    def _read_batch(self, spec: str) -> tuple[str, bytes] | None:
+        if self._process is None:
+            self._process = start_git(
+                ["cat-file", "--batch"], env={"GIT_DIR": str(self.store_repo)}, fed=True
+            )
+        stdin, stdout = self._process.stdin, self._process.stdout
+        assert stdin is not None and stdout is not None
+        stdin.write(spec.encode() + b"\n")
+        stdin.flush()
+        header = stdout.readline().decode().split()
+        if len(header) != 3:  # "<spec> missing" (or ambiguous)
+            return None
+        data = stdout.read(int(header[2]))
+        stdout.read(1)  # the newline after the content
+        return header[1], data
+
+    def _read_loose(self, spec: str) -> tuple[str, bytes] | None:
+        """`ID`, `ID^{tree}` or `ID:PATH` from loose objects only; None: ask `cat-file`."""
+        if spec.endswith("^{tree}"):
+            spec = spec[: -len("^{tree}")] + ":"
+        oid, colon, path = spec.partition(":")
+        found = self._loose(oid)
+        if found is None or not colon:
+            return found
+        if found[0] == "commit":
+            found = (
+                self._loose(found[1][5:45].decode("ascii")) if found[1][:5] == b"tree " else None
+            )
+        for name in filter(None, path.split("/")):
+            if found is None or found[0] != "tree":
+                return None
+            entry = next((e for e in parse_tree(found[1]) if e[1] == name), None)
+            found = self._loose(entry[2]) if entry else None
+        return found if found is not None and (path or found[0] == "tree") else None
+
+    def _loose(self, oid: str) -> tuple[str, bytes] | None:
+        """A loose object by its full SHA-1 id; None when it is not a readable loose object."""
+        if len(oid) != 40 or not all(c in "0123456789abcdef" for c in oid):
+            return None
+        try:
+            with open(self._objects / oid[:2] / oid[2:], "rb") as handle:
+                data = zlib.decompress(handle.read())
+        except (OSError, zlib.error):
+            return None
+        header, nul, body = data.partition(b"\0")
+        kind, _, size = header.decode("ascii", "replace").partition(" ")
+        if not nul or not size.isdigit() or int(size) != len(body):
+            return None
+        return kind, body
+
+    def close(self) -> None:
+        """End the `cat-file` process, if one was started."""
+        if self._process is None:
+            return
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        self._process.wait()
+
+
+_READERS: contextvars.ContextVar[dict[Path, ObjectReader] | None] = contextvars.ContextVar(
+    "pitstop_object_readers", default=None
+)
+
+
+@contextmanager
+def session(store_repo: Path) -> Iterator[None]:
+    """Within the block, reads of `store_repo` share one `cat-file` process."""
+    readers = _READERS.get()
+    if readers is not None and store_repo in readers:
+        yield
+        return
+    reader = ObjectReader(store_repo)
+    token = _READERS.set({**(readers or {}), store_repo: reader})
+    try:
+        yield
+    finally:
+        _READERS.reset(token)
+        reader.close()
+
+
+def session_reader(store_repo: Path) -> ObjectReader | None:
+    """The object reader of the `session()` open on this repository in this context, if any."""
+    readers = _READERS.get()
+    return readers.get(store_repo) if readers else None
+
+
+def in_session(store_repo: Path) -> bool:
+    """True while a `session()` is open on `store_repo` (its reads cost no process)."""
+    return session_reader(store_repo) is not None
+
+
+def read_objects(store_repo: Path, specs: Sequence[str]) -> dict[str, bytes | None]:
+    """Read many objects (ids or `rev:path`); missing ones are None. One `cat-file --batch`
+    (the session's, when one is open)."""
+    if not specs:
+        return {}
+    reader = session_reader(store_repo)
+    if reader is not None:
+        return {spec: (found[1] if (found := reader.read(spec)) else None) for spec in specs}
+    one_off = ObjectReader(store_repo)
+    try:
+        return {spec: (found[1] if (found := one_off.read(spec)) else None) for spec in specs}
+    finally:
+        one_off.close()
+
+
+def has_object(store_repo: Path, oid: str) -> bool:
+    """True when the store repository holds `oid`."""
+    return read_objects(store_repo, [oid]).get(oid) is not None
+
+
+def read_blob(store_repo: Path, commit: str, path: str) -> bytes:
+    """Read one file of a commit's tree (e.g. `pitstop.json` at the top of a checkpoint)."""
+    return run_git(["cat-file", "blob", f"{commit}:{path}"], git_dir=store_repo)
+
+
+def tree_of_commit(store_repo: Path, commit: str) -> str:
+    """The tree id of a commit held in the store's repository."""
+    return run_git(["rev-parse", f"{commit}^{{tree}}"], git_dir=store_repo).decode().strip()
+
+
+def object_sizes(store_repo: Path, oids: Iterable[str]) -> dict[str, int | None]:
+    """Stored (compressed) size of each object the store holds by itself; None when missing."""
+    unique = list(dict.fromkeys(oids))
+    if not unique:
+        return {}
+    out = run_git(
+        ["cat-file", "--batch-check=%(objectname) %(objectsize:disk)"],
+        git_dir=store_repo,
+        input=("\n".join(unique) + "\n").encode(),
+    )
+    sizes: dict[str, int | None] = {}
+    for oid, line in zip(unique, out.decode().splitlines(), strict=True):
+        value = line.rsplit(" ", 1)[-1]
+        sizes[oid] = int(value) if value.isdigit() else None
+    return sizes
+
+
+def held_objects(store_repo: Path, oids: Iterable[str]) -> dict[str, bool]:
+    """Which of `oids` the store's repository holds by itself (no alternates)."""
+    return {oid: size is not None for oid, size in object_sizes(store_repo, oids).items()}
+
+
+def _kind(mode: str) -> str:
+    return {"40000": "tree", "160000": "commit"}.get(mode, "blob")
+
+
+def list_tree(store_repo: Path, rev: str, prefix: str = "") -> dict[str, tuple[str, str]]:
+    """Every entry under `rev` (recursively; only below `prefix` when given): path → (type, id)."""
+    reader = session_reader(store_repo)
+    if reader is None:
+        return _ls_tree(store_repo, rev, prefix)
+    entries: dict[str, tuple[str, str]] = {}
+    start = f"{rev}:{prefix.rstrip('/')}" if prefix else f"{rev}^{{tree}}"
+    pending = [(prefix.rstrip("/") + "/" if prefix else "", start)]
+    while pending:
+        base, spec = pending.pop()
+        found = reader.read(spec)
+        if found is None or found[0] != "tree":
+            continue
+        for mode, name, oid in parse_tree(found[1]):
+            if mode == "40000":
+                pending.append((f"{base}{name}/", oid))
+            else:
+                entries[f"{base}{name}"] = (_kind(mode), oid)
+    return entries
+
+
+def _ls_tree(store_repo: Path, rev: str, prefix: str) -> dict[str, tuple[str, str]]:
+    args = ["ls-tree", "-r", "-z", rev]
+    if prefix:
+        args += ["--", prefix]
+    raw = run_git(args, git_dir=store_repo)
+    entries: dict[str, tuple[str, str]] = {}
+    for item in raw.split(b"\0"):
+        if item:
+            meta, _, path = item.decode().partition("\t")
+            _mode, kind, oid = meta.split()
+            entries[path] = (kind, oid)
+    return entries
+
+
+def top_entries(store_repo: Path, rev: str) -> dict[str, str]:
+    """The top-level entries of a commit's tree: name → id."""
+    reader = session_reader(store_repo)
+    if reader is not None:
+        found = reader.read(f"{rev}^{{tree}}")
+        if found is None:
+            raise GitError(f"{rev[:12]} is not in the store repository")
+        return {name: oid for _mode, name, oid in parse_tree(found[1])}
+    raw = run_git(["ls-tree", "-z", rev], git_dir=store_repo)
+    entries: dict[str, str] = {}
+    for item in raw.split(b"\0"):
+        if item:
+            meta, _, name = item.decode().partition("\t")
+            entries[name] = meta.split()[2]
+    return entries

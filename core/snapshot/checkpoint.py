@@ -1,0 +1,57 @@
+"""A checkpoint in the store's repository: one commit holding the header, the sealed manifest
+and both snapshot trees, and the task's ref pointing at its newest one.
+
+The commit's parents are the task's previous checkpoint and the snapshot's base commit, so the
+store's own history keeps every object a checkpoint needs reachable, and a push sends a chain
+of checkpoints as one pack.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.git.objects import build_tree, commit, loose_object_bytes, write_blobs
+from core.git.refs import write_ref_file
+from core.snapshot.take import Snapshot
+
+# The manifest is stored sealed (AES-GCM under the task's data key); only the header is plain.
+MANIFEST_FILE = "manifest.enc"
+HEADER_FILE = "pitstop.json"
+
+
+def write_checkpoint_commit(
+    store_repo: Path,
+    *,
+    header: bytes,
+    manifest: bytes,
+    snapshot: Snapshot,
+    parent: str | None,
+    message: str,
+    timestamp: str,
+) -> tuple[str, int]:
+    """Store header, manifest and trees as one commit; return its id and the bytes it added.
+
+    The objects are written directly as loose objects in git's own format (the ids `hash-object`,
+    `mktree` and `commit-tree` would give): four git processes fewer per checkpoint.
+    """
+    header_oid, manifest_oid = write_blobs(store_repo, [header, manifest])
+    root = build_tree(
+        store_repo,
+        {},
+        trees={"worktree": snapshot.worktree_tree, "index": snapshot.index_tree},
+        blob_ids={HEADER_FILE: header_oid, MANIFEST_FILE: manifest_oid},
+    )
+    parents = [oid for oid in (parent, snapshot.base_commit) if oid]
+    commit_oid = commit(store_repo, root, parents, message, timestamp)
+    written = (header_oid, manifest_oid, root, commit_oid)
+    return commit_oid, sum(loose_object_bytes(store_repo, oid) for oid in written)
+
+
+def update_checkpoint_ref(store_repo: Path, task_id: str, commit: str) -> None:
+    """Point `refs/pitstop/checkpoints/<task>` at the task's newest checkpoint commit.
+
+    The loose ref is written the way git writes it, sparing an `update-ref` process; callers
+    hold the task's checkpoint lock, so a ref lock file left there can only belong to a writer
+    that was killed mid-update.
+    """
+    write_ref_file(store_repo, f"refs/pitstop/checkpoints/{task_id}", commit)

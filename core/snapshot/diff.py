@@ -1,0 +1,90 @@
+"""Differences between two snapshot trees: which files changed, and the unified diff.
+
+The manifest records each checkpoint's changed files against its base commit; the dashboard and
+`pitstop diff` show the text. Both come from git's own diff with rename detection, run on the
+store's repository.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from core.git.run import run_git
+from core.models import ChangedFile
+
+
+def changed_files(store_repo: Path, old_tree: str, new_tree: str) -> list[ChangedFile]:
+    """Per-path status and line counts between two trees (renames detected).
+
+    One `diff-tree --raw --numstat`: every raw record (`:<modes> <ids> <status>`, then one path,
+    or two for a rename or copy) comes first, then every numstat record.
+    """
+    raw = run_git(
+        ["diff-tree", "-r", "-z", "-M", "--raw", "--numstat", old_tree, new_tree],
+        git_dir=store_repo,
+    )
+    fields = raw.decode("utf-8", errors="surrogateescape").split("\0")
+    statuses, position = _raw_records(fields)
+    counts = _numstat_records(fields, position)
+    result = []
+    for status, old_path, path in statuses:
+        added, deleted = counts.get(path, (None, None))
+        result.append(
+            ChangedFile(
+                path=path, status=status[0], added=added, deleted=deleted, old_path=old_path
+            )
+        )
+    return result
+
+
+def _raw_records(fields: list[str]) -> tuple[list[tuple[str, str | None, str]], int]:
+    """The raw records at the start of `fields` as (status, old path, path), and where the
+    numstat records begin."""
+    statuses: list[tuple[str, str | None, str]] = []
+    position = 0
+    while position < len(fields) and fields[position].startswith(":"):
+        status = fields[position].rsplit(" ", 1)[-1]
+        if status[0] in "RC":
+            statuses.append((status, fields[position + 1], fields[position + 2]))
+            position += 3
+        else:
+            statuses.append((status, None, fields[position + 1]))
+            position += 2
+    return statuses, position
+
+
+def _numstat_records(fields: list[str], position: int) -> dict[str, tuple[int | None, int | None]]:
+    """Lines added and deleted by path from the numstat records (None for a binary file)."""
+    counts: dict[str, tuple[int | None, int | None]] = {}
+    while position < len(fields) and fields[position]:
+        added_text, deleted_text, path = fields[position].split("\t", 2)
+        if not path:  # a rename: old and new names follow as their own fields
+            path = fields[position + 2]
+            position += 3
+        else:
+            position += 1
+        counts[path] = (
+            None if added_text == "-" else int(added_text),
+            None if deleted_text == "-" else int(deleted_text),
+        )
+    return counts
+
+
+def unified_diff(store_repo: Path, old_tree: str, new_tree: str, paths: Sequence[str] = ()) -> str:
+    """A unified diff between two trees; binary files are named, not dumped."""
+    out = run_git(
+        [
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "-M",
+            old_tree,
+            new_tree,
+            "--",
+            *paths,
+        ],
+        git_dir=store_repo,
+    )
+    return out.decode("utf-8", errors="replace")

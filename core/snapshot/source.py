@@ -1,0 +1,274 @@
+"""The user's repository: where it is, and what a snapshot records about it besides its files.
+
+Pitstop never writes to the user's repository (invariant 8); this module only reads it. Every
+harness hook that checkpoints starts here, so the facts are gathered in as few git processes
+as git allows: one `rev-parse` for the repository's paths, HEAD and its upstream, with one
+`git config` read beside it (`locate`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from core.errors import GitError, NotAGitRepoError
+from core.git.objects import EMPTY_TREE
+from core.git.run import run_git, start_git
+from core.snapshot.gitpython_adapter import work_tree_of
+
+# The value types here are named tuples, not frozen dataclasses: immutable all the same, and
+# defined in a fraction of the time (~1.5 ms less for every hook process that takes a snapshot).
+
+
+class SourceRepo(NamedTuple):
+    """A user's git work tree, located once; everything Pitstop must never write to."""
+
+    toplevel: Path
+    git_dir: Path
+    common_dir: Path
+    index_file: Path
+    objects_dir: Path
+
+    @property
+    def store_repo_name(self) -> str:
+        """A stable, readable name for this repository's bare repo inside the store."""
+        digest = hashlib.sha256(str(self.common_dir).encode()).hexdigest()[:12]
+        slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in self.toplevel.name)
+        return f"{slug[:40] or 'repo'}-{digest}.git"
+
+
+class RepoFacts(NamedTuple):
+    """What the manifest records about the source repository besides the snapshot."""
+
+    remotes: tuple[tuple[str, str], ...]
+    upstream: str | None
+    upstream_head: str | None
+
+
+class HeadFacts(NamedTuple):
+    """The base commit, its tree, the branch, and the upstream branch with its head."""
+
+    commit: str | None
+    tree: str
+    branch: str | None
+    upstream: str | None = None
+    upstream_head: str | None = None
+
+
+class Located(NamedTuple):
+    """A work tree located for a snapshot, with what its config and HEAD said meanwhile."""
+
+    source: SourceRepo
+    remotes: tuple[tuple[str, str], ...]
+    any_upstream: bool
+    head: HeadFacts | None  # None: asked again when the snapshot is taken
+
+
+_REPO_FACTS = (
+    "--path-format=absolute",
+    "--show-toplevel",
+    "--git-dir",
+    "--git-common-dir",
+    "--git-path",
+    "index",
+    "--git-path",
+    "objects",
+)
+
+_CONFIG_ARGS = ("config", "-z", "--get-regexp", r"^(remote\..*\.url|branch\..*\.merge)$")
+
+
+def resolve_source_repo(path: str | os.PathLike[str]) -> SourceRepo:
+    """Locate the work tree containing `path`, refusing paths that are not inside one."""
+    candidate = Path(path).expanduser()
+    if not candidate.exists():
+        raise NotAGitRepoError(
+            f"{candidate} does not exist; pass --repo a path inside a git work tree"
+        )
+    if not candidate.is_dir():
+        candidate = candidate.parent
+    try:
+        # Inside a work tree (the common case, and every harness hook's): one git call.
+        lines = run_git(["rev-parse", *_REPO_FACTS], cwd=candidate).decode().splitlines()
+    except GitError:
+        work_tree = work_tree_of(candidate)  # or explains the refusal
+        lines = run_git(["rev-parse", *_REPO_FACTS], cwd=work_tree).decode().splitlines()
+    return _source_from(lines)
+
+
+def locate(path: str | os.PathLike[str]) -> Located:
+    """`resolve_source_repo`, plus the remotes and HEAD a snapshot records, from two git calls
+    run side by side: the config, and one `rev-parse` for the repository's paths, HEAD and its
+    upstream. Without an upstream, that `rev-parse` stops after HEAD's tree; the branch is then
+    read from the repository's HEAD file, as git reads it."""
+    candidate = Path(path).expanduser()
+    if candidate.is_file():
+        candidate = candidate.parent
+    if not candidate.is_dir():
+        return Located(resolve_source_repo(path), (), False, None)  # explains the refusal
+    config = start_git(_CONFIG_ARGS, cwd=candidate, env={})
+    try:
+        args = ["rev-parse", *_REPO_FACTS, *_head_args(upstream=True)]
+        lines = run_git(args, cwd=candidate, ok_codes=(0, 128)).decode().splitlines()
+    finally:
+        out, err = config.communicate()
+    plainly_inside = len(lines) >= 5
+    source = _source_from(lines) if plainly_inside else resolve_source_repo(path)  # or explains
+    if config.returncode not in (0, 1):  # 1: no remote and no upstream configured
+        message = err.decode(errors="replace").strip().splitlines()
+        raise GitError(f"git config failed: {message[-1] if message else config.returncode}")
+    remotes, any_upstream = _parse_config_facts(out)
+    if not plainly_inside:
+        return Located(source, remotes, any_upstream, None)
+    head = _parse_head(lines[5:], upstream=True)
+    if head is None and len(lines) == 7 and not any_upstream:  # HEAD resolved; no upstream
+        head = head_without_upstream(source, commit=lines[5], tree=lines[6])
+    return Located(source, remotes, any_upstream, head)
+
+
+def head_without_upstream(source: SourceRepo, *, commit: str, tree: str) -> HeadFacts | None:
+    """HEAD's facts with the branch read from `HEAD` (`ref: refs/heads/NAME`, or an id when
+    detached); None when that file says something else, or is an old-style symbolic link,
+    which names its branch by where it points (asked through git later)."""
+    head = source.git_dir / "HEAD"
+    try:
+        if head.is_symlink():
+            return None
+        text = head.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if text == "ref: refs/heads/.invalid":  # a reftable repository's stub: HEAD lives elsewhere
+        return None
+    if text.startswith("ref: "):
+        return HeadFacts(commit, tree, _branch_of(text.removeprefix("ref: ").strip()))
+    if text == commit:
+        return HeadFacts(commit, tree, None)
+    return None
+
+
+def _source_from(lines: Sequence[str]) -> SourceRepo:
+    toplevel, git_dir, common_dir, index_file, objects_dir = (Path(line) for line in lines[:5])
+    return SourceRepo(
+        toplevel=toplevel.resolve(),
+        git_dir=git_dir.resolve(),
+        common_dir=common_dir.resolve(),
+        index_file=index_file,
+        objects_dir=objects_dir.resolve(),
+    )
+
+
+def _head_args(*, upstream: bool) -> list[str]:
+    """`rev-parse` arguments for the base commit, its tree and the branch (with `upstream`,
+    the upstream's head and short name too)."""
+    if upstream:  # the upstream's id before the symbolic names: rev-parse has no way back
+        return [
+            "HEAD^{commit}",
+            "HEAD^{tree}",
+            "@{upstream}",
+            "--symbolic-full-name",
+            "HEAD",
+            "--abbrev-ref",
+            "@{upstream}",
+        ]
+    return ["HEAD^{commit}", "HEAD^{tree}", "--symbolic-full-name", "HEAD"]
+
+
+def _parse_head(lines: Sequence[str], *, upstream: bool) -> HeadFacts | None:
+    """What `_head_args` printed, or None when rev-parse stopped short (unborn HEAD, no
+    upstream for this branch, a gone upstream branch)."""
+    if upstream and len(lines) == 5:
+        commit, tree, upstream_head, ref, upstream_name = lines
+        return HeadFacts(commit, tree, _branch_of(ref), upstream_name, upstream_head)
+    if not upstream and len(lines) == 3:
+        commit, tree, ref = lines
+        return HeadFacts(commit, tree, _branch_of(ref))
+    return None
+
+
+def head_facts(source: SourceRepo, *, upstream: bool = False) -> HeadFacts:
+    """Base commit, its tree and the branch name (with `upstream`, the upstream branch and its
+    head too), in one git call; an unborn HEAD or a missing upstream asks again apart."""
+    args = ["rev-parse", *_head_args(upstream=upstream)]
+    lines = run_git(args, cwd=source.toplevel, ok_codes=(0, 128)).decode().splitlines()
+    parsed = _parse_head(lines, upstream=upstream)
+    if parsed is not None:
+        return parsed
+    if upstream and len(lines) == 2:  # HEAD resolved, its upstream did not (none, or gone)
+        head = head_facts(source)
+    else:  # unborn HEAD
+        ref_out = run_git(
+            ["symbolic-ref", "-q", "--short", "HEAD"], cwd=source.toplevel, ok_codes=(0, 1)
+        )
+        head = HeadFacts(None, EMPTY_TREE, ref_out.decode().strip() or None)
+    if not upstream:
+        return head
+    name, oid = _upstream(source)
+    return HeadFacts(head.commit, head.tree, head.branch, name, oid)
+
+
+def _branch_of(ref: str) -> str | None:
+    return ref.removeprefix("refs/heads/") if ref != "HEAD" else None
+
+
+def repo_facts(source: SourceRepo) -> RepoFacts:
+    """Remotes (credentials stripped) and the upstream branch with its head, where known."""
+    remotes, _any_upstream = _config_facts(source.toplevel)
+    upstream, upstream_head = _upstream(source)
+    return RepoFacts(remotes=remotes, upstream=upstream, upstream_head=upstream_head)
+
+
+def _config_facts(cwd: Path) -> tuple[tuple[tuple[str, str], ...], bool]:
+    """The remotes (credentials stripped) and whether any branch has an upstream, from one
+    `git config` read (a branch without `branch.<name>.merge` has no upstream)."""
+    return _parse_config_facts(run_git(_CONFIG_ARGS, cwd=cwd, ok_codes=(0, 1)))
+
+
+def _parse_config_facts(raw: bytes) -> tuple[tuple[tuple[str, str], ...], bool]:
+    """What `git config -z --get-regexp` printed for `_CONFIG_ARGS`."""
+    remotes = []
+    any_upstream = False
+    for item in raw.split(b"\0"):
+        if not item:
+            continue
+        key, _, value = item.decode(errors="replace").partition("\n")
+        if key.startswith("remote.") and key.endswith(".url"):
+            name = key.removeprefix("remote.").removesuffix(".url")
+            remotes.append((name, strip_url_credentials(value)))
+        else:
+            any_upstream = True
+    return tuple(remotes), any_upstream
+
+
+def _upstream(source: SourceRepo) -> tuple[str | None, str | None]:
+    """The upstream branch's short name and head, asked apart (None when there is none)."""
+    upstream = (
+        run_git(
+            ["rev-parse", "-q", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"],
+            cwd=source.toplevel,
+            ok_codes=(0, 1, 128),
+        )
+        .decode()
+        .strip()
+        or None
+    )
+    upstream_head = _rev_parse_optional(source, "@{upstream}") if upstream else None
+    return upstream, upstream_head
+
+
+def _rev_parse_optional(source: SourceRepo, rev: str) -> str | None:
+    out = run_git(["rev-parse", "-q", "--verify", rev], cwd=source.toplevel, ok_codes=(0, 1))
+    return out.decode().strip() or None
+
+
+def strip_url_credentials(url: str) -> str:
+    """Drop `user:password@` from URLs that carry a scheme; ssh `git@host:` users stay."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = authority.rsplit("@", 1)[1]
+    return f"{scheme}://{authority}{slash}{path}"

@@ -1,0 +1,145 @@
+"""The store's own repositories: created once per source repository, holding by themselves
+every object a snapshot needs.
+
+A snapshot is hashed with the user's objects as an alternate; whatever it needs that still
+lives only in the user's repository is copied in afterwards, so a `git gc` there can never
+break a checkpoint (DESIGN §6). The base commit's history is fetched once per repository.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from core.git.objects import GITLINK_MODE, NULL_OID, TREE_MODE
+from core.git.packs import copy_objects, fetch_history
+from core.git.reader import object_sizes, read_objects
+from core.git.run import run_git
+from core.snapshot.gitpython_adapter import init_private_bare_repo
+from core.snapshot.source import SourceRepo
+
+
+def ensure_store_repo(repos_dir: Path, source: SourceRepo) -> Path:
+    """Create (once) and return the store's own bare repository for `source`.
+
+    `pitstop-source` is written last: a repository without it was left half-initialised by a
+    killed process and is completed here (git init and config are idempotent).
+    """
+    path = repos_dir / source.store_repo_name
+    marker = path / "pitstop-source"
+    if marker.exists():
+        return path
+    repos_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with _exclusive(repos_dir / f".{source.store_repo_name}.init-lock"):
+        if marker.exists():  # another process finished it while we waited
+            return path
+        # Holding the init lock with no marker: any lock file here is a killed initialiser's.
+        for stale in path.glob("*.lock"):
+            stale.unlink(missing_ok=True)
+        init_private_bare_repo(path)
+        temp = marker.with_name(f"pitstop-source.{os.getpid()}.tmp")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(str(source.toplevel) + "\n")
+        os.replace(temp, marker)
+    return path
+
+
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock on `lock_path` (released by the OS if we die)."""
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def ensure_base_history(
+    store_repo: Path, source: SourceRepo, base_commit: str, held: bool | None = None
+) -> int:
+    """Fetch the base commit and its history into the store once; return bytes added.
+
+    `held`: whether the store holds the base commit, when the caller already asked. Otherwise
+    it is read through the operation's `cat-file` session when one is open.
+    """
+    if held is None:
+        held = read_objects(store_repo, [base_commit])[base_commit] is not None
+    if held:
+        return 0
+    return fetch_history(store_repo, source.toplevel, base_commit)
+
+
+def new_objects(
+    store_repo: Path, pairs: Sequence[tuple[str, str]], source: SourceRepo
+) -> tuple[list[str], list[tuple[str, str | None]] | None]:
+    """Objects the new tree of each (old, new) pair does not share with the old one, and the
+    files (path, new id or None when gone) that changed in the first pair.
+
+    Blobs and subtrees (gitlinks excluded) plus each new root tree, from one `diff-tree --stdin`.
+    The file changes are None when the output could not be attributed to its pair.
+    """
+    oids = [new for old, new in pairs if old != new]
+    changed_pairs = [index for index, (old, new) in enumerate(pairs) if old != new]
+    changed = [f"{pairs[index][0]} {pairs[index][1]}" for index in changed_pairs]
+    first_changes: list[tuple[str, str | None]] | None = []
+    if not changed:
+        return oids, first_changes
+    # The user's objects are an alternate here: the temporary index's cache may name subtrees
+    # only the user's repository holds; they are copied into the store right after.
+    raw = run_git(
+        ["diff-tree", "--stdin", "-r", "-t", "-z", "--raw", "--no-renames"],
+        git_dir=store_repo,
+        env={"GIT_ALTERNATE_OBJECT_DIRECTORIES": str(source.objects_dir)},
+        input=("\n".join(changed) + "\n").encode(),
+    )
+    fields = raw.split(b"\0")
+    pair = -1
+    position = 0
+    while position < len(fields):
+        # "<old> <new>\n" opens each pair's records; each record is its meta then its path
+        _header, newline, meta = fields[position].rpartition(b"\n")
+        if newline:
+            pair += 1
+        if not meta.startswith(b":"):
+            position += 1
+            continue
+        path = fields[position + 1] if position + 1 < len(fields) else b""
+        position += 2
+        old_mode, new_mode, _old_oid, new_oid, _status = meta[1:].decode().split(" ")
+        if new_oid != NULL_OID and new_mode != GITLINK_MODE:
+            oids.append(new_oid)
+        if first_changes is None or TREE_MODE in (new_mode, old_mode):
+            continue
+        if not 0 <= pair < len(changed_pairs):
+            first_changes = None
+        elif changed_pairs[pair] == 0:
+            name = path.decode("utf-8", "surrogateescape")
+            first_changes.append((name, None if new_oid == NULL_OID else new_oid))
+    return oids, first_changes
+
+
+def copy_missing_objects(
+    store_repo: Path, source: SourceRepo, oids: list[str], base_commit: str | None = None
+) -> tuple[int, int]:
+    """Copy objects only the user's repository holds into the store; return the bytes stored
+    and how many of `oids` the store still lacks afterwards.
+
+    With `base_commit`, the same batch asks whether the store holds it, and its history is
+    fetched when it does not (its bytes counted too).
+    """
+    sizes = object_sizes(store_repo, [*oids, base_commit] if base_commit else oids)
+    fetched = 0
+    if base_commit is not None and sizes.pop(base_commit, None) is None:
+        fetched = ensure_base_history(store_repo, source, base_commit, held=False)
+    missing = [oid for oid, size in sizes.items() if size is None]
+    if not missing:
+        return fetched + sum(size or 0 for size in sizes.values()), 0
+    copy_objects(source.toplevel, store_repo, missing)
+    sizes = object_sizes(store_repo, oids)
+    stored = fetched + sum(size or 0 for size in sizes.values())
+    return stored, sum(1 for size in sizes.values() if size is None)

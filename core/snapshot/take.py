@@ -1,0 +1,204 @@
+"""Taking a snapshot: the exact work tree and staged state of a source repository, written
+into the store's own repository.
+
+git runs in the user's work tree with a temporary index copied from the user's (so stat data
+lets it rehash only changed files), `GIT_OBJECT_DIRECTORY` pointing at the store's objects and
+the user's objects as an alternate: nothing is written into the user's `.git` (invariant 8).
+Afterwards every object the snapshot needs that still lives only in the user's repository is
+copied into the store. Every hook checkpoint runs this, so its git processes are counted
+(`tests/core/test_snapshot_processes.py`).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+import core.snapshot.store_repos as store_repos
+from core.errors import GitError, UsageError
+from core.git.objects import GITLINK_MODE
+from core.git.reader import in_session
+from core.git.run import finish_git, run_git, start_git
+from core.models import LeftOut
+from core.snapshot.lockfiles import lockfiles_after
+from core.snapshot.scratch import scratch_directory
+from core.snapshot.selection import (
+    DEFAULT_LIMITS,
+    STATUS_ARGS,
+    SnapshotLimits,
+    StatusScan,
+    parse_status,
+    select_paths,
+)
+from core.snapshot.source import HeadFacts, Located, RepoFacts, SourceRepo, head_facts
+
+
+class Snapshot(NamedTuple):
+    """The trees of one snapshot, now held entirely by the store's repository."""
+
+    worktree_tree: str
+    index_tree: str
+    base_commit: str | None
+    branch: str | None
+    left_out: tuple[LeftOut, ...]
+    submodules: tuple[tuple[str, str], ...]
+    bytes_added: int
+    base_tree: str | None = None  # the base commit's tree (EMPTY_TREE without one)
+    facts: RepoFacts | None = None  # remotes and upstream, read beside the snapshot (`locate`)
+    # True when every object of both trees is known to be in the store by itself: the
+    # previous trees were verified complete and each object beyond them was checked after
+    # copying. The checkpoint's verification then needs no walk of the whole trees.
+    objects_present: bool = False
+    lockfiles: tuple[tuple[str, str], ...] | None = None  # path → blob id, when derived
+
+
+class _Staged(NamedTuple):
+    """What the first step of a snapshot learnt: the scan, the staged tree and HEAD."""
+
+    scan: StatusScan
+    index_tree: str
+    head: HeadFacts
+    facts: RepoFacts | None
+    base_bytes: int  # the base history fetched now (0 when held, or asked later)
+    ask_base_later: bool  # whether the store holds the base commit is asked with the copy
+
+
+def take_snapshot(
+    source: SourceRepo,
+    store_repo: Path,
+    scratch_dir: Path,
+    limits: SnapshotLimits = DEFAULT_LIMITS,
+    previous_trees: tuple[str, str] | None = None,
+    previous_lockfiles: Mapping[str, str] | None = None,
+    located: Located | None = None,
+) -> Snapshot:
+    """Write the exact working tree and staged state of `source` into `store_repo`.
+
+    `previous_trees` (worktree, index) of the task's last complete checkpoint, every object of
+    which the caller verified the store holds, let the store skip objects it already holds and
+    count only what this snapshot adds; the snapshot then knows its own objects are all present.
+    `previous_lockfiles` (the lockfiles of that worktree tree) let the new tree's lockfiles be
+    derived from the same diff instead of a walk of the whole tree. `located` (from `locate`)
+    spares asking HEAD again and gives the snapshot the repository's remotes and upstream
+    (`Snapshot.facts`); without it they are not read.
+    """
+    scratch_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with scratch_directory(scratch_dir, "snapshot-") as temp:
+        env = _temporary_index_env(source, store_repo, temp / "index")
+        staged = _scan_and_stage(source, store_repo, env, located)
+        include, left_out = select_paths(source, staged.scan, limits)
+        worktree_tree = _write_worktree_tree(source, env, staged.index_tree, include)
+        submodules = (
+            _submodule_commits(source, env, worktree_tree)
+            if (source.toplevel / ".gitmodules").exists()
+            else []
+        )
+    head = staged.head
+    old_worktree, old_index = previous_trees or (head.tree, head.tree)
+    needed, worktree_changes = store_repos.new_objects(
+        store_repo, [(old_worktree, worktree_tree), (old_index, staged.index_tree)], source
+    )
+    copied_bytes, unstored = store_repos.copy_missing_objects(
+        store_repo, source, needed, head.commit if staged.ask_base_later else None
+    )
+    lockfiles = None
+    if previous_trees and previous_lockfiles is not None and worktree_changes is not None:
+        lockfiles = lockfiles_after(previous_lockfiles, worktree_changes)
+    return Snapshot(
+        worktree_tree=worktree_tree,
+        index_tree=staged.index_tree,
+        base_commit=head.commit,
+        branch=head.branch,
+        left_out=tuple(left_out),
+        submodules=tuple(submodules),
+        bytes_added=staged.base_bytes + copied_bytes,
+        base_tree=head.tree,
+        facts=staged.facts,
+        objects_present=previous_trees is not None and unstored == 0,
+        lockfiles=lockfiles,
+    )
+
+
+def _temporary_index_env(source: SourceRepo, store_repo: Path, index: Path) -> dict[str, str]:
+    """git's environment for a snapshot: a copy of the user's index, objects written into the
+    store, the user's objects readable as an alternate."""
+    if source.index_file.exists():
+        shutil.copy2(source.index_file, index)
+    return {
+        "GIT_INDEX_FILE": str(index),
+        "GIT_OBJECT_DIRECTORY": str(store_repo / "objects"),
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(source.objects_dir),
+    }
+
+
+def _scan_and_stage(
+    source: SourceRepo, store_repo: Path, env: Mapping[str, str], located: Located | None
+) -> _Staged:
+    """Scan the work tree with `git status` while HEAD is read, the base history fetched when
+    needed and the staged tree written; refuse unresolved conflicts and a damaged index."""
+    # The directory walk is the slow part: run it while the cheap steps happen beside it.
+    # (Writing the staged tree beside it too gained nothing measurable on two cores.)
+    status = start_git(STATUS_ARGS, cwd=source.toplevel, env=env)
+    try:
+        head, facts = _head_and_facts(source, located)
+        # Whether the store holds the base commit: read through the session when one is
+        # open (no process), else asked in one batch with the snapshot's new objects.
+        ask_base_later = head.commit is not None and not in_session(store_repo)
+        base_bytes = (
+            store_repos.ensure_base_history(store_repo, source, head.commit)
+            if head.commit and not ask_base_later
+            else 0
+        )
+        staged_tree = run_git(["write-tree"], cwd=source.toplevel, env=env, ok_codes=(0, 128))
+    finally:
+        raw_status = finish_git(status, "status")
+    scan = parse_status(raw_status)
+    if scan.unmerged:
+        raise UsageError(
+            f"{source.toplevel} has unresolved merge conflicts ({scan.unmerged[0]}"
+            f"{' and others' if len(scan.unmerged) > 1 else ''}); resolve them, then checkpoint"
+        )
+    index_tree = staged_tree.decode().strip()
+    if not index_tree:
+        raise GitError(f"git write-tree failed in {source.toplevel}; is its index damaged?")
+    return _Staged(scan, index_tree, head, facts, base_bytes, ask_base_later)
+
+
+def _head_and_facts(
+    source: SourceRepo, located: Located | None
+) -> tuple[HeadFacts, RepoFacts | None]:
+    """HEAD's facts (from `located` when it read them), and the remotes and upstream with it."""
+    if located is None:  # the snapshot alone: HEAD, no remotes or upstream
+        return head_facts(source), None
+    head = located.head or head_facts(source, upstream=located.any_upstream)
+    return head, RepoFacts(located.remotes, head.upstream, head.upstream_head)
+
+
+def _write_worktree_tree(
+    source: SourceRepo, env: Mapping[str, str], index_tree: str, include: list[str]
+) -> str:
+    """The work tree's tree: the staged tree with the `include`d paths updated from disk."""
+    if not include:
+        return index_tree
+    run_git(
+        ["update-index", "--add", "--remove", "-z", "--stdin"],
+        cwd=source.toplevel,
+        env=env,
+        input=b"".join(p.encode("utf-8", errors="surrogateescape") + b"\0" for p in include),
+    )
+    return run_git(["write-tree"], cwd=source.toplevel, env=env).decode().strip()
+
+
+def _submodule_commits(
+    source: SourceRepo, env: Mapping[str, str], tree: str
+) -> list[tuple[str, str]]:
+    """The submodules in `tree` and the commits it records for them: (path, commit)."""
+    raw = run_git(["ls-tree", "-r", "-z", tree], cwd=source.toplevel, env=env)
+    result = []
+    for entry in raw.split(b"\0"):
+        if entry.startswith(GITLINK_MODE.encode()):
+            meta, _, path = entry.decode("utf-8", errors="surrogateescape").partition("\t")
+            result.append((path, meta.split()[2]))
+    return result

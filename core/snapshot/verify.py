@@ -1,0 +1,151 @@
+"""Verifying a checkpoint: re-reading it from the store, as a restore would need it.
+
+Every checkpoint is verified before it counts as complete (a checkpoint that cannot be
+restored is marked incomplete, never trusted). The cheap reads go through the operation's
+`cat-file` session; the walk of every object of both trees, the costly part, runs in the
+background while the checkpoint goes on, and is waited for only when its answer is asked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from core.git.objects import parse_tree
+from core.git.reader import held_objects, read_objects
+from core.git.run import finish_git, start_git
+from core.snapshot.checkpoint import MANIFEST_FILE
+
+
+class TreeWalk:
+    """A `git rev-list --objects --missing=print` over some trees, running until asked."""
+
+    def __init__(self, missing: int, process: subprocess.Popen[bytes] | None) -> None:
+        self._missing = missing
+        self._process = process
+
+    @classmethod
+    def start(
+        cls,
+        store_repo: Path,
+        trees: list[str],
+        exclude: Sequence[str] = (),
+        presence: Mapping[str, bool] | None = None,
+    ) -> TreeWalk:
+        """Start walking what `trees` (and not `exclude`) reach; `presence` (tree → held),
+        when the caller already read the trees, spares asking again."""
+        if presence is None or any(tree not in presence for tree in trees):
+            presence = held_objects(store_repo, trees)
+        missing = sum(1 for tree in dict.fromkeys(trees) if not presence[tree])
+        present_trees = [tree for tree in dict.fromkeys(trees) if presence[tree]]
+        if not present_trees:
+            return cls(missing, None)
+        args = [
+            "rev-list",
+            "--objects",
+            "--no-object-names",
+            "--missing=print",
+            *present_trees,
+            *[f"^{tree}" for tree in exclude],
+        ]
+        return cls(missing, start_git(args, cwd=store_repo, env={"GIT_DIR": str(store_repo)}))
+
+    def missing(self) -> int:
+        """How many objects the store cannot produce (waits for the walk to end)."""
+        if self._process is not None:
+            process, self._process = self._process, None
+            out = finish_git(process, "rev-list", ok_codes=(0, 128))
+            self._missing += sum(1 for line in out.decode().split() if line.startswith("?"))
+        return self._missing
+
+
+class Verification:
+    """What `verify_checkpoint` found, its walk of the trees' objects maybe still running."""
+
+    def __init__(self, problems: list[str], missing: int = 0, walk: TreeWalk | None = None) -> None:
+        self._problems = problems
+        self._missing = missing
+        self._walk = walk
+        if walk is None:
+            self._state_missing()
+
+    def problems(self) -> list[str]:
+        """Every problem found (waits for the walk): empty when the checkpoint is sound."""
+        if self._walk is not None:
+            self._missing += self._walk.missing()
+            self._walk = None
+            self._state_missing()
+        return self._problems
+
+    def _state_missing(self) -> None:
+        if self._missing:
+            self._problems.append(
+                f"{self._missing} snapshot object(s) are missing from the store repository"
+            )
+
+
+def verify_checkpoint(
+    store_repo: Path,
+    *,
+    commit: str,
+    worktree_tree: str,
+    index_tree: str,
+    manifest_sha256: str | None,
+    deep: bool = True,
+    objects_present: bool = False,
+) -> Verification:
+    """Re-read a checkpoint from the store; `.problems()` lists every problem found (empty
+    when sound).
+
+    The commit, its root entries, the manifest (by sha256) and both snapshot root trees are
+    read back at once (through the operation's object reader when one is open). `deep` then
+    walks every object of both snapshot trees; without it only what the index tree holds
+    beyond the worktree tree is walked (a restore reads every blob anyway and reports any
+    missing one itself). `objects_present` (the writer checked every object of both trees as
+    it stored them, see `Snapshot.objects_present`) skips the walk. The walk runs in the
+    background until `.problems()` is asked: a checkpoint takes its snapshot meanwhile.
+    """
+    if not (store_repo / "objects").is_dir():
+        return Verification([f"the store repository {store_repo} is missing"])
+    manifest_spec = f"{commit}:{MANIFEST_FILE}"
+    specs = [commit, f"{commit}^{{tree}}", worktree_tree, index_tree]
+    if manifest_sha256 is not None:
+        specs.append(manifest_spec)
+    found = read_objects(store_repo, list(dict.fromkeys(specs)))
+    if found[commit] is None:
+        return Verification(
+            [f"checkpoint commit {commit[:12]} is missing from the store repository"]
+        )
+    problems = _root_problems(found[f"{commit}^{{tree}}"] or b"", worktree_tree, index_tree)
+    if manifest_sha256 is not None:
+        problems += _manifest_problems(found[manifest_spec], manifest_sha256)
+    presence = {tree: found[tree] is not None for tree in (worktree_tree, index_tree)}
+    if objects_present:
+        return Verification(problems, sum(1 for present in presence.values() if not present))
+    if deep:
+        walk = TreeWalk.start(store_repo, [worktree_tree, index_tree], presence=presence)
+    else:  # the restore walks the worktree tree itself; check what only the index holds
+        walk = TreeWalk.start(store_repo, [index_tree], exclude=[worktree_tree], presence=presence)
+    return Verification(problems, walk=walk)
+
+
+def _root_problems(root_tree: bytes, worktree_tree: str, index_tree: str) -> list[str]:
+    """What is wrong with the commit's `worktree/` and `index/` entries."""
+    entries = {name: oid for _mode, name, oid in parse_tree(root_tree)}
+    problems = []
+    if entries.get("worktree") != worktree_tree:
+        problems.append("the commit's worktree/ tree differs from the recorded snapshot tree")
+    if entries.get("index") != index_tree:
+        problems.append("the commit's index/ tree differs from the recorded staged tree")
+    return problems
+
+
+def _manifest_problems(manifest: bytes | None, manifest_sha256: str) -> list[str]:
+    """What is wrong with the stored manifest, against its recorded sha256."""
+    if manifest is None:
+        return [f"{MANIFEST_FILE} cannot be read from the checkpoint commit"]
+    if hashlib.sha256(manifest).hexdigest() != manifest_sha256:
+        return [f"{MANIFEST_FILE} does not match its recorded sha256"]
+    return []
