@@ -33,7 +33,7 @@ from core.errors import (
     UsageError,
 )
 from core.ledger.approvals import parse_approval_id, parse_duration
-from core.ledger.effects import GuardRequest
+from core.ledger.guard import GuardRequest
 from core.models import (
     ApprovalState,
     CheckpointReason,

@@ -34,8 +34,10 @@ from core.errors import (
     PitstopError,
     UsageError,
 )
-from core.ledger import effects
-from core.ledger.effects import EXIT_TIMEOUT, TRANSITIONS, GuardRequest
+from core.ledger import states
+from core.ledger.action import EXIT_TIMEOUT
+from core.ledger.guard import GuardRequest
+from core.ledger.states import TRANSITIONS
 from core.models import EffectState, Interface, TaskStatus
 from core.store.db import open_database
 from core.store.migrations import migrations
@@ -48,7 +50,7 @@ MOVE_TARGETS = (
     EffectState.UNCERTAIN,
 )
 # The oracle: the moves DESIGN §1 and the issue allow, written out independently of
-# core.ledger.effects.
+# core.ledger.states.
 LEGAL = {
     (EffectState.PROPOSED, EffectState.IN_PROGRESS),
     (EffectState.IN_PROGRESS, EffectState.CONFIRMED),
@@ -400,7 +402,7 @@ def test_a_live_guard_holds_the_key(engine: Engine, task_id: str) -> None:
     engine.propose_effect(task_id, "deploy", "deploy")
     engine.move_effect(task_id, "deploy", EffectState.IN_PROGRESS)
     ledger = engine._ledger()
-    with ledger._lock(task_id, "deploy", wait=0.0):  # as a running guard would
+    with ledger.locks.hold(task_id, "deploy", wait=0.0):  # as a running guard would
         assert engine.get_effect(task_id, "deploy").runner_alive
         assert not engine.get_effect(task_id, "deploy").needs_settling
         with pytest.raises(EffectBusyError, match="being run right now"):
@@ -418,8 +420,8 @@ def test_a_live_guard_holds_the_key(engine: Engine, task_id: str) -> None:
 def test_transitions_table_is_the_documented_one() -> None:
     table = {(before, after) for before, nexts in TRANSITIONS.items() for after in nexts}
     assert table == LEGAL
-    assert effects.allowed(EffectState.FAILED, EffectState.IN_PROGRESS)
-    assert not effects.allowed(EffectState.PROPOSED, EffectState.CONFIRMED)
+    assert states.allowed(EffectState.FAILED, EffectState.IN_PROGRESS)
+    assert not states.allowed(EffectState.PROPOSED, EffectState.CONFIRMED)
 
 
 def test_audit_events_cannot_be_deleted(engine: Engine, task_id: str) -> None:
@@ -488,7 +490,7 @@ def test_checkpoint_manifests_carry_the_ledger_and_pending_approvals(
 
 SIGNAL_WHILE_STARTING = """
 import os, signal, subprocess, sys
-from core.ledger import effects
+from core.ledger import action
 
 class SignalledAsItStarts(subprocess.Popen):
     def __init__(self, *args, **kwargs):
@@ -497,7 +499,7 @@ class SignalledAsItStarts(subprocess.Popen):
 
 subprocess.Popen = SignalledAsItStarts
 lock = os.open(os.devnull, os.O_RDONLY)
-result = effects._run_action(["sh", "-c", sys.argv[1]], dict(os.environ), 30, lock, False)
+result = action.run_action(["sh", "-c", sys.argv[1]], dict(os.environ), 30, lock, False)
 print(result.interrupted_by, result.returncode)
 """
 

@@ -421,7 +421,13 @@ from core.harness.claude_code import claude_code
 from core.harness.context import HookContext
 replies = [claude_code(raw.encode(), HookContext()) for raw in json.loads(sys.argv[1])]
 heavy = ['git', 'sqlite_utils', 'click', 'textual', 'rich', 'tui', 'core.security.identity',
-         'core.sharing.remote', 'core.ledger.facts', 'core.restore.validate',
+         'core.sharing', 'core.sharing.remote', 'core.sharing.remotes', 'core.sharing.layout',
+         'core.sharing.tracking', 'core.sharing.sealing', 'core.sharing.adoption',
+         'core.sharing.evidence_transfer', 'core.sharing.checkpoint_export',
+         'core.sharing.checkpoint_import', 'core.sharing.ledger_commit', 'core.sharing.push',
+         'core.sharing.fetch', 'core.sharing.listing', 'core.sharing.sync',
+         'core.ledger.facts', 'core.ledger.fact_format', 'core.ledger.local_facts',
+         'core.ledger.merge', 'core.ledger.apply', 'core.restore.validate',
          'core.economics.model', 'core.restore.resume',
          'dataclasses', 'inspect', 'hyperscan', 'secrets', 'tempfile', 'random',
          'core.harness.install', 'core.harness.codex', 'core.harness.guard']

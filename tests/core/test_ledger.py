@@ -27,22 +27,22 @@ from hypothesis import strategies as st
 from core import clock, store
 from core.engine import Engine
 from core.errors import PitstopError
-from core.ledger import facts as ledger
-from core.ledger.effects import TRANSITIONS
-from core.ledger.facts import (
+from core.ledger.apply import ApplyReport
+from core.ledger.fact_format import (
     DECISION,
     EFFECT,
-    KNOWLEDGE,
     REQUEST,
     SCHEMA,
     Fact,
     LedgerFormatError,
-    derive,
     encode_fact,
     fact_path,
     fact_uid,
     merge_facts,
+    parse_facts,
 )
+from core.ledger.merge import KNOWLEDGE, derive
+from core.ledger.states import TRANSITIONS
 from core.models import ApprovalState, EffectState, Interface
 from core.store.db import write_txn
 
@@ -105,7 +105,7 @@ def make_twin() -> Iterator[Callable[[Engine], Engine]]:
         root.cleanup()
 
 
-def _sync(src: Engine, dst: Engine) -> ledger.ApplyReport:
+def _sync(src: Engine, dst: Engine) -> ApplyReport:
     return dst.apply_ledger(TASK, src.export_ledger(TASK))
 
 
@@ -498,7 +498,7 @@ def test_derive_keeps_the_most_knowledge_and_the_first_decision(
     union = merge_facts(dict([_REQUEST]), merge_facts(a, b))
     view = derive(union)
     assert derive(merge_facts(merge_facts(b, a), dict([_REQUEST]))) == view
-    parsed = ledger.parse_facts(union)
+    parsed = parse_facts(union)
     lost = {c.lost_uid for c in view.conflicts}
     for key, effect in view.effects.items():
         facts = [f for f in parsed if f.kind == EFFECT and f.get("key") == key]

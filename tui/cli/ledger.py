@@ -56,7 +56,7 @@ def _effect_json(item: SideEffect) -> dict[str, Any]:
 
 def _conflict_lines(engine: Any, task_id: str | None, entity: str, entity_id: str) -> list[str]:
     """What ledger sync set aside for one effect or approval (decided differently elsewhere)."""
-    from core.ledger.facts import describe_conflict
+    from core.ledger.merge import describe_conflict
 
     return [
         describe_conflict(record)
@@ -341,7 +341,7 @@ def effect_guard(
     action's stdout is sent to stderr and stdout holds one JSON document about the outcome.
     The action sees PITSTOP_TASK, PITSTOP_EFFECT_KEY and PITSTOP_EFFECT_ATTEMPT.
     """
-    from core.ledger.effects import GuardRequest
+    from core.ledger.guard import GuardRequest
 
     outcome = ctx.engine().guard_effect(
         GuardRequest(

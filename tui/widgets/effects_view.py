@@ -19,7 +19,7 @@ from textual.widgets import Button, DataTable, Static
 
 from core import clock
 from core.errors import PitstopError
-from core.ledger.facts import describe_conflict
+from core.ledger.merge import describe_conflict
 from core.models import EffectState, SideEffect
 from tui.messages import ActionDone, EffectsLoaded, LoadFailed
 from tui.screens.modals import ReasonModal

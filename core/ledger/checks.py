@@ -1,0 +1,108 @@
+"""Precondition checks: a shell command that says whether a side effect already happened.
+
+When an effect was left `in_progress` or `uncertain`, running its action again could do it
+twice; its check decides instead (exit 0: it happened, exit 1: it did not, anything else:
+nobody knows, and an operator settles it). Checks run with the effect named in their
+environment, and their output goes to stderr, never to disk.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Mapping
+from contextlib import suppress
+from enum import StrEnum
+from typing import TYPE_CHECKING, NamedTuple
+
+from core import store
+from core.errors import PitstopError
+from core.models import SideEffect
+
+if TYPE_CHECKING:
+    import subprocess
+
+CHECK_TIMEOUT_S = 60.0
+_KILL_GRACE_S = 5.0
+
+
+class CheckVerdict(StrEnum):
+    """What a precondition check said about whether the action already happened."""
+
+    HAPPENED = "happened"  # exit 0
+    NOT_HAPPENED = "not_happened"  # exit 1
+    UNKNOWN = "unknown"  # anything else: another exit code, a timeout, a check that cannot run
+
+
+class CheckResult(NamedTuple):
+    """One run of a precondition check."""
+
+    verdict: CheckVerdict
+    exit_code: int | None
+    detail: str
+
+
+def effect_env(effect: SideEffect) -> dict[str, str]:
+    """The environment an action or check runs in: ours, plus which effect it is."""
+    env = dict(os.environ)
+    env.update(
+        PITSTOP_TASK=effect.task_id,
+        PITSTOP_EFFECT_KEY=effect.key,
+        PITSTOP_EFFECT_KIND=effect.kind,
+        PITSTOP_EFFECT_ATTEMPT=str(effect.attempts),
+    )
+    if effect.target and effect.target != store.UNREADABLE:
+        env["PITSTOP_EFFECT_TARGET"] = effect.target
+    return env
+
+
+def readable_check(effect: SideEffect, command: str) -> str:
+    """The check to run; a stored one sealed under a key that is not available is refused."""
+    if command == store.UNREADABLE:
+        raise PitstopError(
+            f"the precondition check of side effect {effect.key!r} is encrypted and the key to "
+            "read it is not available; set PITSTOP_KEY to the store's key, or pass --check CMD"
+        )
+    return command
+
+
+def run_check(command: str, env: Mapping[str, str], timeout: float) -> CheckResult:
+    """Run a precondition check with /bin/sh; its output goes to our stderr, never to disk."""
+    import subprocess
+
+    try:
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            stdin=subprocess.DEVNULL,
+            stdout=2,  # keep stdout for the action's own output
+            env=dict(env),
+            process_group=0,
+        )
+    except OSError as exc:
+        return CheckResult(CheckVerdict.UNKNOWN, None, f"the check could not start: {exc}")
+    try:
+        code = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        return CheckResult(CheckVerdict.UNKNOWN, None, f"the check timed out after {timeout:g} s")
+    if code == 0:
+        return CheckResult(CheckVerdict.HAPPENED, 0, "check exit 0")
+    if code == 1:
+        return CheckResult(CheckVerdict.NOT_HAPPENED, 1, "check exit 1")
+    if code < 0:
+        return CheckResult(CheckVerdict.UNKNOWN, code, f"the check was killed by signal {-code}")
+    return CheckResult(CheckVerdict.UNKNOWN, code, f"the check exited {code}")
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a process group: SIGTERM, then SIGKILL after a grace period."""
+    import subprocess
+
+    for sig, grace in ((signal.SIGTERM, _KILL_GRACE_S), (signal.SIGKILL, None)):
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue

@@ -1,0 +1,137 @@
+"""Building the remote commit of each checkpoint: once per checkpoint, remembered after.
+
+A checkpoint's remote commit never changes once built (history never changes under a remote),
+so pushing twice sends nothing, and a checkpoint that has expired here since keeps its commit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core import clock, snapshot, store
+from core.errors import ConflictError
+from core.git import plumbing
+from core.models import Checkpoint, CheckpointState, Task
+from core.sharing.evidence_transfer import export_evidence
+from core.sharing.layout import (
+    CHECKPOINT_FILE,
+    CHECKPOINT_SCHEMA,
+    NOTE_FILE,
+    PACK_FILE,
+    canonical,
+)
+from core.sharing.sealing import seal_json
+from core.store.db import write_txn
+
+if TYPE_CHECKING:
+    from core.session import Session
+
+
+def export_chain(
+    session: Session, store_repo: Path, task: Task, seal_worktree: bool = False
+) -> list[str]:
+    """The remote commits of the task's checkpoints, oldest first, building any not yet built.
+
+    A checkpoint already exported keeps its commit, even if it has expired here since;
+    `seal_worktree` applies to new ones only.
+    """
+    known = store.export_commits(session.db, task.id)
+    present = plumbing.read_objects(store_repo, list(known.values()))  # one process for all
+    chain: list[str] = []
+    for checkpoint in store.list_checkpoints(session.db, task.id):
+        exported = known.get(checkpoint.seq)
+        if exported is not None and present.get(exported) is not None:
+            chain.append(exported)
+            continue
+        if checkpoint.state is not CheckpointState.COMPLETE:
+            continue
+        parent = chain[-1] if chain else None
+        chain.append(
+            export_checkpoint(session, store_repo, task, checkpoint.seq, parent, seal_worktree)
+        )
+    return chain
+
+
+def export_checkpoint(
+    session: Session,
+    store_repo: Path,
+    task: Task,
+    seq: int,
+    parent: str | None,
+    seal_worktree: bool = False,
+) -> str:
+    """Build the remote commit of one local checkpoint (once; later pushes reuse it).
+
+    With `seal_worktree`, the snapshot's objects (those its base commit does not already hold)
+    travel as one sealed pack instead of the plain `worktree/` and `index/` trees.
+    """
+    checkpoint = store.get_checkpoint(session.db, task.id, seq)
+    if checkpoint.commit is None or checkpoint.state is not CheckpointState.COMPLETE:
+        raise ConflictError(f"checkpoint {task.id}@{seq} is not complete; it cannot be pushed")
+    top = plumbing.top_entries(store_repo, checkpoint.commit)
+    files: dict[str, bytes] = {}
+    blobs = {name: top[name] for name in ("pitstop.json", snapshot.MANIFEST_FILE) if name in top}
+    trees: dict[str, str] = {n: top[n] for n in ("worktree", "index") if n in top}
+    if checkpoint.sealed_note:
+        files[NOTE_FILE] = checkpoint.sealed_note
+    content: dict[str, Any] = {"branch": checkpoint.branch}
+    if seal_worktree:
+        pack = plumbing.pack_objects(
+            store_repo, [t for t in trees.values()], exclude=[checkpoint.base_commit or ""]
+        )
+        files[PACK_FILE] = session.keys.seal(task.id, f"remote/checkpoint/{seq}/pack", pack)
+        content.update(worktree_tree=trees.get("worktree"), index_tree=trees.get("index"))
+        trees = {}
+    sealed, _fingerprint = seal_json(session, task.id, f"remote/checkpoint/{seq}", content)
+    evidence_ids = []
+    for item in store.evidence_rows_for_export(session.db, task.id, seq):
+        origin_id = int(item["id"])
+        evidence_ids.append(origin_id)
+        files.update(export_evidence(session, task.id, origin_id, item))
+    files[CHECKPOINT_FILE] = _checkpoint_facts(
+        session, task, checkpoint, seal_worktree, evidence_ids, sealed
+    )
+    tree = plumbing.build_tree(store_repo, files, trees=trees, blob_ids=blobs)
+    parents = [p for p in (parent, checkpoint.base_commit) if p]
+    commit = plumbing.commit(
+        store_repo,
+        tree,
+        parents,
+        f"pitstop checkpoint {task.id}@{seq}",
+        clock.git_timestamp(checkpoint.created_at),
+    )
+    with write_txn(session.db):
+        store.record_export(session.db, task.id, seq, commit)
+    return commit
+
+
+def _checkpoint_facts(
+    session: Session,
+    task: Task,
+    checkpoint: Checkpoint,
+    seal_worktree: bool,
+    evidence_ids: list[int],
+    sealed: str,
+) -> bytes:
+    """The commit's `checkpoint.json`: what a listing shows in clear, and the sealed rest."""
+    return canonical(
+        {
+            "schema": CHECKPOINT_SCHEMA,
+            "task": task.id,
+            "seq": checkpoint.seq,
+            "origin_store": session.keys.scope(task.id),
+            "reason": checkpoint.reason.value,
+            "created_at": checkpoint.created_at,
+            "completed_at": checkpoint.completed_at,
+            "creation_ms": checkpoint.creation_ms,
+            "bytes_added": checkpoint.bytes_added,
+            "changed_count": checkpoint.changed_count,
+            "left_out_count": checkpoint.left_out_count,
+            "manifest_sha256": checkpoint.manifest_sha256,
+            "base_commit": checkpoint.base_commit,
+            "worktree": "sealed" if seal_worktree else "plain",
+            "evidence": evidence_ids,
+            "sealed": sealed,
+        }
+    )

@@ -1,0 +1,211 @@
+"""`pitstop fetch`: bring remote tasks into this store — checkpoints, evidence and ledger.
+
+Idempotent, and a task comes in whole or not at all (one transaction per task). A task whose
+header does not name this operator as a recipient leaves nothing of itself here, not even its
+plain snapshot objects: its checkpoints are fetched only once its ledger says we can read them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, is_dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core import clock, snapshot, store
+from core.errors import GitError, NotFoundError, PitstopError
+from core.git import plumbing
+from core.ledger.facts import apply_facts
+from core.security import identity
+from core.sharing.adoption import adopt_fetched, refresh_task
+from core.sharing.checkpoint_import import import_checkpoints
+from core.sharing.layout import (
+    KEY_FILE,
+    KINDS,
+    PREFIX,
+    TASK_FILE,
+    RemoteFormatError,
+    local_ledger_ref,
+    parse_task_header,
+)
+from core.sharing.ledger_commit import facts_of, read_tree_files
+from core.sharing.remotes import open_store_repo, resolve_url
+from core.sharing.tracking import fetch_task_refs, tracking_root
+from core.store.db import batch_txn, write_txn
+
+if TYPE_CHECKING:
+    from core.session import Session
+
+
+@dataclass
+class FetchResult:
+    """What one fetch brought in, task by task."""
+
+    url: str
+    fetched: dict[str, dict[str, Any]] = field(default_factory=dict)
+    no_key: list[str] = field(default_factory=list)
+    problems: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Tips:
+    """Where a task's refs point after a fetch: the remote's two, and our own ledger."""
+
+    ledger: str
+    checkpoints: str | None
+    local_ledger: str | None
+
+
+def fetch(
+    session: Session,
+    task_ids: Sequence[str] = (),
+    remote: str | None = None,
+    repo: str | os.PathLike[str] | None = None,
+    *,
+    missing_ok: bool = False,
+) -> FetchResult:
+    """Bring remote tasks into this store: checkpoints, evidence and ledger (idempotent).
+
+    One connection: the tasks' refs are fetched by pattern, so the same call says which of
+    them the remote holds. With `missing_ok`, a task the remote lacks is skipped (sync).
+    """
+    if repo is None:
+        local = [t for t in task_ids if t in store.task_ids(session.db)]
+        repo = store.get_task(session.db, local[0]).repo_root if local else "."
+    source, store_repo = open_store_repo(session, repo)
+    url = resolve_url(session, remote, source.toplevel)
+    me = identity.load_identity_or_none()
+    wanted, present, tracked = _fetch_refs(session, store_repo, url, task_ids, me, missing_ok)
+    root = tracking_root(url)
+    result = FetchResult(url=snapshot.strip_url_credentials(url))
+    with plumbing.session(store_repo):  # one cat-file for every read of the fetch
+        for task_id in present:
+            tips = _Tips(
+                ledger=tracked[f"{root}ledger/{task_id}"],
+                checkpoints=tracked.get(f"{root}checkpoints/{task_id}"),
+                local_ledger=tracked.get(local_ledger_ref(task_id)),
+            )
+            refs: dict[str, str] = {}
+            try:
+                with batch_txn(session.db):  # a task comes in whole or not at all, one commit
+                    outcome = _import_task(
+                        session, source, store_repo, url, task_id, me, tips, refs
+                    )
+                plumbing.set_refs(store_repo, refs)
+            except (PitstopError, GitError) as exc:
+                if len(wanted) == 1:
+                    raise
+                result.problems[task_id] = str(exc)
+                continue
+            if outcome is None:
+                result.no_key.append(task_id)
+            else:
+                result.fetched[task_id] = outcome
+    return result
+
+
+def _fetch_refs(
+    session: Session,
+    store_repo: Path,
+    url: str,
+    task_ids: Sequence[str],
+    me: identity.Identity | None,
+    missing_ok: bool,
+) -> tuple[list[str], list[str], dict[str, str]]:
+    """Fetch the refs of the tasks to import: (the tasks asked for, those the remote holds,
+    the store repository's refs after the fetch).
+
+    Tasks this store holds already are readable here: both refs in one connection. Others
+    first by their ledger alone, and their checkpoints only when the header names us.
+    """
+    root = tracking_root(url)
+    local_ids = store.task_ids(session.db)
+    ours = bool(task_ids) and all(t in local_ids for t in task_ids)
+    tracked = fetch_task_refs(store_repo, url, task_ids, KINDS if ours else ("ledger",))
+    available = sorted(
+        ref.removeprefix(f"{root}ledger/") for ref in tracked if ref.startswith(f"{root}ledger/")
+    )
+    wanted = list(task_ids) or available
+    missing = [t for t in wanted if t not in available]
+    if missing and not missing_ok:
+        raise NotFoundError(
+            f"{snapshot.strip_url_credentials(url)} holds no task {missing[0]!r}; "
+            "`pitstop remote list` shows what it holds"
+        )
+    present = [t for t in wanted if t not in missing]
+    if not ours:
+        ledgers = {t: tracked[f"{root}ledger/{t}"] for t in present}
+        readable = {t for t in ledgers if t in local_ids} | _recipient_of(store_repo, ledgers, me)
+        if readable:
+            tracked = fetch_task_refs(store_repo, url, sorted(readable), ("checkpoints",))
+    return wanted, present, tracked
+
+
+def _recipient_of(
+    store_repo: Path, ledgers: Mapping[str, str], me: identity.Identity | None
+) -> set[str]:
+    """The tasks (of task → ledger commit) whose plain header lists `me` as a recipient."""
+    if me is None or not ledgers:
+        return set()
+    raw = plumbing.read_objects(store_repo, [f"{oid}:{TASK_FILE}" for oid in ledgers.values()])
+    return {
+        task_id
+        for task_id, oid in ledgers.items()
+        if me.recipient in parse_task_header(raw.get(f"{oid}:{TASK_FILE}")).get("recipients", [])
+    }
+
+
+def _import_task(
+    session: Session,
+    source: snapshot.SourceRepo,
+    store_repo: Path,
+    url: str,
+    task_id: str,
+    me: identity.Identity | None,
+    tips: _Tips,
+    refs: dict[str, str],
+) -> dict[str, Any] | None:
+    """Import one task; the local refs to move once the import commits are added to `refs`."""
+    files = read_tree_files(store_repo, tips.ledger)
+    header = parse_task_header(files.get(TASK_FILE))
+    if not header or KEY_FILE not in files:
+        raise RemoteFormatError(f"the remote ledger of {task_id} has no task header or key")
+    data_key = identity.unwrap(files[KEY_FILE], me) if me is not None else None
+    if data_key is None:
+        return None
+    origin = str(header["origin_store"])
+    adopted = adopt_fetched(session, source, task_id, header, origin, data_key)
+    imported = 0
+    if tips.checkpoints is not None:
+        imported, newest = import_checkpoints(session, store_repo, task_id, tips.checkpoints)
+        if newest is not None:
+            refs[f"{PREFIX}checkpoints/{task_id}"] = newest
+    applied = apply_facts(session, task_id, facts_of(files))
+    if _ledger_moves_forward(store_repo, tips):
+        refs[local_ledger_ref(task_id)] = tips.ledger
+    now = clock.now_iso()
+    with write_txn(session.db):
+        store.link_remote(session.db, task_id, snapshot.strip_url_credentials(url), fetched_at=now)
+        refresh_task(session, task_id, header)
+        session.record_event(None, "remote", task_id, "fetch", None, None, None, now)
+    return {"adopted": adopted, "checkpoints": imported, "ledger": _describe(applied)}
+
+
+def _ledger_moves_forward(store_repo: Path, tips: _Tips) -> bool:
+    """True when our ledger ref should move to the remote's: ours is none, or behind it."""
+    local = tips.local_ledger
+    if local == tips.ledger:
+        return False
+    if local is None:
+        return True
+    fetched = plumbing.read_objects(store_repo, [tips.ledger])[tips.ledger] or b""
+    return local in plumbing.commit_parents(fetched) or plumbing.is_ancestor(
+        store_repo, local, tips.ledger
+    )
+
+
+def _describe(applied: Any) -> Any:
+    if is_dataclass(applied) and not isinstance(applied, type):
+        return asdict(applied)
+    return applied

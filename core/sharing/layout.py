@@ -1,0 +1,80 @@
+"""What a Pitstop remote holds and where: its refs, file names and schemas (DESIGN §6).
+
+Written down once so that push, fetch and listing agree on every name. Two refs per task:
+
+- `refs/pitstop/checkpoints/<task>`: one commit per checkpoint, first parent the previous one,
+  second parent the base commit. Its tree holds the plain `pitstop.json` header, the sealed
+  manifest and note, `checkpoint.json` (plain listing facts, the rest sealed), the evidence
+  (every blob sealed), and `worktree/` + `index/` — plain source objects, as in the repository
+  itself, so they share objects with it. A checkpoint's remote commit is built once and
+  remembered, so pushing twice sends nothing.
+- `refs/pitstop/ledger/<task>`: append-only commits whose tree is `task.json` (plain header;
+  the objective and other text sealed), `keys/data-key.age` (the task's data key encrypted with
+  age to every recipient) and `facts/` (the ledger of approvals, effects, validations, resumes
+  and audit events, see `core.ledger.facts`). Ledgers merge as a union of facts.
+
+Sealed content is bound to the task's origin store (`TaskKeys.scope`), so blobs travel
+unchanged and open in every store that holds the data key. A store whose operator is not a
+recipient lists the task as `no key` and imports nothing of it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from core.errors import PitstopError
+
+TASK_SCHEMA = "pitstop.remote-task/1"
+CHECKPOINT_SCHEMA = "pitstop.remote-checkpoint/1"
+TASK_FILE = "task.json"
+KEY_FILE = "keys/data-key.age"
+FACTS_DIR = "facts/"
+CHECKPOINT_FILE = "checkpoint.json"
+NOTE_FILE = "note.enc"
+PACK_FILE = "snapshot.pack.enc"
+PREFIX = "refs/pitstop/"
+KINDS = ("checkpoints", "ledger")
+
+
+class RemoteFormatError(PitstopError):
+    """What a remote holds is not something this Pitstop can read."""
+
+
+def checkpoint_ref(task_id: str) -> str:
+    """The remote ref of a task's newest checkpoint."""
+    return f"{PREFIX}checkpoints/{task_id}"
+
+
+def ledger_ref(task_id: str) -> str:
+    """The remote ref of a task's ledger."""
+    return f"{PREFIX}ledger/{task_id}"
+
+
+def local_ledger_ref(task_id: str) -> str:
+    """The ref of a task's last ledger commit in the store's own repository."""
+    return f"{PREFIX}ledger/{task_id}"
+
+
+def canonical(document: Mapping[str, Any]) -> bytes:
+    """A JSON document as the remote stores it: sorted keys, no spaces."""
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+
+
+def parse_task_header(raw: bytes | None) -> dict[str, Any]:
+    """A ledger commit's plain `task.json` (empty for none), or a RemoteFormatError."""
+    if not raw:
+        return {}
+    try:
+        header = json.loads(raw)
+    except ValueError as exc:
+        raise RemoteFormatError("a remote task header is not JSON; the remote is damaged") from exc
+    if not isinstance(header, dict):
+        raise RemoteFormatError("a remote task header is not an object; the remote is damaged")
+    schema = header.get("schema")
+    if schema != TASK_SCHEMA:
+        raise RemoteFormatError(
+            f"a remote task uses schema {schema!r}, not {TASK_SCHEMA!r}; upgrade pitstop"
+        )
+    return header

@@ -1,0 +1,143 @@
+"""`pitstop remote list`, and the last listing kept for the dashboard.
+
+A listing reads refs and plain headers alone: it needs no key and imports nothing, so it
+shows every task on a remote, readable here or not. Each listing is remembered per remote,
+and the dashboard shows the remembered tasks this store does not hold yet without going online.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from core import clock, snapshot, store
+from core.git import plumbing, transport
+from core.security import identity
+from core.sharing.layout import PREFIX, TASK_FILE, parse_task_header
+from core.sharing.remotes import open_store_repo, resolve_url
+from core.sharing.tracking import tracking_root
+from core.store.db import write_txn
+
+if TYPE_CHECKING:
+    from core.session import Session
+
+
+@dataclass(frozen=True)
+class RemoteCheckpoint:
+    """One checkpoint as a remote's plain header lists it."""
+
+    seq: int
+    created_at: str
+    reason: str
+    local: bool
+
+
+@dataclass(frozen=True)
+class RemoteTask:
+    """One task on a remote, from its refs and plain headers alone."""
+
+    task_id: str
+    status: str
+    created_at: str
+    updated_at: str
+    checkpoints: tuple[RemoteCheckpoint, ...]
+    readable: bool
+    local: bool
+    recipients: int
+
+    @property
+    def latest(self) -> RemoteCheckpoint | None:
+        """The newest checkpoint listed, if any."""
+        return self.checkpoints[-1] if self.checkpoints else None
+
+
+def list_remote(
+    session: Session, remote: str | None = None, repo: str | os.PathLike[str] = "."
+) -> tuple[str, list[RemoteTask]]:
+    """Tasks and checkpoints on a remote, from its refs and plain headers alone."""
+    source, store_repo = open_store_repo(session, repo)
+    url = resolve_url(session, remote, source.toplevel)
+    # One connection: fetch every ledger ref (only what moved transfers) and prune the ones
+    # the remote dropped; the tracking refs then say what the remote holds.
+    tracking = f"{tracking_root(url)}ledger/"
+    transport.fetch(store_repo, url, [f"+{PREFIX}ledger/*:{tracking}*"], prune=True)
+    ledgers = {
+        ref.removeprefix(tracking): oid
+        for ref, oid in plumbing.refs_under(store_repo, tracking).items()
+    }
+    raw = plumbing.read_objects(store_repo, [f"{oid}:{TASK_FILE}" for oid in ledgers.values()])
+    me = identity.load_identity_or_none()
+    local_ids = store.task_ids(session.db)
+    listing: list[RemoteTask] = []
+    for task_id, oid in sorted(ledgers.items()):
+        header = parse_task_header(raw.get(f"{oid}:{TASK_FILE}"))
+        if header:
+            listing.append(_remote_task(session, task_id, header, me, local_ids))
+    _remember_listing(session, snapshot.strip_url_credentials(url), listing)
+    return snapshot.strip_url_credentials(url), listing
+
+
+def _remote_task(
+    session: Session,
+    task_id: str,
+    header: dict[str, Any],
+    me: identity.Identity | None,
+    local_ids: set[str],
+) -> RemoteTask:
+    """One listed task from its plain header."""
+    local_seqs: set[int] = set()
+    if task_id in local_ids:
+        local_seqs = {c.seq for c in store.list_checkpoints(session.db, task_id)}
+    checkpoints = tuple(
+        RemoteCheckpoint(
+            seq=int(c["seq"]),
+            created_at=str(c["created_at"]),
+            reason=str(c.get("reason", "")),
+            local=int(c["seq"]) in local_seqs,
+        )
+        for c in header.get("checkpoints", [])
+    )
+    recipients = list(header.get("recipients", []))
+    return RemoteTask(
+        task_id=task_id,
+        status=str(header.get("status", "")),
+        created_at=str(header.get("created_at", "")),
+        updated_at=str(header.get("updated_at", "")),
+        checkpoints=checkpoints,
+        readable=me is not None and me.recipient in recipients,
+        local=task_id in local_ids,
+        recipients=len(recipients),
+    )
+
+
+def _remember_listing(session: Session, url: str, listing: list[RemoteTask]) -> None:
+    now = clock.now_iso()
+    rows = [
+        {
+            "task_id": task.task_id,
+            "status": task.status,
+            "created_at": task.created_at,
+            "updated_at": task.updated_at,
+            "checkpoints": len(task.checkpoints),
+            "latest_seq": task.latest.seq if task.latest else None,
+            "latest_at": task.latest.created_at if task.latest else None,
+            "readable": int(task.readable),
+            "header": json.dumps({"recipients": task.recipients}),
+            "seen_at": now,
+        }
+        for task in listing
+    ]
+    with write_txn(session.db):
+        store.replace_listing(session.db, url, rows)
+
+
+def remote_tasks_for_dashboard(session: Session) -> list[dict[str, Any]]:
+    """Remote tasks from the last listings that are not in this store yet."""
+    local = store.task_ids(session.db)
+    seen: dict[str, dict[str, Any]] = {}
+    for row in store.remote_listing(session.db):
+        if row["task_id"] not in local and row["task_id"] not in seen:
+            seen[row["task_id"]] = row
+    return list(seen.values())
