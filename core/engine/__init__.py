@@ -5,7 +5,9 @@ method. Each use-case lives in its own module below and takes the session as its
 argument, DVC-style, so the facade stays short and a newcomer finds a use-case by its file
 name: `tasks`, `checkpoint` (taking one), `checkpoints` (reading them), `evidence`, `effects`,
 `approvals`, `validate`, `resume`, `sharing`, `harness_sessions`, `measures`, `gc`
-(`retention` holds its rules), `audit`, `store_info`.
+(`retention` holds its rules), `audit`, `store_info`. Three small modules serve several of them:
+`writers` (the per-task checkpoint lock), `ledgers` (the effect ledger and approval book of a
+session) and `leases` (who may resume a task now).
 
 An `Engine` owns one SQLite connection and must stay on the thread that opened it; a worker
 thread opens its own with `Engine.for_thread()`. Every state change runs inside `write_txn()`

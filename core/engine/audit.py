@@ -1,7 +1,7 @@
 """The audit log as callers read it: every state change, oldest first, whoever made it.
 
 Writing happens inside each use-case's transaction (`Session.record_event`); reading is one
-call, so the CLI's `pitstop log` and the dashboard's history show the same trail.
+call, so `pitstop log` and the ledger commands show the same trail.
 """
 
 from __future__ import annotations
