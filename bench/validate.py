@@ -133,15 +133,17 @@ def install_git_profiler(profile: Profile) -> None:
 
 def profiled_validate(engine: Any, ref: str, profile: Profile, offline: bool) -> Any:
     """One validation with phase boundaries: inputs gathered, each finding, stored + audited."""
+    from core.engine import validate as validation
+
     marks: list[tuple[str, float]] = []
-    original_inputs = engine._validation_inputs
+    original_inputs = validation.validation_inputs
 
     def inputs(*a: Any, **k: Any) -> Any:
         result = original_inputs(*a, **k)
         marks.append(("gather inputs (load, verify store, ledger, leases)", time.perf_counter()))
         return result
 
-    engine._validation_inputs = inputs
+    validation.validation_inputs = inputs
     started = time.perf_counter()
     try:
         report = engine.validate(
@@ -150,7 +152,7 @@ def profiled_validate(engine: Any, ref: str, profile: Profile, offline: bool) ->
             progress=lambda f: marks.append((_phase(f.check), time.perf_counter())),
         )
     finally:
-        del engine._validation_inputs
+        validation.validation_inputs = original_inputs
     ended = time.perf_counter()
     previous = started
     seen: collections.Counter[str] = collections.Counter()

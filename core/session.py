@@ -3,7 +3,8 @@
 Every use-case needs the same handful of things — the connection, the keys that seal a task's
 content, the operator's name and interface for the audit log — and the capabilities below the
 engine (sharing, ledger sync) need them too. They take a `Session` rather than the `Engine`
-facade, so nothing below the engine points back up at it. A session is bound to the thread that
+facade, so nothing below the engine points back up at it (the `Engine` is a `Session` with every
+use-case bound to it, so it is passed down as itself). A session is bound to the thread that
 opened it (SQLite connections are not shared between threads); `reopen()` gives another thread
 its own.
 """

@@ -1,4 +1,4 @@
-"""Retention: `pitstop gc` expires checkpoints by policy, never those still waiting on a person.
+"""Retention: what `pitstop gc` expires by policy, never what still waits on a person.
 
 The rules, in the order they are applied to each task (settings from `[retention]`):
 
@@ -19,47 +19,23 @@ Protection always wins over the rules, and is reported:
 - A checkpoint under a live resume lease never expires while the lease lasts.
 
 A protected set that alone exceeds a byte cap is reported as a warning, never silently kept.
-
-Expiring marks a checkpoint `expired` (with an audit event); git history is never rewritten. The
-store repo's `refs/pitstop/checkpoints/<task>` points at a task's newest checkpoint and its first
-parents reach the older ones, so the bytes of expired checkpoints come back only when a task's
-whole chain has expired and its ref is deleted. That happens to finished tasks: once every
-checkpoint of a finished, unheld task has expired, gc **retires** it — deletes its ref, its data
-key (whatever was sealed with it, in this store or in copies elsewhere, becomes unreadable) and
-its evidence output chunks, and marks the task `expired`. Then it prunes the store repositories'
-unreachable objects and vacuums the database. `--dry-run` computes the same plan and changes
-nothing.
+Once every checkpoint of a finished, unheld task expires, the task **retires** (its ref, data
+key and evidence output go). This module only decides: `plan_gc` changes nothing, and
+`core.engine.gc` carries a plan out.
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
-import sqlite3
-import subprocess
-from collections.abc import Iterator, Mapping
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import Any
 
 from core import clock, store
 from core.config import RetentionSettings
-from core.errors import GitError
 from core.ledger.approvals import effective
-from core.models import (
-    ApprovalState,
-    CheckpointState,
-    EffectState,
-    Interface,
-    Task,
-    TaskStatus,
-)
-from core.paths import StorePaths
-from core.store.db import Database, write_txn
+from core.models import ApprovalState, CheckpointState, EffectState, Task, TaskStatus
+from core.store.db import Database
 
-CHECKPOINT_REF_PREFIX = "refs/pitstop/checkpoints/"
 _UNSETTLED = (EffectState.IN_PROGRESS, EffectState.UNCERTAIN)
 
 
@@ -130,67 +106,6 @@ class GcPlan:
         measured after pruning.
         """
         return sum(r.checkpoint_bytes + r.evidence_bytes for r in self.retirements)
-
-
-@dataclass(frozen=True)
-class GcReport:
-    """What a gc run did (or, with `dry_run`, would do)."""
-
-    plan: GcPlan
-    dry_run: bool
-    refs_deleted: tuple[str, ...] = ()
-    repos_pruned: tuple[str, ...] = ()
-    bytes_before: int | None = None
-    bytes_after: int | None = None
-    problems: tuple[str, ...] = field(default=())
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain JSON types."""
-        plan = self.plan
-        return {
-            "dry_run": self.dry_run,
-            "at": plan.at,
-            "expire": [
-                {
-                    "checkpoint": e.ref,
-                    "task": e.task_id,
-                    "seq": e.seq,
-                    "state": e.state.value,
-                    "rule": e.rule,
-                    "reason": e.reason,
-                    "bytes": e.bytes,
-                }
-                for e in plan.expiries
-            ],
-            "protected": [
-                {"checkpoint": p.ref, "task": p.task_id, "seq": p.seq, "rule": p.rule, "why": p.why}
-                for p in plan.protected
-            ],
-            "retire": [
-                {
-                    "task": r.task_id,
-                    "status": r.status.value,
-                    "checkpoint_bytes": r.checkpoint_bytes,
-                    "evidence_chunks": r.evidence_chunks,
-                    "evidence_bytes": r.evidence_bytes,
-                    "delete_key": r.has_key,
-                }
-                for r in plan.retirements
-            ],
-            "warnings": list(plan.warnings),
-            "kept_checkpoints": plan.kept_checkpoints,
-            "kept_bytes": plan.kept_bytes,
-            "expiring_bytes": plan.expiring_bytes,
-            "reclaimable_bytes": plan.reclaimable_bytes,
-            "refs_deleted": list(self.refs_deleted),
-            "repos_pruned": list(self.repos_pruned),
-            "bytes_before": self.bytes_before,
-            "bytes_after": self.bytes_after,
-            "problems": list(self.problems),
-        }
-
-
-# --- planning -------------------------------------------------------------------------------
 
 
 @dataclass
@@ -308,31 +223,12 @@ def _apply_task_rules(
     warnings: list[str],
     leased: Mapping[int, str],
 ) -> None:
+    """Protect, then mark by each task rule in turn; the first rule to mark one names it."""
     complete = [c for c in candidates if c.state is CheckpointState.COMPLETE]
     newest = complete[-1] if complete else None
-    for candidate in candidates:
-        if hold:
-            candidate.protected_by = f"task held: {hold}"
-        elif candidate.seq in leased:
-            candidate.protected_by = leased[candidate.seq]
-        elif candidate is newest and not task.status.is_final:
-            candidate.protected_by = f"newest complete checkpoint of {task.status.value} task"
+    _protect(task, candidates, newest, hold, leased)
     if task.status.is_final:
-        finished_age = now - clock.parse(task.updated_at)
-        for candidate in candidates:
-            if candidate is not newest:
-                _mark(
-                    candidate,
-                    "finished",
-                    f"task is {task.status.value}: only its newest checkpoint is kept",
-                )
-            elif finished_age >= timedelta(days=settings.finished_keep_days):
-                _mark(
-                    candidate,
-                    "finished",
-                    f"task {task.status.value} more than "
-                    f"{_days(settings.finished_keep_days)} ago (retention.finished_keep_days)",
-                )
+        _mark_finished(task, candidates, newest, settings, now)
     ttl = timedelta(days=settings.ttl_days)
     for candidate in candidates:
         if now - candidate.created_at > ttl:
@@ -349,26 +245,74 @@ def _apply_task_rules(
                 "keep_last",
                 f"beyond the newest {settings.keep_last} of its task (retention.keep_last)",
             )
-    cap = settings.max_task_bytes
-    if cap is not None:
-        kept = [c for c in candidates if not (c.rule and not c.protected_by)]
-        total = sum(c.bytes for c in kept)
-        for candidate in kept:  # oldest first
-            if total <= cap:
-                break
-            if candidate.protected_by:
-                continue
+    if settings.max_task_bytes is not None:
+        _apply_task_cap(task, candidates, settings.max_task_bytes, warnings)
+
+
+def _protect(
+    task: Task,
+    candidates: list[_Candidate],
+    newest: _Candidate | None,
+    hold: str | None,
+    leased: Mapping[int, str],
+) -> None:
+    """A held task keeps everything; a leased checkpoint and a live task's newest stay."""
+    for candidate in candidates:
+        if hold:
+            candidate.protected_by = f"task held: {hold}"
+        elif candidate.seq in leased:
+            candidate.protected_by = leased[candidate.seq]
+        elif candidate is newest and not task.status.is_final:
+            candidate.protected_by = f"newest complete checkpoint of {task.status.value} task"
+
+
+def _mark_finished(
+    task: Task,
+    candidates: list[_Candidate],
+    newest: _Candidate | None,
+    settings: RetentionSettings,
+    now: datetime,
+) -> None:
+    """A finished task keeps only its newest checkpoint, and that one for a grace period."""
+    finished_age = now - clock.parse(task.updated_at)
+    for candidate in candidates:
+        if candidate is not newest:
             _mark(
                 candidate,
-                "max_task_bytes",
-                f"task keeps {total} bytes, over retention.max_task_bytes = {cap}",
+                "finished",
+                f"task is {task.status.value}: only its newest checkpoint is kept",
             )
-            total -= candidate.bytes
-        if total > cap:
-            warnings.append(
-                f"task {task.id} keeps {total} bytes, over retention.max_task_bytes = {cap}: "
-                "what remains is protected"
+        elif finished_age >= timedelta(days=settings.finished_keep_days):
+            _mark(
+                candidate,
+                "finished",
+                f"task {task.status.value} more than "
+                f"{_days(settings.finished_keep_days)} ago (retention.finished_keep_days)",
             )
+
+
+def _apply_task_cap(
+    task: Task, candidates: list[_Candidate], cap: int, warnings: list[str]
+) -> None:
+    """The oldest unprotected checkpoints go until what the task keeps fits under its cap."""
+    kept = [c for c in candidates if not (c.rule and not c.protected_by)]
+    total = sum(c.bytes for c in kept)
+    for candidate in kept:  # oldest first
+        if total <= cap:
+            break
+        if candidate.protected_by:
+            continue
+        _mark(
+            candidate,
+            "max_task_bytes",
+            f"task keeps {total} bytes, over retention.max_task_bytes = {cap}",
+        )
+        total -= candidate.bytes
+    if total > cap:
+        warnings.append(
+            f"task {task.id} keeps {total} bytes, over retention.max_task_bytes = {cap}: "
+            "what remains is protected"
+        )
 
 
 def _apply_store_cap(
@@ -428,191 +372,3 @@ def _retirements(
             Retirement(task_id, task.status, checkpoint_bytes, chunks, chunk_bytes, has_key)
         )
     return found
-
-
-# --- applying -------------------------------------------------------------------------------
-
-
-def collect_garbage(
-    db: Database,
-    paths: StorePaths,
-    settings: RetentionSettings,
-    *,
-    actor: str,
-    interface: Interface,
-    dry_run: bool = False,
-    now: datetime | None = None,
-) -> GcReport:
-    """Expire by policy, retire finished chains, prune the store repos and vacuum.
-
-    The plan is made and marked inside one write transaction, so nothing that changes meanwhile
-    (a new approval, a new checkpoint) can slip past the protections. Git and the vacuum run
-    after it commits; a crash between them is harmless, since the next run finds the same refs
-    to delete and the same objects to prune.
-    """
-    if dry_run:
-        return GcReport(plan_gc(db, settings, now), dry_run=True)
-    before = _store_bytes(paths)
-    with write_txn(db):
-        plan = plan_gc(db, settings, now)
-        _record(db, plan, actor, interface)
-    refs_deleted, repos_pruned, problems = _clean_repos(db, paths)
-    try:
-        store.vacuum(db)
-    except sqlite3.Error as exc:  # busy or locked: the space comes back on the next run
-        problems.append(f"database not vacuumed ({exc}); run `pitstop gc` again later")
-    return GcReport(
-        plan,
-        dry_run=False,
-        refs_deleted=tuple(refs_deleted),
-        repos_pruned=tuple(repos_pruned),
-        bytes_before=before,
-        bytes_after=_store_bytes(paths),
-        problems=tuple(problems),
-    )
-
-
-def _record(db: Database, plan: GcPlan, actor: str, interface: Interface) -> None:
-    def event(task_id: str, entity: str, entity_id: str, action: str, *states: Any) -> None:
-        from_state, to_state, reason = states
-        # gc's reasons are its own wording (rules, counts), and a retired task's key is deleted
-        # just before its event: they stay plain rather than raise a fresh key for the task.
-        store.add_event(
-            db,
-            keys=None,
-            at=plan.at,
-            actor=actor,
-            interface=interface,
-            task_id=task_id,
-            entity=entity,
-            entity_id=entity_id,
-            action=action,
-            from_state=from_state,
-            to_state=to_state,
-            reason=reason,
-        )
-
-    for expiry in plan.expiries:
-        if store.expire_checkpoint(db, expiry.task_id, expiry.seq, expiry.state):
-            event(
-                expiry.task_id,
-                "checkpoint",
-                expiry.ref,
-                "expire",
-                expiry.state.value,
-                CheckpointState.EXPIRED.value,
-                f"gc ({expiry.rule}): {expiry.reason}",
-            )
-    for retired in plan.retirements:
-        chunks = store.delete_evidence_chunks(db, retired.task_id)
-        deleted_key = store.delete_wrapped_key(db, retired.task_id)
-        reason = (
-            f"gc: every checkpoint expired; data key {'deleted' if deleted_key else 'absent'}, "
-            f"{chunks} evidence output chunk(s) deleted"
-        )
-        if retired.status is not TaskStatus.EXPIRED:
-            store.update_task(db, retired.task_id, status=TaskStatus.EXPIRED, updated_at=plan.at)
-        event(
-            retired.task_id,
-            "task",
-            retired.task_id,
-            "retire",
-            retired.status.value,
-            TaskStatus.EXPIRED.value,
-            reason,
-        )
-
-
-def _clean_repos(db: Database, paths: StorePaths) -> tuple[list[str], list[str], list[str]]:
-    """Delete the refs of chains with nothing left, then prune every store repository."""
-    refs_deleted: list[str] = []
-    repos_pruned: list[str] = []
-    problems: list[str] = []
-    if not paths.repos.is_dir():
-        return refs_deleted, repos_pruned, problems
-    for repo in sorted(paths.repos.glob("*.git")):
-        if not (repo / "objects").is_dir():
-            continue
-        try:
-            with _repo_writers_locked(db, paths, repo.name):
-                finished = {task.id: task for task in store.list_tasks(db) if task.status.is_final}
-                live_chain = {
-                    row["task_id"]
-                    for row in store.checkpoint_facts(db)
-                    if row["state"]
-                    in (CheckpointState.COMPLETE.value, CheckpointState.WRITING.value)
-                }
-                for task_id in _checkpoint_refs(repo):
-                    if task_id in finished and task_id not in live_chain:
-                        _git(repo, "update-ref", "-d", CHECKPOINT_REF_PREFIX + task_id)
-                        refs_deleted.append(task_id)
-                _git(repo, "repack", "-a", "-d", "-q")
-                _git(repo, "prune", "--expire=now")
-            repos_pruned.append(repo.name)
-        except GitError as exc:
-            problems.append(f"{repo.name}: {exc.message}")
-    return refs_deleted, repos_pruned, problems
-
-
-@contextmanager
-def _repo_writers_locked(db: Database, paths: StorePaths, repo_name: str) -> Iterator[None]:
-    """Hold the checkpoint lock (as `Engine.checkpoint` takes it) of every task using a repo.
-
-    While they are held no checkpoint is between writing its objects and pointing its ref at
-    them, so pruning unreachable objects cannot take a checkpoint's parts. Tasks started while
-    we wait are locked too. Writers hold one lock at a time, so taking many cannot deadlock.
-    """
-    lock_dir = paths.tmp / "locks"
-    lock_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    held: set[str] = set()
-    with ExitStack() as stack:
-        while True:
-            users = {task.id for task in store.list_tasks(db) if task.store_repo == repo_name}
-            missing = sorted(users - held)
-            if not missing:
-                break
-            for task_id in missing:
-                fd = os.open(lock_dir / f"{task_id}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-                stack.callback(os.close, fd)
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                held.add(task_id)
-        yield
-
-
-def _checkpoint_refs(repo: Path) -> list[str]:
-    out = _git(repo, "for-each-ref", "--format=%(refname)", CHECKPOINT_REF_PREFIX)
-    return [line.removeprefix(CHECKPOINT_REF_PREFIX) for line in out.splitlines() if line.strip()]
-
-
-def _git(repo: Path, *args: str) -> str:
-    """Run git against one of the store's bare repositories."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith("GIT_") or key in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM")
-    }
-    env.update(GIT_DIR=str(repo), LC_ALL="C", GIT_TERMINAL_PROMPT="0")
-    try:
-        proc = subprocess.run(["git", *args], env=env, capture_output=True, check=False)
-    except FileNotFoundError as exc:
-        raise GitError("git is not installed or not on PATH; install git 2.31 or newer") from exc
-    if proc.returncode != 0:
-        lines = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise GitError(f"git {args[0]} failed: {lines[-1] if lines else proc.returncode}")
-    return proc.stdout.decode(errors="replace")
-
-
-def _store_bytes(paths: StorePaths) -> int:
-    """Bytes the store occupies on disk: database files and git repositories."""
-    total = 0
-    for root, _dirs, files in os.walk(paths.repos):
-        for name in files:
-            try:
-                total += (Path(root) / name).stat().st_size
-            except OSError:
-                continue
-    for suffix in ("", "-wal", "-shm"):
-        candidate = Path(str(paths.database) + suffix)
-        if candidate.exists():
-            total += candidate.stat().st_size
-    return total

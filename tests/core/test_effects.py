@@ -25,6 +25,7 @@ from hypothesis.stateful import (
 )
 
 from core.engine import Engine
+from core.engine.ledgers import effect_ledger
 from core.errors import (
     ConflictError,
     EffectBusyError,
@@ -401,7 +402,7 @@ def test_effect_check_settles_both_ways_and_refuses_when_it_cannot_tell(
 def test_a_live_guard_holds_the_key(engine: Engine, task_id: str) -> None:
     engine.propose_effect(task_id, "deploy", "deploy")
     engine.move_effect(task_id, "deploy", EffectState.IN_PROGRESS)
-    ledger = engine._ledger()
+    ledger = effect_ledger(engine)
     with ledger.locks.hold(task_id, "deploy", wait=0.0):  # as a running guard would
         assert engine.get_effect(task_id, "deploy").runner_alive
         assert not engine.get_effect(task_id, "deploy").needs_settling

@@ -24,6 +24,7 @@ import pytest
 from corekit import git, init_repo, rewrite_manifests, tree_state
 
 from core.engine import CheckpointRequest, Engine
+from core.engine import resume as resume_usecase
 from core.errors import NotFoundError, ResumeRefusedError, UsageError
 from core.models import Budget, CheckpointReason, EffectState, NamedVersion, TaskStatus
 from core.restore.resume import harness_command
@@ -564,15 +565,16 @@ def test_losing_the_lease_race_after_validation_is_refused_as_blocked(
 ) -> None:
     """Another resume takes the lease between our validation and our lease: exit 4, as always."""
     engine = paused.engine
-    validate = engine.validate
+    validate = resume_usecase.validate
 
-    def validate_then_lose_the_race(*args: Any, **kwargs: Any) -> Any:
-        report = validate(*args, **kwargs)
-        with Engine(actor="bob") as rival:
-            rival.resume(paused.ref, into=tmp_path / "rival")
+    def validate_then_lose_the_race(session: Any, *args: Any, **kwargs: Any) -> Any:
+        report = validate(session, *args, **kwargs)
+        if session is engine:  # the rival's own resume validates undisturbed
+            with Engine(actor="bob") as rival:
+                rival.resume(paused.ref, into=tmp_path / "rival")
         return report
 
-    monkeypatch.setattr(engine, "validate", validate_then_lose_the_race)
+    monkeypatch.setattr(resume_usecase, "validate", validate_then_lose_the_race)
     with pytest.raises(ResumeRefusedError) as refused:
         engine.resume(paused.ref, into=tmp_path / "mine")
     assert refused.value.exit_code == 4

@@ -17,7 +17,7 @@ from tui.cli.base import Context, emit, json_option, pass_ctx
 if TYPE_CHECKING:
     from core.economics.metrics import Latency, Metrics
     from core.economics.model import BreakEven, TaskEstimate
-    from core.engine.retention import GcReport
+    from core.engine.gc import GcReport
 
 
 def _amount(ctx: click.Context, param: click.Parameter, value: str | None) -> Decimal | None:

@@ -1,0 +1,69 @@
+"""Approvals: a task asks a person before a risky action, and waits for the answer.
+
+Asking can first take a `before-wait` checkpoint, so the waiting agent's state is safe while
+nobody works on it; that is why this use-case, and not the approval book in `core.ledger`,
+joins the two.
+"""
+
+from __future__ import annotations
+
+from core.engine.checkpoint import CheckpointRequest
+from core.engine.checkpoint import checkpoint as take_checkpoint
+from core.engine.ledgers import approval_book
+from core.models import Approval, Checkpoint, CheckpointReason, Risk
+from core.session import Session
+
+
+def request_approval(
+    session: Session,
+    task_id: str,
+    action: str,
+    *,
+    effect_key: str | None = None,
+    risk: Risk = Risk.MEDIUM,
+    expires_in: str | None = None,
+    checkpoint: bool = False,
+) -> Approval:
+    """Ask for a human decision; the task waits, after a `before-wait` checkpoint if asked."""
+    from core.ledger.approvals import parse_duration
+    from core.redaction.free_text import persistable
+
+    approvals = approval_book(session)
+    lifetime = parse_duration(expires_in) if expires_in is not None else None
+    approvals.validate_request(task_id, action, effect_key)
+    checkpoint_seq: int | None = None
+    if checkpoint:
+        taken = _checkpoint_before_wait(
+            session, task_id, f"waiting for approval: {persistable(action)[:200]}"
+        )
+        checkpoint_seq = taken.seq if taken else None
+    return approvals.request(
+        task_id,
+        action,
+        effect_key=effect_key,
+        risk=risk,
+        expires_in=lifetime,
+        checkpoint_seq=checkpoint_seq,
+    )
+
+
+def _checkpoint_before_wait(session: Session, task_id: str, note: str) -> Checkpoint | None:
+    request = CheckpointRequest(reason=CheckpointReason.BEFORE_WAIT, note=note, force=True)
+    return take_checkpoint(session, task_id, request).checkpoint
+
+
+def decide_approval(session: Session, approval_id: str, approve: bool, reason: str) -> Approval:
+    """Approve or reject a pending approval, once, as the session's operator."""
+    return approval_book(session).decide(approval_id, approve, reason)
+
+
+def get_approval(session: Session, approval_id: str) -> Approval:
+    """One approval by `TASK:N`, with expiry applied."""
+    return approval_book(session).get(approval_id)
+
+
+def list_approvals(
+    session: Session, task_id: str | None = None, pending_only: bool = False
+) -> list[Approval]:
+    """Approvals across tasks (the inbox) or of one task, oldest first."""
+    return approval_book(session).find(task_id, pending_only)

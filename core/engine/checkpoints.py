@@ -1,0 +1,180 @@
+"""Reading recorded checkpoints: find one by ref, open its sealed content, verify, compare.
+
+Every reader goes through `open_checkpoint` (decrypt, refuse a manifest from a newer Pitstop) and
+`writers.displayed` (a half-written checkpoint whose writer died shows as incomplete), so the CLI,
+the dashboard, validation and resume all see a checkpoint the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from core import store
+from core.engine.writers import displayed
+from core.errors import DamagedCheckpointError, NotFoundError, UsageError
+from core.models import Checkpoint, CheckpointState
+from core.session import Session
+
+CHECKPOINT_REF = re.compile(r"^(?P<task>[^@\s]+)(?:@(?P<seq>\d+|latest))?$")
+
+
+def parse_checkpoint_ref(text: str) -> tuple[str, int | None]:
+    """Split `TASK@SEQ` (or `TASK`, `TASK@latest`) into the task id and the sequence."""
+    match = CHECKPOINT_REF.match(text.strip())
+    if not match:
+        raise UsageError(f"invalid checkpoint {text!r}: expected TASK@SEQ, e.g. fix-login-3f2a@2")
+    seq = match.group("seq")
+    return match.group("task"), int(seq) if seq and seq != "latest" else None
+
+
+def open_checkpoint(session: Session, checkpoint: Checkpoint, *, strict: bool = True) -> Checkpoint:
+    """Decrypt a checkpoint's note and manifest (refusing a manifest from the future).
+
+    With `strict` off (lists), content that cannot be decrypted shows as a marker instead.
+    """
+    from core.security.crypto import DecryptError, MasterKeyError
+    from core.snapshot import manifest
+
+    task_id, seq = checkpoint.task_id, checkpoint.seq
+    try:
+        note = (
+            session.keys.open(
+                task_id,
+                f"checkpoint/{seq}/note",
+                checkpoint.sealed_note,
+                f"the note of {checkpoint.ref}",
+            ).decode("utf-8", "replace")
+            if checkpoint.sealed_note
+            else None
+        )
+        document = None
+        if checkpoint.sealed_manifest:
+            plain = session.keys.open(
+                task_id,
+                f"checkpoint/{seq}/manifest",
+                checkpoint.sealed_manifest,
+                f"the manifest of {checkpoint.ref}",
+            )
+            document = manifest.parse(plain, checkpoint.ref)
+    except (MasterKeyError, DecryptError):
+        if strict:
+            raise
+        return checkpoint._replace(note=store.UNREADABLE)
+    return checkpoint._replace(note=note, manifest=document, sealed_note=None, sealed_manifest=None)
+
+
+def list_checkpoints(session: Session, task_id: str) -> list[Checkpoint]:
+    """A task's checkpoints, oldest first; half-written ones show as incomplete."""
+    store.get_task(session.db, task_id)
+    return [
+        displayed(session.paths, open_checkpoint(session, c, strict=False))
+        for c in store.list_checkpoints(session.db, task_id)
+    ]
+
+
+def get_checkpoint(session: Session, ref: str, *, with_content: bool = True) -> Checkpoint:
+    """A checkpoint by `TASK@SEQ` (`TASK` alone: its newest), note and manifest decrypted."""
+    task_id, seq = parse_checkpoint_ref(ref)
+    store.get_task(session.db, task_id)
+    if seq is None:
+        seq = store.latest_seq(session.db, task_id)
+        if seq is None:
+            raise NotFoundError(
+                f"task {task_id} has no checkpoints yet; run `pitstop checkpoint {task_id}`"
+            )
+    found = store.get_checkpoint(session.db, task_id, seq)
+    return displayed(session.paths, open_checkpoint(session, found) if with_content else found)
+
+
+def store_repo_for(session: Session, task_id: str) -> Path:
+    """The store's own git repository that holds a task's snapshots."""
+    return session.paths.repos / store.get_task(session.db, task_id).store_repo
+
+
+def verify(session: Session, checkpoint: Checkpoint, *, deep: bool = True) -> list[str]:
+    """Problems found re-reading a checkpoint from the store (empty when it is sound)."""
+    from core import snapshot
+
+    if checkpoint.state is not CheckpointState.COMPLETE:
+        return [
+            f"checkpoint {checkpoint.ref} is {checkpoint.state.value}: "
+            f"{checkpoint.failure or 'not complete'}"
+        ]
+    assert checkpoint.commit and checkpoint.worktree_tree and checkpoint.index_tree
+    return snapshot.verify_checkpoint(
+        store_repo_for(session, checkpoint.task_id),
+        commit=checkpoint.commit,
+        worktree_tree=checkpoint.worktree_tree,
+        index_tree=checkpoint.index_tree,
+        manifest_sha256=checkpoint.manifest_sha256,
+        deep=deep,
+    ).problems()
+
+
+def _require_sound(session: Session, checkpoint: Checkpoint, *, deep: bool = True) -> Path:
+    problems = verify(session, checkpoint, deep=deep)
+    if problems:
+        raise DamagedCheckpointError(
+            f"checkpoint {checkpoint.ref} is damaged: {problems[0]}"
+            if checkpoint.state is CheckpointState.COMPLETE
+            else problems[0]
+        )
+    return store_repo_for(session, checkpoint.task_id)
+
+
+def diff(session: Session, ref: str, against: str = "base", paths: Sequence[str] = ()) -> str:
+    """A unified diff of a checkpoint's snapshot against its base commit or the previous one."""
+    from core import snapshot
+
+    checkpoint = get_checkpoint(session, ref, with_content=False)
+    store_repo = _require_sound(session, checkpoint)
+    old_tree = _comparison_tree(session, checkpoint, against, store_repo)
+    assert checkpoint.worktree_tree
+    return snapshot.unified_diff(store_repo, old_tree, checkpoint.worktree_tree, paths)
+
+
+def _comparison_tree(
+    session: Session, checkpoint: Checkpoint, against: str, store_repo: Path
+) -> str:
+    from core import snapshot
+
+    if against == "base":
+        if not checkpoint.base_commit:
+            return snapshot.EMPTY_TREE
+        return snapshot.tree_of_commit(store_repo, checkpoint.base_commit)
+    if against == "previous":
+        earlier = [
+            c
+            for c in store.list_checkpoints(session.db, checkpoint.task_id)
+            if c.seq < checkpoint.seq and c.state is CheckpointState.COMPLETE
+        ]
+        if not earlier or not earlier[-1].worktree_tree:
+            return _comparison_tree(session, checkpoint, "base", store_repo)
+        return earlier[-1].worktree_tree
+    raise UsageError(f"invalid --against {against!r}: use base or previous")
+
+
+def changed_files(session: Session, ref: str, against: str = "base") -> list[Any]:
+    """Per-file status and line counts of a checkpoint against base or previous."""
+    from core import snapshot
+
+    checkpoint = get_checkpoint(session, ref, with_content=False)
+    store_repo = _require_sound(session, checkpoint)
+    assert checkpoint.worktree_tree
+    old_tree = _comparison_tree(session, checkpoint, against, store_repo)
+    return snapshot.changed_files(store_repo, old_tree, checkpoint.worktree_tree)
+
+
+def checkout(session: Session, ref: str, into: str | os.PathLike[str]) -> int:
+    """Materialise a complete checkpoint's working tree, byte-exact, into a new directory."""
+    from core import snapshot
+
+    checkpoint = get_checkpoint(session, ref, with_content=False)
+    store_repo = _require_sound(session, checkpoint, deep=False)
+    assert checkpoint.worktree_tree
+    target = Path(into).expanduser().absolute()
+    return snapshot.materialise(store_repo, checkpoint.worktree_tree, target, session.paths.tmp)

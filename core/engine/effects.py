@@ -1,0 +1,82 @@
+"""Side effects: the actions outside the store (a push, a deploy) a task proposes and settles.
+
+The ledger itself lives in `core.ledger.effects`; these are its entries for the facade, each
+bound to the session's operator and audit log. An effect whose outcome nobody knows blocks a
+resume (invariant 3), so `unsettled_effects` is what validation and the dashboard ask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from core.engine.ledgers import effect_ledger
+from core.models import EffectState, SideEffect
+from core.session import Session
+
+if TYPE_CHECKING:
+    from core.ledger.effects import CheckOutcome, GuardOutcome, GuardRequest, Notice, ProposeResult
+
+
+def propose_effect(
+    session: Session,
+    task_id: str,
+    key: str,
+    kind: str,
+    *,
+    target: str | None = None,
+    check: str | None = None,
+    needs_approval: bool = False,
+) -> ProposeResult:
+    """Record a side effect as `proposed`; an existing key returns the existing effect."""
+    return effect_ledger(session).propose(
+        task_id, key, kind, target=target, check=check, needs_approval=needs_approval
+    )
+
+
+def move_effect(
+    session: Session,
+    task_id: str,
+    key: str,
+    to_state: EffectState,
+    *,
+    note: str | None = None,
+    reason: str | None = None,
+) -> SideEffect:
+    """Start, confirm, fail or mark uncertain a side effect; settling needs a reason."""
+    return effect_ledger(session).move(task_id, key, to_state, note=note, reason=reason)
+
+
+def get_effect(session: Session, task_id: str, key: str) -> SideEffect:
+    """One side effect by task and idempotency key."""
+    return effect_ledger(session).get(task_id, key)
+
+
+def list_effects(
+    session: Session, task_id: str | None = None, states: Sequence[EffectState] = ()
+) -> list[SideEffect]:
+    """Side effects in the order they were proposed, optionally filtered."""
+    return effect_ledger(session).find(task_id, states)
+
+
+def unsettled_effects(session: Session, task_id: str) -> list[SideEffect]:
+    """The task's effects whose outcome nobody knows: they block a resume (invariant 3)."""
+    return [effect for effect in list_effects(session, task_id) if effect.needs_settling]
+
+
+def check_effect(
+    session: Session,
+    task_id: str,
+    key: str,
+    command: str | None = None,
+    timeout: float | None = None,
+) -> CheckOutcome:
+    """Settle an unsettled side effect by running its precondition check."""
+    return effect_ledger(session).check(task_id, key, command, timeout)
+
+
+def guard_effect(
+    session: Session, request: GuardRequest, notice: Notice | None = None
+) -> GuardOutcome:
+    """Perform a side effect's action at most once; see `core.ledger.effects`."""
+    return effect_ledger(session).guard(request, notice)

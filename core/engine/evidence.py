@@ -1,0 +1,257 @@
+"""Evidence: what a task's commands showed, recorded redacted and sealed, and read back.
+
+Three ways in — a command Pitstop runs itself, a log file a harness kept, output a hook already
+holds in memory — all feed the same streaming recorder, so every item is redacted, chunked and
+audited alike whichever harness produced it. The readers stream output chunk by chunk: a build
+log can be larger than anything worth holding in memory.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core import clock, store
+from core.engine.checkpoints import parse_checkpoint_ref
+from core.errors import CommandStartError, ConflictError, PitstopError, UsageError
+from core.models import Task
+from core.session import Session
+from core.store.db import batch_txn, write_txn
+
+if TYPE_CHECKING:  # evidence pulls in redaction, zstd and crypto: loaded only when used
+    from core.evidence import storage as evidence
+    from core.evidence.capture import RunOutcome
+
+
+def run_command(
+    session: Session,
+    task_id: str,
+    argv: Sequence[str],
+    *,
+    label: str | None = None,
+    timeout: float | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    out_fd: int = 1,
+    err_fd: int = 2,
+    use_pty: bool | None = None,
+    limits: evidence.EvidenceLimits | None = None,
+) -> tuple[RunOutcome, evidence.Evidence]:
+    """Run a command with live output and record what it showed as evidence on the task."""
+    from core.evidence import storage as evidence
+    from core.evidence.capture import check_startable, run_captured
+
+    _require_open_task(session, task_id)
+    workdir = Path(cwd).expanduser().absolute() if cwd else Path.cwd()
+    check_startable(argv, workdir)
+    recorder = evidence.EvidenceRecorder(
+        session.db,
+        session.keys,
+        task_id,
+        source="run",
+        label=label,
+        command=evidence.command_record(argv, str(workdir)),
+        limits=limits or evidence.EvidenceLimits(),
+    )
+    try:
+        outcome = run_captured(
+            argv,
+            sink=recorder.feed,
+            cwd=workdir,
+            timeout=timeout,
+            out_fd=out_fd,
+            err_fd=err_fd,
+            use_pty=use_pty,
+        )
+    except CommandStartError:
+        recorder.discard()  # nothing ran, so nothing is recorded (invariant 7)
+        raise
+    except BaseException as exc:
+        recorder.abort(getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}")
+        raise
+    item = recorder.finish(
+        exit_code=None if outcome.signal else outcome.returncode,
+        signal=outcome.signal,
+        timed_out=outcome.timed_out,
+        duration_ms=outcome.duration_ms,
+    )
+    _record_evidence_event(session, item)
+    return outcome, item
+
+
+def add_evidence_file(
+    session: Session,
+    task_id: str,
+    path: str | os.PathLike[str],
+    *,
+    command: str | None = None,
+    exit_code: int | None = None,
+    duration_s: float | None = None,
+    label: str | None = None,
+    limits: evidence.EvidenceLimits | None = None,
+) -> evidence.Evidence:
+    """Record output a harness captured itself (a log file) as evidence."""
+    from core.evidence import storage as evidence
+
+    _require_open_task(session, task_id)
+    if duration_s is not None and duration_s < 0:
+        raise UsageError("--duration must not be negative")
+    source = Path(path).expanduser()
+    try:
+        handle = source.open("rb")
+    except OSError as exc:
+        raise UsageError(f"cannot read {source}: {exc.strerror}") from exc
+    with handle:
+        recorder = evidence.EvidenceRecorder(
+            session.db,
+            session.keys,
+            task_id,
+            source="file",
+            label=label,
+            command=evidence.command_record(
+                [command] if command else [], None, file=str(source.absolute())
+            ),
+            limits=limits or evidence.EvidenceLimits(),
+        )
+        try:
+            while block := handle.read(evidence.DEFAULT_CHUNK_BYTES):
+                recorder.feed(block)
+        except OSError as exc:  # the file went away or a disk failed halfway through
+            recorder.abort(f"reading {source} failed: {exc.strerror or exc}")
+            raise PitstopError(
+                f"cannot read {source} to the end ({exc.strerror or exc}); the evidence item "
+                f"{recorder.id} is marked incomplete"
+            ) from exc
+        except BaseException:
+            recorder.abort("recording was interrupted")
+            raise
+    item = recorder.finish(
+        exit_code=exit_code,
+        duration_ms=int(duration_s * 1000) if duration_s is not None else None,
+    )
+    _record_evidence_event(session, item)
+    return item
+
+
+def add_evidence_output(
+    session: Session,
+    task_id: str,
+    output: bytes,
+    *,
+    argv: Sequence[str],
+    cwd: str | None = None,
+    exit_code: int | None = None,
+    duration_s: float | None = None,
+    label: str | None = None,
+    source: str = "hook",
+    limits: evidence.EvidenceLimits | None = None,
+) -> evidence.Evidence:
+    """Record output a harness already captured in memory (a hook's tool response)."""
+    from core.evidence import storage as evidence
+
+    # Output shorter than one batch is recorded on this thread alone, so its four writes
+    # (the item, its chunk, its completion, the audit event) can commit as one: one fsync.
+    batch = batch_txn(session.db) if len(output) < evidence.BATCH_BYTES else nullcontext()
+    with batch:
+        _require_open_task(session, task_id)
+        recorder = evidence.EvidenceRecorder(
+            session.db,
+            session.keys,
+            task_id,
+            source=source,
+            label=label,
+            command=evidence.command_record(list(argv), cwd),
+            limits=limits or evidence.EvidenceLimits(),
+        )
+        for start in range(0, len(output), evidence.DEFAULT_CHUNK_BYTES):
+            recorder.feed(output[start : start + evidence.DEFAULT_CHUNK_BYTES])
+        item = recorder.finish(
+            exit_code=exit_code,
+            duration_ms=int(duration_s * 1000) if duration_s is not None else None,
+        )
+        _record_evidence_event(session, item)
+    return item
+
+
+def _require_open_task(session: Session, task_id: str) -> Task:
+    task = store.get_task(session.db, task_id)
+    if task.status.is_final:
+        raise ConflictError(f"task {task_id} is {task.status.value}; it takes no evidence")
+    return task
+
+
+def _record_evidence_event(session: Session, item: evidence.Evidence) -> None:
+    with write_txn(session.db):
+        session.record_event(
+            item.task_id,
+            "evidence",
+            str(item.id),
+            "record",
+            None,
+            item.outcome,
+            item.label,
+            clock.now_iso(),
+        )
+
+
+def list_evidence(session: Session, spec: str) -> list[evidence.Evidence]:
+    """Evidence of a task (`TASK`) or of one of its checkpoints (`TASK@SEQ`), oldest first."""
+    from core.evidence import storage as evidence
+
+    task_id, seq = parse_checkpoint_ref(spec)
+    store.get_task(session.db, task_id)
+    if seq is not None:
+        store.get_checkpoint(session.db, task_id, seq)
+    rows = store.list_evidence(session.db, task_id, checkpoint_seq=seq)
+    return [evidence.evidence_from_row(row) for row in rows]
+
+
+def get_evidence(session: Session, evidence_id: int, *, decrypt: bool = True) -> evidence.Evidence:
+    """One evidence item, with its command and tail decrypted."""
+    from core.evidence import storage as evidence
+
+    return evidence.load_evidence(session.db, session.keys, evidence_id, decrypt=decrypt)
+
+
+def evidence_output(session: Session, evidence_id: int) -> Iterator[bytes]:
+    """The full kept (redacted) output of an evidence item, streamed chunk by chunk."""
+    from core.evidence import storage as evidence
+
+    item = get_evidence(session, evidence_id, decrypt=False)
+    return evidence.iter_output(session.db, session.keys, item)
+
+
+def evidence_last_lines(session: Session, evidence_id: int, count: int) -> list[bytes]:
+    """The last `count` lines of an evidence item's output, read from its end."""
+    from core.evidence import storage as evidence
+
+    item = get_evidence(session, evidence_id, decrypt=False)
+    return evidence.last_lines(session.db, session.keys, item, count)
+
+
+def evidence_chunk_index(session: Session, evidence_id: int) -> list[dict[str, Any]]:
+    """Where each stored chunk of an item's output sits: seq, offset, raw_len, lines."""
+    item = get_evidence(session, evidence_id, decrypt=False)
+    chunks = store.list_chunks(session.db, evidence_id)
+    if not chunks and item.stored_bytes:
+        session.keys.data_key(item.task_id, create=False)  # gc took the output with the key
+    return [
+        {
+            "seq": c["seq"],
+            "offset": c["offset"],
+            "raw_len": c["raw_len"],
+            "first_line": c["first_line"],
+            "line_count": c["line_count"],
+        }
+        for c in chunks
+    ]
+
+
+def evidence_chunk(session: Session, evidence_id: int, seq: int) -> bytes:
+    """One chunk of an item's kept (redacted) output, decrypted and decompressed."""
+    from core.evidence import storage as evidence
+
+    item = get_evidence(session, evidence_id, decrypt=False)
+    return next(evidence.read_chunks(session.db, session.keys, item, [seq]))

@@ -1,0 +1,56 @@
+"""Harness sessions: which Claude Code or Codex session feeds which task.
+
+Hooks arrive with only a harness's session id; this mapping lets them find their task, and the
+newest session of a task is what a resume asks the harness to continue.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core import clock, store
+from core.errors import UsageError
+from core.models import Task
+from core.session import Session
+from core.store.db import write_txn
+
+
+def session_task(session: Session, harness: str, session_id: str) -> Task | None:
+    """The task a harness session already feeds, or None for a session never seen."""
+    task_id = store.session_task_id(session.db, harness, session_id)
+    return store.get_task(session.db, task_id) if task_id else None
+
+
+def link_harness_session(
+    session: Session,
+    task_id: str,
+    harness: str,
+    session_id: str,
+    *,
+    transcript_path: str | None = None,
+    cwd: str | None = None,
+) -> None:
+    """Record that a harness session feeds a task; the newest one is what a resume continues."""
+    if not session_id.strip() or len(session_id) > 200:
+        raise UsageError("a harness session id is 1-200 characters")
+    now = clock.now_iso()
+    with write_txn(session.db):
+        store.get_task(session.db, task_id)
+        known = store.session_task_id(session.db, harness, session_id)
+        store.upsert_harness_session(
+            session.db,
+            harness=harness,
+            session_id=session_id,
+            task_id=task_id,
+            transcript_path=transcript_path,
+            cwd=cwd,
+            at=now,
+        )
+        if known != task_id:
+            session.record_event(task_id, "session", session_id, "link", known, harness, None, now)
+
+
+def harness_session(session: Session, task_id: str) -> dict[str, Any] | None:
+    """The task's newest harness session: harness, session_id, transcript_path, cwd."""
+    store.get_task(session.db, task_id)
+    return store.latest_harness_session(session.db, task_id)

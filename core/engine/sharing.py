@@ -1,0 +1,135 @@
+"""Sharing: tasks travel to and from remotes, and their ledgers merge when they come back.
+
+The transport and the merge live in `core.sharing.remote` and `core.ledger.facts`, both taking
+the session; these entries keep age, git transport and the network off every other path, since
+they are imported only when a sharing command runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from core import store
+from core.models import Task
+from core.session import Session
+
+if TYPE_CHECKING:
+    from core.ledger.facts import ApplyReport
+
+
+def remote_recipients(session: Session, task_id: str) -> list[str]:
+    """Whom a task's remote copy is encrypted to: its recipients and the current operator."""
+    from core.sharing import remote as remotes
+
+    return remotes.remote_recipients(session, task_id)
+
+
+def adopt_task(session: Session, task: Task, *, origin_store: str, data_key: bytes) -> Task:
+    """Record a task fetched from a remote: same id, its content bound to its origin store."""
+    from core.sharing import remote as remotes
+
+    return remotes.adopt_task(session, task, origin_store=origin_store, data_key=data_key)
+
+
+def push(
+    session: Session,
+    task_ids: Sequence[str],
+    remote: str | None = None,
+    *,
+    seal_worktree: bool = False,
+) -> Any:
+    """Send tasks' checkpoints and ledgers to a remote (`pitstop push`)."""
+    from core.sharing import remote as remotes
+
+    return remotes.push(session, task_ids, remote, seal_worktree=seal_worktree)
+
+
+def fetch(
+    session: Session,
+    task_ids: Sequence[str] = (),
+    remote: str | None = None,
+    repo: str | os.PathLike[str] | None = None,
+) -> Any:
+    """Bring remote tasks into this store (`pitstop fetch`)."""
+    from core.sharing import remote as remotes
+
+    return remotes.fetch(session, task_ids, remote, repo)
+
+
+def list_remote(
+    session: Session, remote: str | None = None, repo: str | os.PathLike[str] = "."
+) -> tuple[str, list[Any]]:
+    """Tasks on a remote, from refs and plain headers (`pitstop remote list`)."""
+    from core.sharing import remote as remotes
+
+    return remotes.list_remote(session, remote, repo)
+
+
+def sync(
+    session: Session,
+    task_ids: Sequence[str] = (),
+    remote: str | None = None,
+    repo: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
+    """Fetch, merge and push (`pitstop sync`)."""
+    from core.sharing import remote as remotes
+
+    return remotes.sync(session, task_ids, remote, repo)
+
+
+def add_remote(
+    session: Session, name: str, url: str, repo: str | os.PathLike[str] = "."
+) -> dict[str, Any]:
+    """Name a remote (`pitstop remote add NAME URL`)."""
+    from core.sharing import remote as remotes
+
+    return remotes.add_remote(session, name, url, repo)
+
+
+def remove_remote(session: Session, name: str) -> None:
+    """Forget a named remote."""
+    from core.sharing import remote as remotes
+
+    remotes.remove_remote(session, name)
+
+
+def named_remotes(session: Session) -> list[dict[str, Any]]:
+    """Named remotes."""
+    return store.list_remotes(session.db)
+
+
+def remote_links(session: Session, task_id: str | None = None) -> list[dict[str, Any]]:
+    """Which tasks travel through which remotes, and when they last did."""
+    return store.remote_links(session.db, task_id)
+
+
+def remote_only_tasks(session: Session) -> list[dict[str, Any]]:
+    """Tasks seen on remotes (last listing) that this store does not hold."""
+    from core.sharing import remote as remotes
+
+    return remotes.remote_tasks_for_dashboard(session)
+
+
+def export_ledger(session: Session, task_id: str) -> dict[str, bytes]:
+    """The task's ledger as fact files (path → bytes) for `refs/pitstop/ledger/<task>`."""
+    from core.ledger import facts as ledger
+
+    return ledger.export_facts(session, task_id)
+
+
+def apply_ledger(session: Session, task_id: str, facts: Mapping[str, bytes]) -> ApplyReport:
+    """Merge fetched ledger facts into this store; every change audited as `sync`."""
+    from core.ledger import facts as ledger
+
+    return ledger.apply_facts(session, task_id, facts)
+
+
+def ledger_conflicts(
+    session: Session, task_id: str | None = None, entity: str | None = None
+) -> list[dict[str, Any]]:
+    """Decisions that lost a ledger merge (kept and shown, never lost), of one task or all."""
+    if task_id is not None:
+        store.get_task(session.db, task_id)
+    return store.ledger_conflicts(session.db, task_id, entity)

@@ -1,0 +1,209 @@
+"""Tasks: start one on a work tree, list and summarise them, share them, finish them.
+
+A task is the unit everything else hangs on (checkpoints, evidence, effects, approvals), so its
+lifecycle changes — start, harness activity, finish — are audited here, and its recipients (the
+public keys its remote copies are encrypted to) are recorded with it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from core import clock, store
+from core.engine.approvals import list_approvals
+from core.errors import ConflictError, UsageError
+from core.models import Budget, NamedVersion, Task, TaskStatus, validate_task_id
+from core.session import Session
+from core.store.db import write_txn
+
+
+class TaskSummary(NamedTuple):
+    """A task plus what the dashboard lists beside it."""
+
+    task: Task
+    checkpoint_count: int
+    last_checkpoint_at: str | None
+    pending_approvals: int = 0
+    uncertain_effects: int = 0
+    last_verdict: str | None = None
+
+
+def generate_task_id(objective: str, taken: set[str]) -> str:
+    """A short, human id from the objective's first words plus four hex digits."""
+    words = re.findall(r"[a-z0-9]+", objective.lower())
+    stem = "-".join(words[:3])[:24].strip("-") or "task"
+    while True:
+        candidate = f"{stem}-{os.urandom(2).hex()}"
+        if candidate not in taken:
+            return candidate
+
+
+def start_task(
+    session: Session,
+    *,
+    repo: str | os.PathLike[str],
+    objective: str,
+    task_id: str | None = None,
+    harness: NamedVersion | None = None,
+    model: NamedVersion | None = None,
+    budget: Budget | None = None,
+    credentials: Sequence[str] = (),
+    approvers: Sequence[str] = (),
+    recipients: Sequence[str] = (),
+) -> Task:
+    """Register a new task on the git work tree that contains `repo`.
+
+    `recipients` (and the operator's own recipient, when they have an identity) are the
+    public keys the task's remote copies will be encrypted to.
+    """
+    from core import snapshot
+    from core.ledger.approvals import validate_operator_names
+    from core.security import identity
+
+    if not objective.strip():
+        raise UsageError("the objective is empty; say what the task should achieve")
+    approver_names = validate_operator_names(approvers)
+    recipient_keys = identity.with_own_recipient(identity.parse_recipients(recipients))
+    _check_credential_names(credentials)
+    budget = _checked_budget(budget or Budget())
+    source = snapshot.resolve_source_repo(repo)
+    now = clock.now_iso()
+    with write_txn(session.db):
+        new_id = (
+            validate_task_id(task_id)
+            if task_id
+            else generate_task_id(objective, store.task_ids(session.db))
+        )
+        task = Task(
+            id=new_id,
+            repo_root=str(source.toplevel),
+            store_repo=source.store_repo_name,
+            objective=objective.strip(),
+            status=TaskStatus.RUNNING,
+            created_at=now,
+            updated_at=now,
+            harness=harness,
+            model=model,
+            budget=budget,
+            credentials=tuple(dict.fromkeys(credentials)),
+            approvers=approver_names,
+        )
+        store.insert_task(session.db, task)
+        session.record_event(
+            task.id, "task", task.id, "start", None, TaskStatus.RUNNING.value, None, now
+        )
+        _add_recipients(session, task.id, recipient_keys, now)
+    return task
+
+
+def _check_credential_names(credentials: Sequence[str]) -> None:
+    for name in credentials:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise UsageError(f"invalid --credential {name!r}: give an environment variable name")
+
+
+def _checked_budget(budget: Budget) -> Budget:
+    for label, value in (
+        ("tokens", budget.tokens),
+        ("usd", budget.usd),
+        ("minutes", budget.minutes),
+    ):
+        if value is not None and value < 0:
+            raise UsageError(f"--budget-{label} must not be negative")
+    return budget
+
+
+def _add_recipients(session: Session, task_id: str, recipients: Sequence[str], at: str) -> None:
+    """Record recipients inside the caller's transaction; each new one is audited."""
+    for recipient in recipients:
+        if store.add_task_recipient(session.db, task_id, recipient, at, session.actor):
+            session.record_event(task_id, "task", task_id, "share", None, recipient, None, at)
+
+
+def task_recipients(session: Session, task_id: str) -> list[str]:
+    """The public keys a task's remote copies are encrypted to, in the order added."""
+    store.get_task(session.db, task_id)
+    return store.list_task_recipients(session.db, task_id)
+
+
+def share_task(session: Session, task_id: str, recipients: Sequence[str]) -> list[str]:
+    """Add recipients to a task (those it has already are left alone); return all of them."""
+    from core.security import identity
+
+    if not recipients:
+        raise UsageError("give at least one --recipient to share the task with")
+    parsed = identity.parse_recipients(recipients)
+    now = clock.now_iso()
+    with write_txn(session.db):
+        store.get_task(session.db, task_id)
+        _add_recipients(session, task_id, parsed, now)
+        return store.list_task_recipients(session.db, task_id)
+
+
+def get_task(session: Session, task_id: str) -> Task:
+    """One task by id."""
+    return store.get_task(session.db, task_id)
+
+
+def list_tasks(session: Session, statuses: Sequence[TaskStatus] = ()) -> list[Task]:
+    """Tasks, most recently updated first."""
+    return store.list_tasks(session.db, tuple(statuses))
+
+
+def task_summaries(session: Session) -> list[TaskSummary]:
+    """Tasks with their checkpoint counts, pending approvals, uncertain effects and last
+    verdict, most recently updated first: one aggregate query, for lists and the dashboard."""
+    return [TaskSummary(*row) for row in store.task_rollups(session.db, clock.now_iso())]
+
+
+def first_task_summaries(
+    session: Session, limit: int, status_order: Sequence[TaskStatus]
+) -> list[TaskSummary]:
+    """The first `limit` task summaries in triage order (statuses as in `status_order`, then
+    the most recent checkpoint first), without aggregating the whole store: a first screen."""
+    rows = store.first_task_rollups(session.db, clock.now_iso(), limit, tuple(status_order))
+    return [TaskSummary(*row) for row in rows]
+
+
+def task_status_counts(session: Session) -> dict[TaskStatus, int]:
+    """How many tasks have each status."""
+    return store.task_status_counts(session.db)
+
+
+def finish_task(
+    session: Session, task_id: str, status: TaskStatus, reason: str | None = None
+) -> Task:
+    """Mark a task `done` or `cancelled`; a finished task stays finished."""
+    if status not in (TaskStatus.DONE, TaskStatus.CANCELLED):
+        raise UsageError(f"a task can be finished as done or cancelled, not {status.value}")
+    now = clock.now_iso()
+    with write_txn(session.db):
+        task = store.get_task(session.db, task_id)
+        if task.status.is_final:
+            raise ConflictError(f"task {task_id} is already {task.status.value}; nothing to change")
+        store.update_task(session.db, task_id, status=status, updated_at=now)
+        session.record_event(
+            task_id, "task", task_id, status.value, task.status.value, status.value, reason, now
+        )
+    return task._replace(status=status, updated_at=now)
+
+
+def set_task_activity(session: Session, task_id: str, status: TaskStatus, reason: str) -> Task:
+    """A harness says its agent waits for input (`waiting`) or works again (`running`)."""
+    if status not in (TaskStatus.WAITING, TaskStatus.RUNNING):
+        raise UsageError(f"a harness marks a task waiting or running, not {status.value}")
+    now = clock.now_iso()
+    with write_txn(session.db):
+        task = store.get_task(session.db, task_id)
+        if task.status.is_final or task.status is status:
+            return task
+        if status is TaskStatus.RUNNING and list_approvals(session, task_id, pending_only=True):
+            return task  # still waiting for an approver, whatever the agent does meanwhile
+        store.update_task(session.db, task_id, status=status, updated_at=now)
+        session.record_event(
+            task_id, "task", task_id, "status", task.status.value, status.value, reason, now
+        )
+    return task._replace(status=status, updated_at=now)

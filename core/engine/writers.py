@@ -1,0 +1,84 @@
+"""One checkpoint writer per task: the lock that serialises them, and what a dead one leaves.
+
+A checkpoint is written in steps (objects, commit, ref, row), so two writers of one task must not
+interleave, and a reader must tell a writer still at work from one that died halfway. An OS file
+lock answers both: the kernel drops it when its holder dies. `gc` takes the same locks before it
+prunes a store repository's unreachable objects.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from core import clock, store
+from core.models import Checkpoint, CheckpointState
+from core.paths import StorePaths
+from core.session import Session
+from core.store.db import write_txn
+
+STOPPED_WRITER = "the process writing this checkpoint stopped before it completed"
+
+
+def lock_path(paths: StorePaths, task_id: str) -> Path:
+    """The lock file a task's checkpoint writers hold."""
+    return paths.tmp / "locks" / f"{task_id}.lock"
+
+
+@contextmanager
+def task_lock(paths: StorePaths, task_id: str) -> Iterator[None]:
+    """Serialise checkpoint writers of one task; the OS drops the lock if a writer dies."""
+    path = lock_path(paths, task_id)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def writer_alive(paths: StorePaths, task_id: str) -> bool:
+    """True while some process holds the task's checkpoint lock."""
+    path = lock_path(paths, task_id)
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def expire_stale_writers(session: Session, task_id: str) -> None:
+    """Durably mark `writing` checkpoints whose writer died as `incomplete` (lock held)."""
+    stale = store.writing_seqs(session.db, task_id)
+    if not stale:
+        return
+    now = clock.now_iso()
+    with write_txn(session.db):
+        for seq in stale:
+            if store.mark_incomplete(session.db, task_id, seq, STOPPED_WRITER):
+                session.record_event(
+                    task_id,
+                    "checkpoint",
+                    f"{task_id}@{seq}",
+                    "fail",
+                    CheckpointState.WRITING.value,
+                    CheckpointState.INCOMPLETE.value,
+                    STOPPED_WRITER,
+                    now,
+                )
+
+
+def displayed(paths: StorePaths, checkpoint: Checkpoint) -> Checkpoint:
+    """A `writing` checkpoint whose writer is gone is shown as `incomplete`."""
+    if checkpoint.state is CheckpointState.WRITING and not writer_alive(paths, checkpoint.task_id):
+        return checkpoint._replace(state=CheckpointState.INCOMPLETE, failure=STOPPED_WRITER)
+    return checkpoint
