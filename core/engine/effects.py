@@ -15,7 +15,9 @@ from core.models import EffectState, SideEffect
 from core.session import Session
 
 if TYPE_CHECKING:
-    from core.ledger.effects import CheckOutcome, GuardOutcome, GuardRequest, Notice, ProposeResult
+    from core.ledger.guard import GuardOutcome, GuardRequest
+    from core.ledger.locks import Notice
+    from core.ledger.moves import CheckOutcome, ProposeResult
 
 
 def propose_effect(

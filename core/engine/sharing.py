@@ -1,6 +1,7 @@
 """Sharing: tasks travel to and from remotes, and their ledgers merge when they come back.
 
-The transport and the merge live in `core.sharing.remote` and `core.ledger.facts`, both taking
+The transport and the merge live in `core.sharing` (one module per use-case) and
+`core.ledger.facts`, both taking
 the session; these entries keep age, git transport and the network off every other path, since
 they are imported only when a sharing command runs.
 """
@@ -16,21 +17,24 @@ from core.models import Task
 from core.session import Session
 
 if TYPE_CHECKING:
-    from core.ledger.facts import ApplyReport
+    from core.ledger.apply import ApplyReport
+    from core.sharing.fetch import FetchResult
+    from core.sharing.listing import RemoteTask
+    from core.sharing.push import PushResult
 
 
 def remote_recipients(session: Session, task_id: str) -> list[str]:
     """Whom a task's remote copy is encrypted to: its recipients and the current operator."""
-    from core.sharing import remote as remotes
+    from core.sharing.adoption import remote_recipients
 
-    return remotes.remote_recipients(session, task_id)
+    return remote_recipients(session, task_id)
 
 
 def adopt_task(session: Session, task: Task, *, origin_store: str, data_key: bytes) -> Task:
     """Record a task fetched from a remote: same id, its content bound to its origin store."""
-    from core.sharing import remote as remotes
+    from core.sharing.adoption import adopt_task
 
-    return remotes.adopt_task(session, task, origin_store=origin_store, data_key=data_key)
+    return adopt_task(session, task, origin_store=origin_store, data_key=data_key)
 
 
 def push(
@@ -39,11 +43,11 @@ def push(
     remote: str | None = None,
     *,
     seal_worktree: bool = False,
-) -> Any:
+) -> PushResult:
     """Send tasks' checkpoints and ledgers to a remote (`pitstop push`)."""
-    from core.sharing import remote as remotes
+    from core.sharing.push import push
 
-    return remotes.push(session, task_ids, remote, seal_worktree=seal_worktree)
+    return push(session, task_ids, remote, seal_worktree=seal_worktree)
 
 
 def fetch(
@@ -51,20 +55,20 @@ def fetch(
     task_ids: Sequence[str] = (),
     remote: str | None = None,
     repo: str | os.PathLike[str] | None = None,
-) -> Any:
+) -> FetchResult:
     """Bring remote tasks into this store (`pitstop fetch`)."""
-    from core.sharing import remote as remotes
+    from core.sharing.fetch import fetch
 
-    return remotes.fetch(session, task_ids, remote, repo)
+    return fetch(session, task_ids, remote, repo)
 
 
 def list_remote(
     session: Session, remote: str | None = None, repo: str | os.PathLike[str] = "."
-) -> tuple[str, list[Any]]:
+) -> tuple[str, list[RemoteTask]]:
     """Tasks on a remote, from refs and plain headers (`pitstop remote list`)."""
-    from core.sharing import remote as remotes
+    from core.sharing.listing import list_remote
 
-    return remotes.list_remote(session, remote, repo)
+    return list_remote(session, remote, repo)
 
 
 def sync(
@@ -74,25 +78,25 @@ def sync(
     repo: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Fetch, merge and push (`pitstop sync`)."""
-    from core.sharing import remote as remotes
+    from core.sharing.sync import sync
 
-    return remotes.sync(session, task_ids, remote, repo)
+    return sync(session, task_ids, remote, repo)
 
 
 def add_remote(
     session: Session, name: str, url: str, repo: str | os.PathLike[str] = "."
 ) -> dict[str, Any]:
     """Name a remote (`pitstop remote add NAME URL`)."""
-    from core.sharing import remote as remotes
+    from core.sharing.remotes import add_remote
 
-    return remotes.add_remote(session, name, url, repo)
+    return add_remote(session, name, url, repo)
 
 
 def remove_remote(session: Session, name: str) -> None:
     """Forget a named remote."""
-    from core.sharing import remote as remotes
+    from core.sharing.remotes import remove_remote
 
-    remotes.remove_remote(session, name)
+    remove_remote(session, name)
 
 
 def named_remotes(session: Session) -> list[dict[str, Any]]:
@@ -107,9 +111,9 @@ def remote_links(session: Session, task_id: str | None = None) -> list[dict[str,
 
 def remote_only_tasks(session: Session) -> list[dict[str, Any]]:
     """Tasks seen on remotes (last listing) that this store does not hold."""
-    from core.sharing import remote as remotes
+    from core.sharing.listing import remote_tasks_for_dashboard
 
-    return remotes.remote_tasks_for_dashboard(session)
+    return remote_tasks_for_dashboard(session)
 
 
 def export_ledger(session: Session, task_id: str) -> dict[str, bytes]:

@@ -12,11 +12,7 @@ from __future__ import annotations
 from core.ledger import guard as guarding
 from core.ledger.guard import GuardOutcome, GuardRequest
 from core.ledger.locks import Notice
-from core.ledger.moves import CheckOutcome, LedgerMoves, ProposeResult
-
-# Ledger is this module's own; the rest are re-exported for the engine's type annotations
-# until it imports them from their modules (then only Ledger stays).
-__all__ = ["CheckOutcome", "GuardOutcome", "GuardRequest", "Ledger", "Notice", "ProposeResult"]
+from core.ledger.moves import LedgerMoves
 
 
 class Ledger(LedgerMoves):

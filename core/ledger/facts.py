@@ -38,9 +38,6 @@ from core.store.db import write_txn
 if TYPE_CHECKING:
     from core.session import Session
 
-# ApplyReport is what apply_facts returns; re-exported for the engine's type annotations.
-__all__ = ["ApplyReport", "apply_facts", "export_facts"]
-
 
 def export_facts(session: Session, task_id: str) -> dict[str, bytes]:
     """The task's ledger tree: path → fact bytes, for its rows as they stand and every fact

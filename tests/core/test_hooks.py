@@ -421,7 +421,7 @@ from core.harness.claude_code import claude_code
 from core.harness.context import HookContext
 replies = [claude_code(raw.encode(), HookContext()) for raw in json.loads(sys.argv[1])]
 heavy = ['git', 'sqlite_utils', 'click', 'textual', 'rich', 'tui', 'core.security.identity',
-         'core.sharing', 'core.sharing.remote', 'core.sharing.remotes', 'core.sharing.layout',
+         'core.sharing', 'core.sharing.remotes', 'core.sharing.layout',
          'core.sharing.tracking', 'core.sharing.sealing', 'core.sharing.adoption',
          'core.sharing.evidence_transfer', 'core.sharing.checkpoint_export',
          'core.sharing.checkpoint_import', 'core.sharing.ledger_commit', 'core.sharing.push',
