@@ -41,3 +41,4 @@ def test_import_linter_contract_holds() -> None:
     result = _run(_tool("lint-imports"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "core is UI-free KEPT" in result.stdout
+    assert "layers point down KEPT" in result.stdout

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import App
@@ -32,6 +32,9 @@ from tui.themes import (
     load_user_themes,
     variable_defaults,
 )
+
+if TYPE_CHECKING:
+    from tui.host import PitstopHost
 
 
 class PitstopApp(App[None]):
@@ -256,3 +259,10 @@ class PitstopApp(App[None]):
 def run_dashboard(store_root: Path | None, theme: str | None = None) -> None:
     """Open the dashboard on the store at `store_root` (or the default one) until the user quits."""
     PitstopApp(store_root, theme=theme, live=True).run()
+
+
+if TYPE_CHECKING:
+
+    def _provides_host(app: PitstopApp) -> PitstopHost:
+        """Type-checked only: the app gives screens and widgets everything `PitstopHost` names."""
+        return app

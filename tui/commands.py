@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, cast
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 if TYPE_CHECKING:
-    from tui.app import PitstopApp
+    from tui.host import PitstopHost
 
 # (label, callback, help)
 Command = tuple[str, Callable[[], object], str]
@@ -28,9 +28,9 @@ class PitstopCommands(Provider):
     """Open tasks, switch themes, filter, sort and refresh the dashboard."""
 
     @property
-    def pitstop(self) -> PitstopApp:
+    def pitstop(self) -> PitstopHost:
         """The app, typed."""
-        return cast("PitstopApp", self.app)
+        return cast("PitstopHost", self.app)
 
     def commands(self) -> list[Command]:
         """Every command the palette offers right now."""

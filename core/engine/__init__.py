@@ -88,7 +88,7 @@ class Engine(Session):
     finish_task = tasks.finish_task
     set_task_activity = tasks.set_task_activity
 
-    # --- sharing (core.sharing.remote, core.ledger.facts: imported on use) --------------------
+    # --- sharing (core.sharing, core.ledger.facts: imported on use) ----------------------------
     remote_recipients = sharing.remote_recipients
     adopt_task = sharing.adopt_task
     push = sharing.push

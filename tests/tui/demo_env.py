@@ -70,12 +70,12 @@ def pinned_machine() -> Iterator[None]:
         "core.engine.checkpoint.time": SimpleNamespace(monotonic=lambda: 0.0),
         "core.engine.resume.time": SimpleNamespace(monotonic=lambda: 0.0),
         # The demo stores validations; the runtime they compare with is the pinned one too.
-        "core.restore.validate.platform": SimpleNamespace(
+        "core.restore.checks.environment.platform": SimpleNamespace(
             system=lambda: PINNED_ENVIRONMENT["os"],
             machine=lambda: PINNED_ENVIRONMENT["arch"],
             python_version=lambda: PINNED_ENVIRONMENT["python"],
         ),
-        "core.restore.validate.git_version": lambda: PINNED_ENVIRONMENT["git"],
+        "core.restore.checks.environment.git_version": lambda: PINNED_ENVIRONMENT["git"],
         "core.restore.validate.time": SimpleNamespace(monotonic=lambda: 0.0),
     }
     with ExitStack() as stack:

@@ -331,3 +331,27 @@ def test_help_does_not_import_the_dashboard_or_the_engine(cli_env: dict[str, str
     imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines()}
     for heavy in ("textual", "sqlite_utils", "git"):
         assert heavy not in imported, f"{heavy} is imported by `pitstop --help`"
+
+
+LOADED_AT_EXIT = """
+import atexit, json, sys
+atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.stderr))
+from tui.cli import main
+main(sys.argv[1:])
+"""
+
+
+def test_a_command_imports_only_its_own_command_module(cli_env: dict[str, str]) -> None:
+    # sys.modules, not -X importtime: the lazy group imports with importlib, which it misses.
+    result = subprocess.run(
+        [sys.executable, "-c", LOADED_AT_EXIT, "locate"],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    loaded = set(json.loads(result.stderr.splitlines()[-1]))
+    command_modules = {name for name in loaded if name.startswith("tui.cli.")}
+    assert command_modules == {"tui.cli.base", "tui.cli.lazy", "tui.cli.locate"}
+    assert "textual" not in loaded

@@ -223,9 +223,10 @@ def test_pitstop_ui_opens_the_dashboard_on_the_given_store(
     from click.testing import CliRunner
 
     from tui import cli as cli_module
+    from tui.cli import dashboard
 
     opened: list[tuple[str | None, str | None]] = []
-    monkeypatch.setattr(cli_module, "open_dashboard", lambda s, t: opened.append((s, t)))
+    monkeypatch.setattr(dashboard, "open_dashboard", lambda s, t: opened.append((s, t)))
     runner = CliRunner()
     assert (
         runner.invoke(cli_module.cli, ["ui", "--store", "X", "--theme", "pitstop-light"]).exit_code

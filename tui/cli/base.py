@@ -1,7 +1,7 @@
 """What every `pitstop` subcommand module shares: the store context, `--json`, and output.
 
-Command modules (`tui/cli_*.py`) import from here and attach their commands to the group that
-`tui/cli.py` defines, so each capability's commands live beside each other.
+Each command module under `tui/cli/` imports from here; the root group in `tui/cli/__init__.py`
+names those modules and loads one only when its command runs.
 """
 
 from __future__ import annotations

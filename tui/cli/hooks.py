@@ -168,7 +168,3 @@ def hook_status(harness: str | None, as_json: bool) -> None:
 
     emit(as_json, document, human)
 
-
-def register(group: click.Group) -> None:
-    """Attach `pitstop hook` to the main group."""
-    group.add_command(hook)

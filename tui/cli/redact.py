@@ -74,8 +74,3 @@ def _quiet_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
-
-
-def register(group: click.Group) -> None:
-    """Attach `pitstop redact` to the `pitstop` group."""
-    group.add_command(redact)

@@ -233,9 +233,3 @@ def remote_names(ctx: Context, as_json: bool) -> None:
         return "\n".join(lines)
 
     emit(as_json, {"remotes": remotes, "links": links}, human)
-
-
-def register(group: click.Group) -> None:
-    """Attach push, fetch, sync and the remote group to `pitstop`."""
-    for command in (push, fetch, sync, remote_group):
-        group.add_command(command)

@@ -1,4 +1,4 @@
-"""`pitstop validate`, `pitstop resume` and `pitstop task accept|reject`.
+"""`pitstop validate` and `pitstop resume`: check a checkpoint, then restore it and go on.
 
 `validate` prints each finding as its check finishes and exits with the verdict's code (0 ready
 or ready with warnings, 3 stale, 4 blocked, 5 unsupported); `resume` refuses what validation
@@ -107,39 +107,3 @@ def resume(
     if as_json:
         emit(True, {**document, "exit_code": code}, "")
     sys.exit(code)
-
-
-def _judge(ctx: Context, task_id: str, accepted: bool, reason: str, as_json: bool) -> None:
-    result = ctx.engine().judge_resume(task_id, accepted, reason)
-    verdict = "accepted" if accepted else "rejected"
-    emit(as_json, result, f"resumed work on {task_id} {verdict}: {reason}")
-
-
-@click.command("accept")
-@click.argument("task_id")
-@click.option("--reason", required=True, help="Why the resumed work is good.")
-@json_option
-@pass_ctx
-def task_accept(ctx: Context, task_id: str, reason: str, as_json: bool) -> None:
-    """Record that the resumed work was accepted."""
-    _judge(ctx, task_id, True, reason, as_json)
-
-
-@click.command("reject")
-@click.argument("task_id")
-@click.option("--reason", required=True, help="Why the resumed work is not good.")
-@json_option
-@pass_ctx
-def task_reject(ctx: Context, task_id: str, reason: str, as_json: bool) -> None:
-    """Record that the resumed work was rejected."""
-    _judge(ctx, task_id, False, reason, as_json)
-
-
-def register(group: click.Group) -> None:
-    """Attach validate and resume to `pitstop`, and accept/reject to `pitstop task`."""
-    group.add_command(validate)
-    group.add_command(resume)
-    task_group = group.commands.get("task")
-    if isinstance(task_group, click.Group):
-        task_group.add_command(task_accept)
-        task_group.add_command(task_reject)

@@ -26,7 +26,7 @@ from tui.widgets.task_preview import TaskPreview
 from tui.widgets.task_table import TRIAGE_STATUSES, TaskTable
 
 if TYPE_CHECKING:
-    from tui.app import PitstopApp
+    from tui.host import PitstopHost
 
 
 class DashboardScreen(Screen[None]):
@@ -72,9 +72,9 @@ class DashboardScreen(Screen[None]):
     ]
 
     @property
-    def pitstop(self) -> PitstopApp:
+    def pitstop(self) -> PitstopHost:
         """The app, typed."""
-        return cast("PitstopApp", self.app)
+        return cast("PitstopHost", self.app)
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")

@@ -30,7 +30,7 @@ from tui.screens.modals import ReasonModal
 from tui.widgets.formatting import truncate
 
 if TYPE_CHECKING:
-    from tui.app import PitstopApp
+    from tui.host import PitstopHost
 
 RISK_GLYPHS = {Risk.LOW: "○", Risk.MEDIUM: "◑", Risk.HIGH: "●"}
 
@@ -217,9 +217,9 @@ class InboxScreen(Screen[None]):
         self.loaded = False
 
     @property
-    def pitstop(self) -> PitstopApp:
+    def pitstop(self) -> PitstopHost:
         """The app, typed."""
-        return cast("PitstopApp", self.app)
+        return cast("PitstopHost", self.app)
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")

@@ -29,7 +29,7 @@ from tui.widgets.timeline import CheckpointTimeline
 from tui.widgets.validation_view import ValidationView
 
 if TYPE_CHECKING:
-    from tui.app import PitstopApp
+    from tui.host import PitstopHost
 
 
 def heading_markup(task: Task, checkpoints: list[Checkpoint]) -> str:
@@ -129,9 +129,9 @@ class TaskScreen(Screen[None]):
         self._reselect: str | None = select  # a checkpoint to open on (from the palette)
 
     @property
-    def pitstop(self) -> PitstopApp:
+    def pitstop(self) -> PitstopHost:
         """The app, typed."""
-        return cast("PitstopApp", self.app)
+        return cast("PitstopHost", self.app)
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")

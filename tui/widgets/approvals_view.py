@@ -26,7 +26,7 @@ from tui.screens.modals import ReasonModal
 from tui.widgets.formatting import counted, truncate
 
 if TYPE_CHECKING:
-    from tui.app import PitstopApp
+    from tui.host import PitstopHost
 
 RISK_COLOURS = {Risk.LOW: "$success", Risk.MEDIUM: "$warning", Risk.HIGH: "$error"}
 STATE_MARKUP = {
@@ -88,9 +88,9 @@ class ApprovalsView(Vertical):
         self.conflicts: dict[str, list[str]] = {}
 
     @property
-    def pitstop(self) -> PitstopApp:
+    def pitstop(self) -> PitstopHost:
         """The app, typed."""
-        return cast("PitstopApp", self.app)
+        return cast("PitstopHost", self.app)
 
     def compose(self) -> ComposeResult:
         yield Static(id="approvals-heading")

@@ -26,7 +26,7 @@ from tui.screens.modals import ReasonModal
 from tui.widgets.formatting import truncate
 
 if TYPE_CHECKING:
-    from tui.app import PitstopApp
+    from tui.host import PitstopHost
 
 EFFECT_GLYPHS = {
     EffectState.PROPOSED: ("○", "$foreground-muted"),
@@ -98,9 +98,9 @@ class EffectsView(Vertical):
         self.conflicts: dict[str, list[str]] = {}
 
     @property
-    def pitstop(self) -> PitstopApp:
+    def pitstop(self) -> PitstopHost:
         """The app, typed."""
-        return cast("PitstopApp", self.app)
+        return cast("PitstopHost", self.app)
 
     def compose(self) -> ComposeResult:
         yield Static(id="effects-heading")

@@ -42,7 +42,7 @@ from tui.widgets.formatting import counted, human_bytes, truncate
 
 if TYPE_CHECKING:
     from core.evidence.storage import Evidence
-    from tui.app import PitstopApp
+    from tui.host import PitstopHost
 
 TAIL_LINES = 40
 CACHED_CHUNKS = 6
@@ -145,9 +145,9 @@ class LazyLogView(ScrollView, can_focus=True):
         self._width = 0
 
     @property
-    def pitstop(self) -> PitstopApp:
+    def pitstop(self) -> PitstopHost:
         """The app, typed."""
-        return cast("PitstopApp", self.app)
+        return cast("PitstopHost", self.app)
 
     def open(self, evidence_id: int) -> None:
         """Show evidence `evidence_id`'s output (its chunk index is read in a worker)."""
@@ -382,9 +382,9 @@ class EvidenceView(Vertical):
         self.shown: Evidence | None = None
 
     @property
-    def pitstop(self) -> PitstopApp:
+    def pitstop(self) -> PitstopHost:
         """The app, typed."""
-        return cast("PitstopApp", self.app)
+        return cast("PitstopHost", self.app)
 
     def compose(self) -> ComposeResult:
         yield Static(id="evidence-heading")

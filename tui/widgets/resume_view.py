@@ -24,7 +24,7 @@ from tui.messages import ActionDone, ResumePrepared
 from tui.screens.modals import ConfirmModal
 
 if TYPE_CHECKING:
-    from tui.app import PitstopApp
+    from tui.host import PitstopHost
 
 
 class ResumeView(Vertical):
@@ -67,9 +67,9 @@ class ResumeView(Vertical):
         self.preparing = False
 
     @property
-    def pitstop(self) -> PitstopApp:
+    def pitstop(self) -> PitstopHost:
         """The app, typed."""
-        return cast("PitstopApp", self.app)
+        return cast("PitstopHost", self.app)
 
     def compose(self) -> ComposeResult:
         yield Static(id="resume-heading")

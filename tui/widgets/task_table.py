@@ -13,16 +13,15 @@ What stays fixed is the small surface the dashboard and palette use: `show`, `se
 Remote-only tasks (`tui.remotes.RemoteSummary`, from the last remote listings) are rows like any
 other, sorted and filtered with the local ones; their objective cell starts with a `↓ remote`
 badge (and `no key` when the operator cannot read them), and local tasks shared through a remote
-start with a small `⇅`.
+start with a small `⇅`. What each cell says is `tui.widgets.task_cells`; this module draws it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rich.cells import cell_len, set_cell_size
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -34,64 +33,22 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from core import clock
 from core.engine import TaskSummary
 from core.models import TaskStatus
 from tui.remotes import DashboardRow, RemoteSummary, RemoteView
-from tui.widgets.formatting import (
-    STATUS_ATTENTION,
-    STATUS_GLYPHS,
-    budget_fraction,
-    budget_summary,
-    minutes_used,
-    repo_name,
-    status_variable,
-    truncate,
+from tui.widgets.formatting import STATUS_ATTENTION, budget_fraction, repo_name
+from tui.widgets.task_cells import (
+    CELL_PADDING,
+    COLUMNS,
+    FIXED_WIDTH,
+    MIN_OBJECTIVE_WIDTH,
+    badged_cell,
+    fit,
+    last_activity,
+    minutes_spent,
+    row_badges,
+    row_cells,
 )
-
-MIN_OBJECTIVE_WIDTH = 12
-CELL_PADDING = 1  # blank cells on each side of every column, as DataTable draws them
-
-
-@dataclass(frozen=True)
-class Column:
-    """One column: its key (for sorting and clicks), header, width and alignment."""
-
-    key: str
-    header: str
-    width: int | None  # None: the objective, which takes whatever width the others leave
-    right: bool = False
-
-
-COLUMNS: tuple[Column, ...] = (
-    Column("status", "Status", 11),
-    Column("task", "Task", 24),
-    Column("objective", "Objective", None),
-    Column("repo", "Repo", 9),
-    Column("age", "Age", 4, right=True),
-    Column("checkpoints", "Ckpt", 4, right=True),
-    Column("approvals", "Appr", 4, right=True),
-    Column("effects", "Unc", 3, right=True),
-    Column("verdict", "Verdict", 7),
-    Column("budget", "Budget", 16, right=True),
-)
-
-# Cells taken by every column but the objective, with their padding.
-FIXED_WIDTH = sum(column.width or 0 for column in COLUMNS) + 2 * CELL_PADDING * len(COLUMNS)
-
-# Short names for validation verdicts, and the theme variable that colours each.
-VERDICT_LABELS = {
-    "ready": ("ready", "success"),
-    "ready_with_warnings": ("warn", "warning"),
-    "stale": ("stale", "warning"),
-    "blocked": ("blocked", "error"),
-    "unsupported": ("unsup", "error"),
-}
-
-
-REMOTE_BADGE = "↓ remote"
-NO_KEY_BADGE = "no key"
-SHARED_MARK = "⇅"
 
 # Statuses in triage order, for reading the first screenful in the order the table shows it.
 TRIAGE_STATUSES: tuple[TaskStatus, ...] = tuple(
@@ -99,25 +56,17 @@ TRIAGE_STATUSES: tuple[TaskStatus, ...] = tuple(
 )
 
 
-def _last_activity(summary: DashboardRow) -> str:
-    return summary.last_checkpoint_at or summary.task.updated_at
-
-
-def _minutes(summary: DashboardRow) -> float | None:
-    return minutes_used(summary.task, summary.last_checkpoint_at)
-
-
 SORT_KEYS: dict[str, Callable[[DashboardRow], Any]] = {
     "status": lambda s: STATUS_ATTENTION[s.task.status],
     "task": lambda s: s.task.id,
     "objective": lambda s: s.task.objective.lower(),
     "repo": lambda s: repo_name(s.task),
-    "age": _last_activity,  # sorted newest first: see `_order`
+    "age": last_activity,  # sorted newest first: see `_order`
     "checkpoints": lambda s: s.checkpoint_count,
     "approvals": lambda s: s.pending_approvals,
     "effects": lambda s: s.uncertain_effects,
     "verdict": lambda s: s.last_verdict or "",
-    "budget": lambda s: budget_fraction(s.task, _minutes(s)) or 0.0,
+    "budget": lambda s: budget_fraction(s.task, minutes_spent(s)) or 0.0,
 }
 
 
@@ -135,15 +84,8 @@ def matches(summary: DashboardRow, filter_text: str) -> bool:
 
 def triage_order(summaries: Sequence[DashboardRow]) -> list[DashboardRow]:
     """Tasks that need a person first, then the most recently active."""
-    by_recent = sorted(summaries, key=_last_activity, reverse=True)
+    by_recent = sorted(summaries, key=last_activity, reverse=True)
     return sorted(by_recent, key=lambda s: STATUS_ATTENTION[s.task.status])
-
-
-def fit(text: str, width: int, right: bool = False) -> str:
-    """`text` on one line in exactly `width` cells: cut with an ellipsis, padded to align."""
-    if cell_len(text) > width:
-        return set_cell_size(truncate(text, width), width)
-    return text.rjust(width) if right else set_cell_size(text, width)
 
 
 class TaskTable(ScrollView, can_focus=True):
@@ -591,94 +533,16 @@ class TaskTable(ScrollView, can_focus=True):
         segments = []
         texts = self._cell_cache.get(summary.task.id)
         if texts is None:
-            texts = self._cell_cache[summary.task.id] = self._cells(summary)
+            texts = self._cell_cache[summary.task.id] = row_cells(summary, self._colour)
         for column, (text, colour) in zip(COLUMNS, texts, strict=True):
             cells = column.width or self._objective_width
             cell_style = style + colour if colour is not None else style
             if column.key == "objective":
-                badges = self._badges(summary, on_cursor=row == self.cursor_row)
+                on_cursor = row == self.cursor_row
+                shared = summary.task.id in self.remote.links
+                badges = row_badges(summary, on_cursor, shared, self._colour)
                 if badges:
-                    segments += self._badged_cell(badges, text, cells, style, cell_style)
+                    segments += badged_cell(badges, text, cells, style, cell_style)
                     continue
             segments.append(Segment(pad + fit(text, cells, column.right) + pad, cell_style))
         return Strip(segments).adjust_cell_length(width, style)
-
-    def _badges(self, summary: DashboardRow, on_cursor: bool) -> list[tuple[str, Style]]:
-        """What a row's objective cell starts with: `↓ remote` (and `no key`), or `⇅` shared.
-
-        On the cursor row they keep the cursor's colours (an accent badge would vanish on an
-        accent cursor) and stand out in bold.
-        """
-        bold = Style(bold=True)
-        if isinstance(summary, RemoteSummary):
-            badges = [(REMOTE_BADGE, bold if on_cursor else self._colour("accent") + bold)]
-            if not summary.readable:
-                badges.append((NO_KEY_BADGE, bold if on_cursor else self._colour("warning") + bold))
-            return badges
-        if summary.task.id in self.remote.links:
-            return [(SHARED_MARK, bold if on_cursor else self._colour("accent"))]
-        return []
-
-    @staticmethod
-    def _badged_cell(
-        badges: list[tuple[str, Style]], text: str, cells: int, style: Style, text_style: Style
-    ) -> list[Segment]:
-        """An objective cell of `cells` width: the badges, then as much of `text` as fits."""
-        pad = " " * CELL_PADDING
-        segments = [Segment(pad, style)]
-        left = cells
-        for badge, badge_style in badges:
-            if left <= 0:
-                break
-            shown = fit(badge, min(cell_len(badge), left))
-            segments.append(Segment(shown, style + badge_style))
-            left -= cell_len(shown)
-            if left > 0:
-                segments.append(Segment(" ", style))
-                left -= 1
-        if left > 0:
-            segments.append(Segment(fit(text, left), text_style))
-        segments.append(Segment(pad, style))
-        return segments
-
-    def _cells(self, summary: DashboardRow) -> list[tuple[str, Style | None]]:
-        """Each column's text and colour for one task."""
-        task = summary.task
-        status: TaskStatus = task.status
-        dim = Style(dim=True)
-        if isinstance(summary, RemoteSummary):
-            # Only the plain header is known: no approvals, effects, verdict or budget yet.
-            return [
-                (f"{STATUS_GLYPHS[status]} {status.value}", self._colour(status_variable(status))),
-                (task.id, None),
-                (task.objective, dim),
-                (repo_name(task), None),
-                (clock.humanize_age(_last_activity(summary)), None),
-                (str(summary.checkpoint_count), None),
-                *(("·", dim) for _ in range(3)),
-                ("—", dim),
-            ]
-        verdict, verdict_colour = VERDICT_LABELS.get(summary.last_verdict or "", ("", ""))
-        if summary.last_verdict and not verdict:
-            verdict = summary.last_verdict
-        approvals = summary.pending_approvals
-        uncertain = summary.uncertain_effects
-        return [
-            (f"{STATUS_GLYPHS[status]} {status.value}", self._colour(status_variable(status))),
-            (task.id, None),
-            (" ".join(task.objective.split()), None),
-            (repo_name(task), None),
-            (clock.humanize_age(_last_activity(summary)), None),
-            (str(summary.checkpoint_count), None),
-            (str(approvals) if approvals else "·", self._colour("warning") if approvals else dim),
-            (str(uncertain) if uncertain else "·", self._colour("error") if uncertain else dim),
-            (verdict or "·", self._colour(verdict_colour) if verdict_colour else dim),
-            self._budget_cell(summary),
-        ]
-
-    def _budget_cell(self, summary: DashboardRow) -> tuple[str, Style | None]:
-        """The budget closest to its limit; over its limit, in the theme's over-budget colour."""
-        minutes = _minutes(summary)
-        fraction = budget_fraction(summary.task, minutes)
-        over = fraction is not None and fraction > 1
-        return budget_summary(summary.task, minutes), self._colour("budget-over") if over else None

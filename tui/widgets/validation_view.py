@@ -21,7 +21,7 @@ from core.restore.validate import Finding, Status, Verdict
 from tui.messages import ValidationFinished, ValidationProgress
 
 if TYPE_CHECKING:
-    from tui.app import PitstopApp
+    from tui.host import PitstopHost
 
 STATUS_MARKUP = {
     Status.PASS: "[$success b]✓[/]",
@@ -82,9 +82,9 @@ class ValidationView(Vertical):
         self.progress_shown = 0  # progress messages handled in this run (bursts coalesce)
 
     @property
-    def pitstop(self) -> PitstopApp:
+    def pitstop(self) -> PitstopHost:
         """The app, typed."""
-        return cast("PitstopApp", self.app)
+        return cast("PitstopHost", self.app)
 
     def compose(self) -> ComposeResult:
         yield Static(id="validation-heading")

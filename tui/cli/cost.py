@@ -1,23 +1,20 @@
-"""`pitstop cost`, `pitstop gc` and `pitstop metrics`: the break-even model, retention, measures.
+"""`pitstop cost`: DESIGN §4's question (checkpoint or restart?) as a break-even table.
 
-`cost` answers DESIGN §4's question (checkpoint or restart?) for figures you give or for a real
-task's record; `gc` expires checkpoints by the retention policy, dry-run first; `metrics` prints
-the measures of resume quality of DESIGN §8.
+It answers for figures you give on the command line, or for a real task from what it recorded;
+the arithmetic is `core.economics`, this module only reads options and lays out the table.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from tui.cli.base import Context, emit, json_option, pass_ctx
 
 if TYPE_CHECKING:
-    from core.economics.metrics import Latency, Metrics
     from core.economics.model import BreakEven, TaskEstimate
-    from core.engine.gc import GcReport
 
 
 def _amount(ctx: click.Context, param: click.Parameter, value: str | None) -> Decimal | None:
@@ -182,7 +179,8 @@ def _manual(
     )
 
 
-def _minutes(value: Decimal) -> str:
+def minutes_text(value: Decimal) -> str:
+    """A number of minutes as `12.5 min` (two decimals at most, trailing zeros dropped)."""
     from core.economics.model import json_number
 
     return f"{json_number(value.quantize(Decimal('0.01')))} min"
@@ -202,7 +200,8 @@ def _break_even_text(result: BreakEven) -> str:
         (
             "  human re-orientation",
             money(replay.human_usd),
-            f"= {_minutes(replay.reorientation_minutes)} × {money(replay.human_usd_per_hour)}/h",
+            f"= {minutes_text(replay.reorientation_minutes)} × "
+            f"{money(replay.human_usd_per_hour)}/h",
         ),
         (
             "expected loss avoided",
@@ -230,8 +229,8 @@ def _break_even_text(result: BreakEven) -> str:
         rows.append(
             (
                 "replay time at stake",
-                _minutes(result.replay_minutes),
-                f"(expected {_minutes(result.expected_minutes_avoided)} avoided)",
+                minutes_text(result.replay_minutes),
+                f"(expected {minutes_text(result.expected_minutes_avoided)} avoided)",
             )
         )
     rows.append(
@@ -270,146 +269,9 @@ def _estimate_text(estimate: TaskEstimate) -> str:
         if total.runs:
             counted = "" if total.counted else " (not counted)"
             lines.append(
-                f"  {total.kind.value} runs: {total.runs}, {_minutes(total.minutes)}{counted}"
+                f"  {total.kind.value} runs: {total.runs}, {minutes_text(total.minutes)}{counted}"
             )
     lines.extend(f"  note: {note}" for note in estimate.notes)
     lines.append("")
     lines.append(_break_even_text(estimate.result))
     return "\n".join(lines)
-
-
-# --- gc ---------------------------------------------------------------------------------------
-
-
-@click.command()
-@click.option("--dry-run", is_flag=True, help="List what would expire, and why; change nothing.")
-@json_option
-@pass_ctx
-def gc(ctx: Context, dry_run: bool, as_json: bool) -> None:
-    """Expire checkpoints by the retention policy ([retention] in config.toml).
-
-    Never expires a checkpoint of a task with a pending approval or an in_progress/uncertain
-    side effect, nor the newest complete checkpoint of a live task. Finished tasks whose every
-    checkpoint expired lose their git ref, data key and evidence output; then the store's git
-    repositories are pruned and the database vacuumed.
-    """
-    report = ctx.engine().gc(dry_run=dry_run)
-    emit(as_json, report.as_dict(), lambda: _gc_text(report))
-
-
-def _gc_text(report: GcReport) -> str:
-    from tui.render import human_bytes, table
-
-    plan = report.plan
-    would = "would " if report.dry_run else ""
-    lines = [
-        f"gc{' (dry run: nothing changed)' if report.dry_run else ''}: "
-        f"{len(plan.expiries)} checkpoint(s) {would}expire "
-        f"({human_bytes(plan.expiring_bytes)} written), "
-        f"{len(plan.retirements)} finished task(s) {would}retire "
-        f"(~{human_bytes(plan.reclaimable_bytes)} reclaimable); "
-        f"{plan.kept_checkpoints} checkpoint(s) kept ({human_bytes(plan.kept_bytes)})"
-    ]
-    rows: list[list[Any]] = [
-        ["expire", e.ref, e.rule, human_bytes(e.bytes), e.reason] for e in plan.expiries
-    ]
-    rows += [["keep", p.ref, p.rule, "", f"protected: {p.why}"] for p in plan.protected]
-    rows += [
-        [
-            "retire",
-            r.task_id,
-            r.status.value,
-            human_bytes(r.checkpoint_bytes + r.evidence_bytes),
-            f"delete ref{', data key' if r.has_key else ''}, "
-            f"{r.evidence_chunks} evidence output chunk(s)",
-        ]
-        for r in plan.retirements
-    ]
-    if rows:
-        lines.append(table(["action", "what", "rule", "bytes", "why"], rows))
-    lines.extend(f"warning: {warning}" for warning in plan.warnings)
-    if not report.dry_run:
-        if report.refs_deleted:
-            lines.append(f"refs deleted: {', '.join(report.refs_deleted)}")
-        if report.bytes_before is not None and report.bytes_after is not None:
-            lines.append(
-                f"store on disk: {human_bytes(report.bytes_before)} → "
-                f"{human_bytes(report.bytes_after)} "
-                f"({len(report.repos_pruned)} git repo(s) pruned, database vacuumed)"
-            )
-    lines.extend(f"problem: {problem}" for problem in report.problems)
-    return "\n".join(lines)
-
-
-# --- metrics ----------------------------------------------------------------------------------
-
-
-@click.command()
-@click.option("--task", "task_id", help="Only this task.")
-@json_option
-@pass_ctx
-def metrics(ctx: Context, task_id: str | None, as_json: bool) -> None:
-    """Print the measures of resume quality (DESIGN §8)."""
-    measured = ctx.engine().metrics(task_id)
-    emit(as_json, measured.as_dict(), lambda: _metrics_text(measured))
-
-
-def _latency_text(value: Latency | None) -> str:
-    if value is None or not value.count:
-        return "none recorded"
-    return f"p50 {value.p50_ms} ms, p95 {value.p95_ms} ms, max {value.max_ms} ms ({value.count})"
-
-
-def _metrics_text(measured: Metrics) -> str:
-    from core.economics.model import money
-    from tui.render import human_bytes
-
-    def known(value: int | None) -> str:
-        return "none recorded" if value is None else str(value)
-
-    average = (
-        f", {human_bytes(measured.checkpoint_bytes_avg)} average"
-        if measured.checkpoint_bytes_avg is not None
-        else ""
-    )
-    if measured.replay_avoided_usd is None or measured.replay_avoided_minutes is None:
-        avoided = "none recorded"
-    else:
-        avoided = (
-            f"{money(measured.replay_avoided_usd)}, {_minutes(measured.replay_avoided_minutes)} "
-            f"over {measured.resumes} resume(s)"
-        )
-    decided = measured.accepted + measured.rejected
-    rate = measured.acceptance_rate
-    acceptance = (
-        f"{measured.accepted} of {decided} accepted ({rate:.0%})"
-        if rate is not None
-        else "none recorded"
-    )
-    rows = [
-        (
-            "checkpoint bytes",
-            f"{human_bytes(measured.checkpoint_bytes)} in {measured.checkpoints} checkpoint(s)"
-            f"{average}; {measured.expired_checkpoints} expired",
-        ),
-        ("creation latency", _latency_text(measured.creation)),
-        ("restore latency", _latency_text(measured.restore)),
-        ("validation latency", _latency_text(measured.validation)),
-        ("replay avoided", avoided),
-        ("stale restores", known(measured.stale_restores)),
-        ("duplicate side effects detected", str(measured.duplicate_effects_detected)),
-        ("resumed-task acceptance", acceptance),
-    ]
-    width = max(len(label) for label, _ in rows)
-    scope = f"task {measured.task_id}" if measured.task_id else "whole store"
-    return "\n".join(
-        [f"measures of resume quality ({scope})"]
-        + [f"  {label.ljust(width)}  {value}" for label, value in rows]
-    )
-
-
-def register(group: click.Group) -> None:
-    """Attach `cost`, `gc` and `metrics` to the `pitstop` group."""
-    group.add_command(cost)
-    group.add_command(gc)
-    group.add_command(metrics)

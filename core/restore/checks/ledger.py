@@ -1,0 +1,61 @@
+"""Checks on the ledger: no side effect left uncertain, no approval pending, no other lease.
+
+Resuming past any of these could do an action twice or without the approval it waits for, so
+each one blocks until a person settles it.
+"""
+
+from __future__ import annotations
+
+from core.models import ApprovalState, EffectState
+from core.restore.findings import Finding, Status, ValidationInputs
+
+
+def check_effects(inputs: ValidationInputs) -> list[Finding]:
+    """No side effect is uncertain or in progress."""
+    blocking = [
+        e for e in inputs.effects if e.state in (EffectState.UNCERTAIN, EffectState.IN_PROGRESS)
+    ]
+    if not blocking:
+        return [Finding("side-effects", Status.PASS, "no uncertain or in-progress side effect")]
+    return [
+        Finding(
+            "side-effects",
+            Status.FAIL,
+            f"side effect {e.key} ({e.kind}) is {e.state.value}"
+            + (" and its runner is still alive" if e.runner_alive else ""),
+            f"settle it: `pitstop effect check --task {e.task_id} --key {e.key}`, or "
+            f"`pitstop effect confirm|fail --task {e.task_id} --key {e.key} --reason …`",
+        )
+        for e in blocking
+    ]
+
+
+def check_approvals(inputs: ValidationInputs) -> list[Finding]:
+    """No approval is pending."""
+    pending = [a for a in inputs.approvals if a.state is ApprovalState.PENDING]
+    if not pending:
+        return [Finding("approvals", Status.PASS, "no pending approval")]
+    return [
+        Finding(
+            "approvals",
+            Status.FAIL,
+            # Findings are stored plain: the action's text (sealed) stays out of them.
+            f"approval {a.id} is pending ({a.risk.value} risk)",
+            f"decide it: `pitstop approval approve|reject {a.id} --reason …`",
+        )
+        for a in pending
+    ]
+
+
+def check_lease(inputs: ValidationInputs) -> list[Finding]:
+    """No other resume holds the task's lease."""
+    if inputs.live_leases:
+        return [
+            Finding(
+                "lease",
+                Status.FAIL,
+                f"another resume holds the lease: {inputs.live_leases[0]}",
+                "wait for it to finish, or release it if its holder is gone",
+            )
+        ]
+    return [Finding("lease", Status.PASS, "no other resume holds a lease")]

@@ -1,0 +1,129 @@
+"""What restore validation speaks in: findings, verdicts, reports, and the inputs checks read.
+
+Every check module under `core.restore.checks` returns `Finding`s from one `ValidationInputs`;
+`core.restore.validate` runs them and folds the findings into a `Verdict`. Keeping the vocabulary
+here lets each check module import it without importing the runner (or each other).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from core.models import Approval, Checkpoint, SideEffect, Task
+from core.snapshot import SourceRepo
+
+
+class Status(StrEnum):
+    """One check's outcome."""
+
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    UNKNOWN = "unknown"
+
+
+class Verdict(StrEnum):
+    """What the checks add up to; exit codes 0, 0, 3, 4, 5."""
+
+    READY = "ready"
+    READY_WITH_WARNINGS = "ready_with_warnings"
+    STALE = "stale"
+    BLOCKED = "blocked"
+    UNSUPPORTED = "unsupported"
+
+    @property
+    def exit_code(self) -> int:
+        """The exit code `pitstop validate` and `pitstop resume` end with for this verdict."""
+        return {"ready": 0, "ready_with_warnings": 0, "stale": 3, "blocked": 4, "unsupported": 5}[
+            self.value
+        ]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One check's result: why, and how to fix it; `weight` says what a failure means."""
+
+    check: str
+    status: Status
+    message: str
+    fix: str = ""
+    weight: Verdict = Verdict.BLOCKED
+
+    def as_dict(self) -> dict[str, str]:
+        """The finding as JSON-ready text."""
+        return {
+            "check": self.check,
+            "status": self.status.value,
+            "message": self.message,
+            "fix": self.fix,
+        }
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """Every finding and the verdict, for one checkpoint."""
+
+    ref: str
+    verdict: Verdict
+    findings: tuple[Finding, ...]
+    duration_ms: int
+    advice: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as a JSON-ready document."""
+        return {
+            "ref": self.ref,
+            "verdict": self.verdict.value,
+            "findings": [f.as_dict() for f in self.findings],
+            "duration_ms": self.duration_ms,
+            "advice": self.advice,
+        }
+
+
+@dataclass
+class ValidationInputs:
+    """Everything the checks look at, gathered by the engine."""
+
+    task: Task
+    seq: int
+    checkpoint: Checkpoint | None
+    schema_error: str | None
+    damage: list[str]
+    source: SourceRepo | None
+    source_error: str | None
+    store_repo: Path
+    scratch: Path
+    effects: list[SideEffect]
+    approvals: list[Approval]
+    live_leases: list[str]
+    fingerprint_key: bytes
+    ttl_days: float
+    harness_config: dict[str, str]
+    into: Path | None = None
+    offline: bool = False
+    environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+
+def verdict_of(findings: Sequence[Finding]) -> Verdict:
+    """The worst failure decides; warnings alone give `ready_with_warnings`."""
+    failed = {f.weight for f in findings if f.status is Status.FAIL}
+    for level in (Verdict.UNSUPPORTED, Verdict.BLOCKED, Verdict.STALE):
+        if level in failed:
+            return level
+    if any(f.status is Status.WARN for f in findings):
+        return Verdict.READY_WITH_WARNINGS
+    return Verdict.READY
+
+
+Check = Callable[[ValidationInputs], list[Finding]]
+"""One check: it reads the inputs and says what it found (one finding or several, or none)."""
+
+
+def manifest_of(inputs: ValidationInputs) -> dict[str, Any]:
+    """The checkpoint's manifest, or an empty one when there is no readable checkpoint."""
+    return (inputs.checkpoint.manifest if inputs.checkpoint else None) or {}

@@ -1,0 +1,248 @@
+"""`pitstop task …`: start, list, show, share, finish and judge tasks.
+
+Every subcommand of `task` lives here, so whoever looks for `pitstop task accept` finds it by the
+file's name; the engine does the work and writes the audit event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from tui.cli.base import Context, emit, json_option, pass_ctx
+
+
+@click.group()
+def task() -> None:
+    """Start, list, show and finish tasks."""
+
+
+@task.command("start")
+@click.option(
+    "--repo", required=True, type=click.Path(), help="A path inside the task's git work tree."
+)
+@click.option("--objective", required=True, help="What the task should achieve.")
+@click.option("--id", "task_id", help="Task id (default: generated from the objective).")
+@click.option("--harness", help="Agent harness as NAME@VERSION, e.g. claude-code@2.0.14.")
+@click.option("--model", help="Model as NAME@VERSION.")
+@click.option("--budget-tokens", type=click.IntRange(min=0), help="Token budget.")
+@click.option("--budget-usd", type=click.FloatRange(min=0), help="Money budget in USD.")
+@click.option("--budget-minutes", type=click.FloatRange(min=0), help="Runtime budget in minutes.")
+@click.option(
+    "--credential",
+    "credentials",
+    multiple=True,
+    help="Environment variable the task needs (fingerprinted, never stored). Repeatable.",
+)
+@click.option(
+    "--approver",
+    "approvers",
+    multiple=True,
+    help="Operator allowed to decide this task's approvals (default: any). Repeatable.",
+)
+@click.option(
+    "--recipient",
+    "recipients",
+    multiple=True,
+    metavar="KEY",
+    help="Public key (age1…, ssh-ed25519 …, or a .pub file) that may read the task's remote "
+    "copies; your own is added when you have an identity. Repeatable.",
+)
+@json_option
+@pass_ctx
+def task_start(
+    ctx: Context,
+    repo: str,
+    objective: str,
+    task_id: str | None,
+    harness: str | None,
+    model: str | None,
+    budget_tokens: int | None,
+    budget_usd: float | None,
+    budget_minutes: float | None,
+    credentials: tuple[str, ...],
+    approvers: tuple[str, ...],
+    recipients: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Register a new task on a git repository."""
+    from core.models import Budget, NamedVersion
+    from tui.render import task_detail
+
+    engine = ctx.engine()
+    created = engine.start_task(
+        repo=repo,
+        objective=objective,
+        task_id=task_id,
+        harness=NamedVersion.parse(harness, "--harness") if harness else None,
+        model=NamedVersion.parse(model, "--model") if model else None,
+        budget=Budget(tokens=budget_tokens, usd=budget_usd, minutes=budget_minutes),
+        credentials=credentials,
+        approvers=approvers,
+        recipients=recipients,
+    )
+    shared = engine.task_recipients(created.id)
+    emit(
+        as_json,
+        {**_task_json(created), "recipients": shared},
+        lambda: task_detail(created, shared),
+    )
+
+
+@task.command("list")
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    type=click.Choice(["running", "paused", "waiting", "resuming", "done", "cancelled", "expired"]),
+    help="Only tasks with this status. Repeatable.",
+)
+@json_option
+@pass_ctx
+def task_list(ctx: Context, statuses: tuple[str, ...], as_json: bool) -> None:
+    """List tasks, most recently active first."""
+    from core import clock
+    from core.models import TaskStatus
+    from tui.render import table
+
+    wanted = {TaskStatus(s) for s in statuses}
+    summaries = [s for s in ctx.engine().task_summaries() if not wanted or s.task.status in wanted]
+    if as_json:
+        emit(
+            True,
+            [
+                {
+                    **_task_json(s.task),
+                    "checkpoints": s.checkpoint_count,
+                    "last_checkpoint_at": s.last_checkpoint_at,
+                }
+                for s in summaries
+            ],
+            "",
+        )
+        return
+    if not summaries:
+        click.echo("no tasks yet; start one with `pitstop task start --repo . --objective …`")
+        return
+    click.echo(
+        table(
+            ["id", "status", "age", "checkpoints", "objective"],
+            [
+                (
+                    s.task.id,
+                    s.task.status.value,
+                    clock.humanize_age(s.task.updated_at),
+                    s.checkpoint_count,
+                    s.task.objective[:60],
+                )
+                for s in summaries
+            ],
+        )
+    )
+
+
+def _task_json(task_obj: Any) -> dict[str, Any]:
+    from tui.render import jsonable
+
+    data: dict[str, Any] = jsonable(task_obj)
+    return data
+
+
+@task.command("show")
+@click.argument("task_id")
+@json_option
+@pass_ctx
+def task_show(ctx: Context, task_id: str, as_json: bool) -> None:
+    """Show one task and the recipients its remote copies are encrypted to."""
+    from tui.render import task_detail
+
+    engine = ctx.engine()
+    found = engine.get_task(task_id)
+    shared = engine.task_recipients(task_id)
+    emit(as_json, {**_task_json(found), "recipients": shared}, lambda: task_detail(found, shared))
+
+
+def _finish(
+    ctx: Context, task_id: str, status_name: str, reason: str | None, as_json: bool
+) -> None:
+    from core.models import TaskStatus
+
+    finished = ctx.engine().finish_task(task_id, TaskStatus(status_name), reason)
+    emit(as_json, finished, f"task {finished.id} is now {finished.status.value}")
+
+
+@task.command("done")
+@click.argument("task_id")
+@click.option("--reason", help="Why (kept in the audit log).")
+@json_option
+@pass_ctx
+def task_done(ctx: Context, task_id: str, reason: str | None, as_json: bool) -> None:
+    """Mark a task done."""
+    _finish(ctx, task_id, "done", reason, as_json)
+
+
+@task.command("cancel")
+@click.argument("task_id")
+@click.option("--reason", help="Why (kept in the audit log).")
+@json_option
+@pass_ctx
+def task_cancel(ctx: Context, task_id: str, reason: str | None, as_json: bool) -> None:
+    """Cancel a task."""
+    _finish(ctx, task_id, "cancelled", reason, as_json)
+
+
+@task.command("share")
+@click.argument("task_id")
+@click.option(
+    "--recipient",
+    "recipients",
+    multiple=True,
+    required=True,
+    metavar="KEY",
+    help="Public key (age1…, ssh-ed25519 …, or a .pub file) to share with. Repeatable.",
+)
+@json_option
+@pass_ctx
+def task_share(ctx: Context, task_id: str, recipients: tuple[str, ...], as_json: bool) -> None:
+    """Let more people read a task's remote copies (adding a key twice changes nothing)."""
+    engine = ctx.engine()
+    before = engine.task_recipients(task_id)
+    after = engine.share_task(task_id, recipients)
+    added = [recipient for recipient in after if recipient not in before]
+    summary = (
+        f"task {task_id} shared with {len(added)} more recipient(s)"
+        if added
+        else f"task {task_id} already had every recipient given; nothing changed"
+    )
+    emit(
+        as_json,
+        {"task": task_id, "recipients": after, "added": added},
+        lambda: "\n".join([summary, *(f"  {recipient}" for recipient in after)]),
+    )
+
+
+def _judge(ctx: Context, task_id: str, accepted: bool, reason: str, as_json: bool) -> None:
+    result = ctx.engine().judge_resume(task_id, accepted, reason)
+    verdict = "accepted" if accepted else "rejected"
+    emit(as_json, result, f"resumed work on {task_id} {verdict}: {reason}")
+
+
+@task.command("accept")
+@click.argument("task_id")
+@click.option("--reason", required=True, help="Why the resumed work is good.")
+@json_option
+@pass_ctx
+def task_accept(ctx: Context, task_id: str, reason: str, as_json: bool) -> None:
+    """Record that the resumed work was accepted."""
+    _judge(ctx, task_id, True, reason, as_json)
+
+
+@task.command("reject")
+@click.argument("task_id")
+@click.option("--reason", required=True, help="Why the resumed work is not good.")
+@json_option
+@pass_ctx
+def task_reject(ctx: Context, task_id: str, reason: str, as_json: bool) -> None:
+    """Record that the resumed work was rejected."""
+    _judge(ctx, task_id, False, reason, as_json)
