@@ -15,7 +15,25 @@ from collections import Counter
 from collections.abc import Callable
 from functools import cache
 
-from core.redaction import rules
+from core.redaction.rules import (
+    CODE_CHARS,
+    CURL_PLACEHOLDER_PARTS,
+    CURL_PLACEHOLDERS,
+    FILENAME_PATTERN,
+    KEY_NAME_CHARS,
+    PATH_SEGMENT_PATTERN,
+    PEM_MIN_BODY,
+    PLACEHOLDER_PARTS,
+    PLACEHOLDER_WORDS,
+    QUALIFIED_KEY_PATTERN,
+    REJECTED_KEY_PARTS,
+    SECRET_MIN_LENGTH,
+    TOKEN_MASK_PARTS,
+    URL_PLACEHOLDER_PARTS,
+    URL_PLACEHOLDERS,
+    UUID_PATTERN,
+    WORDISH_PATTERN,
+)
 
 Span = tuple[int, int]
 
@@ -26,11 +44,11 @@ def lazy_pattern(pattern: str, flags: int = 0) -> Callable[[], re.Pattern[str]]:
     return cache(lambda: re.compile(pattern, flags))
 
 
-_UUID = lazy_pattern(rules.UUID_PATTERN)
-_WORDISH = lazy_pattern(rules.WORDISH_PATTERN, re.ASCII)
-_FILENAME = lazy_pattern(rules.FILENAME_PATTERN, re.ASCII)
-_PATH_SEGMENT = lazy_pattern(rules.PATH_SEGMENT_PATTERN, re.ASCII)
-_KEY_QUALIFIED = lazy_pattern(rules.QUALIFIED_KEY_PATTERN, re.ASCII)
+_UUID = lazy_pattern(UUID_PATTERN)
+_WORDISH = lazy_pattern(WORDISH_PATTERN, re.ASCII)
+_FILENAME = lazy_pattern(FILENAME_PATTERN, re.ASCII)
+_PATH_SEGMENT = lazy_pattern(PATH_SEGMENT_PATTERN, re.ASCII)
+_KEY_QUALIFIED = lazy_pattern(QUALIFIED_KEY_PATTERN, re.ASCII)
 _B64_CHAR = lazy_pattern(r"[A-Za-z0-9+/]")
 
 
@@ -71,7 +89,7 @@ def _classes(value: str) -> int:
     return lower + upper + digit + other
 
 
-def looks_like_secret(value: str, min_len: int = rules.SECRET_MIN_LENGTH) -> bool:
+def looks_like_secret(value: str, min_len: int = SECRET_MIN_LENGTH) -> bool:
     """Whether a value after a secret-looking key is a credential, not a placeholder or a word.
 
     Rejects values that are too short, variable references and templates (``$X``, ``${x}``,
@@ -86,12 +104,12 @@ def looks_like_secret(value: str, min_len: int = rules.SECRET_MIN_LENGTH) -> boo
     v = value.rstrip("\\")
     if len(v) < min_len:
         return False
-    if " " in v and any(c in v for c in rules.CODE_CHARS):
+    if " " in v and any(c in v for c in CODE_CHARS):
         return False
     lowered = v.lower()
-    if v[0] in "$%<[{`" or lowered in rules.PLACEHOLDER_WORDS:
+    if v[0] in "$%<[{`" or lowered in PLACEHOLDER_WORDS:
         return False
-    if any(part in lowered for part in rules.PLACEHOLDER_PARTS):
+    if any(part in lowered for part in PLACEHOLDER_PARTS):
         return False
     if "://" in v or _is_path(v) or _FILENAME().fullmatch(v):
         return False
@@ -111,23 +129,23 @@ def random_enough(value: str, threshold: float = 3.0) -> bool:
     The entropy bar scales with length (a random 16-character base32 body can score 2.9).
     """
     lowered = value.lower()
-    if any(part in lowered for part in rules.TOKEN_MASK_PARTS):
+    if any(part in lowered for part in TOKEN_MASK_PARTS):
         return False
     return shannon_entropy(value) >= min(threshold, 0.6 * math.log2(max(2, len(value))))
 
 
 def url_password_ok(value: str) -> bool:
     """Whether the password of URL userinfo (``://user:password@``) is not a placeholder."""
-    if len(value) < 4 or value.lower() in rules.URL_PLACEHOLDERS or value[0] in "$%<[{*":
+    if len(value) < 4 or value.lower() in URL_PLACEHOLDERS or value[0] in "$%<[{*":
         return False
     lowered = value.lower()
-    return not any(part in lowered for part in rules.URL_PLACEHOLDER_PARTS)
+    return not any(part in lowered for part in URL_PLACEHOLDER_PARTS)
 
 
 def pem_body_ok(body: str) -> bool:
     """Whether a one-line PEM block's body (escaped line ends and all) holds key material."""
     body = body.replace("\\n", "").replace("\\r", "")
-    return len(_B64_CHAR().findall(body)) >= rules.PEM_MIN_BODY
+    return len(_B64_CHAR().findall(body)) >= PEM_MIN_BODY
 
 
 # --- curl -u / --user -----------------------------------------------------------------------
@@ -138,12 +156,12 @@ def _credential_ok(value: str) -> bool:
     v = value.strip("\"'")
     if len(v) >= 2 and v[0] == "{" and v[-1] == "}" and not v.startswith("{{"):
         v = v[1:-1]
-    if len(v) < 6 or v.lower() in rules.CURL_PLACEHOLDERS or any(c.isspace() for c in v):
+    if len(v) < 6 or v.lower() in CURL_PLACEHOLDERS or any(c.isspace() for c in v):
         return False
     if v[0] in "$%<[{" or any(c in v for c in "<>") or "${" in v or "$(" in v:
         return False
     lowered = v.lower()
-    if any(part in lowered for part in rules.CURL_PLACEHOLDER_PARTS):
+    if any(part in lowered for part in CURL_PLACEHOLDER_PARTS):
         return False
     if v.isdigit() or _WORDISH().fullmatch(v):
         return False
@@ -185,7 +203,7 @@ def _key_name(text: str, start: int, end: int) -> tuple[int, str]:
     """The identifier that ends at ``end`` and contains ``start`` (at most 64 characters back)."""
     i = start
     limit = max(0, start - 64)
-    while i > limit and text[i - 1] in rules.KEY_NAME_CHARS:
+    while i > limit and text[i - 1] in KEY_NAME_CHARS:
         i -= 1
     return i, text[i:end].lower()
 
@@ -202,7 +220,7 @@ def _generic_context_ok(m: re.Match[str]) -> bool:
     name_start, name = _key_name(text, start, m.end("kw"))
     if text.startswith("://", name_start - 3):
         return False  # https://oauth2:…@host is URL userinfo, the url-credentials rule's
-    if any(bad in name for bad in rules.REJECTED_KEY_PARTS):
+    if any(bad in name for bad in REJECTED_KEY_PARTS):
         return False
     if m.group("kw").lower() == "key" and not _KEY_QUALIFIED().search(name):
         return False
@@ -216,7 +234,7 @@ def select_generic(m: re.Match[str]) -> list[Span]:
     # which looks_like_secret would decide last; deciding it first changes no result.
     dq, sq, bare = m.group(*_GENERIC_VALUES)
     value = dq if dq is not None else sq if sq is not None else bare
-    if value is None or len(value.rstrip("\\")) < rules.SECRET_MIN_LENGTH:
+    if value is None or len(value.rstrip("\\")) < SECRET_MIN_LENGTH:
         return []
     if not _generic_context_ok(m):
         return []

@@ -13,6 +13,7 @@ building the automaton costs more than redacting them.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator
 from functools import cache
 from typing import TYPE_CHECKING
@@ -80,8 +81,29 @@ def literal_hits(low: bytes) -> Iterator[tuple[int, int]]:
         for literal, at, _ in automaton().find_matches_as_indexes(low, overlapping=True):
             yield literal, at
         return
-    for literal, text in enumerate(_LITERAL_BYTES):
-        at = low.find(text)
-        while at != -1:
-            yield literal, at
-            at = low.find(text, at + 1)
+    for stem, first, end in _stems():
+        if stem not in low:
+            continue  # none of the literals that start with it can occur
+        for literal in range(first, end):
+            text = _LITERAL_BYTES[literal]
+            at = low.find(text)
+            while at != -1:
+                yield literal, at
+                at = low.find(text, at + 1)
+
+
+@cache
+def _stems() -> tuple[tuple[bytes, int, int], ...]:
+    """The literals grouped by their first two bytes, as (stem, first id, end id): most are a
+    keyword with two more characters (``sk`` + two hex digits, ``password`` + a separator), so
+    a short text is searched for a few dozen stems rather than for each of the ~1,200 literals.
+    The literals are sorted, so each group is a run of ids."""
+    groups: list[tuple[bytes, int, int]] = []
+    first = 0
+    while first < len(_LITERAL_BYTES):
+        stem = _LITERAL_BYTES[first][:2]
+        after = stem[:-1] + bytes([stem[-1] + 1])  # the first two bytes sorting after the stem
+        end = bisect_left(_LITERAL_BYTES, after, first)
+        groups.append((stem, first, end))
+        first = end
+    return tuple(groups)
