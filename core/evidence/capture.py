@@ -20,10 +20,10 @@ import signal
 import subprocess
 import termios
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from core.errors import CommandStartError, UsageError
 
@@ -119,83 +119,130 @@ def run_captured(
     if use_pty is None:
         use_pty = os.isatty(out_fd)
     started = time.monotonic()
-    master_fd = slave_fd = -1
-    received: list[int] = []
-    running: list[subprocess.Popen[bytes]] = []
-
-    def forward(signum: int, _frame: FrameType | None) -> None:
-        received.append(signum)
-        for proc in running:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signum)
-
-    def resize(_signum: int, _frame: FrameType | None) -> None:
-        if master_fd >= 0:
-            _copy_window_size(out_fd, master_fd)
-
+    relay = _Relay(out_fd)
     # The handlers go in before the command starts: a Ctrl-C or SIGTERM between its start and
     # their installation ended Pitstop and left the command running on its own.
-    previous = {sig: signal.signal(sig, forward) for sig in FORWARDED_SIGNALS}
-    previous_winch = signal.signal(signal.SIGWINCH, resize) if use_pty else None
-    timed_out = False
+    relay.install(use_pty)
     try:
-        try:
-            if use_pty:
-                import pty
-
-                master_fd, slave_fd = pty.openpty()
-                _copy_window_size(out_fd, slave_fd)
-                process = subprocess.Popen(
-                    list(argv),
-                    cwd=cwd,
-                    env=dict(env) if env is not None else None,
-                    stdout=slave_fd,
-                    stderr=slave_fd,
-                    start_new_session=True,
-                )
-                os.close(slave_fd)
-                slave_fd = -1
-                routes = {master_fd: out_fd}
-            else:
-                process = subprocess.Popen(
-                    list(argv),
-                    cwd=cwd,
-                    env=dict(env) if env is not None else None,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    start_new_session=True,
-                )
-                assert process.stdout is not None and process.stderr is not None
-                routes = {process.stdout.fileno(): out_fd, process.stderr.fileno(): err_fd}
-                for fd in routes:
-                    _enlarge_pipe(fd)
-        except FileNotFoundError as exc:
-            raise CommandStartError(f"command not found: {argv[0]}") from exc
-        except PermissionError as exc:
-            raise CommandStartError(f"command not executable: {argv[0]}") from exc
-        except NotADirectoryError as exc:
-            raise CommandStartError(f"cannot run {argv[0]}: {exc}") from exc
-        finally:
-            if slave_fd >= 0:
-                os.close(slave_fd)
-        running.append(process)
-        # Signals that came while the command was starting are passed on now (one that comes
-        # between these two lines is passed twice, never lost).
-        for signum in list(received):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signum)
+        if use_pty:
+            process, routes = _start_on_pty(argv, cwd, env, out_fd, relay)
+        else:
+            process, routes = _start_on_pipes(argv, cwd, env, out_fd, err_fd)
+        relay.attach(process)
         timed_out = _pump(process, routes, sink, timeout, started)
     finally:
-        for sig, handler in previous.items():
+        relay.release()
+    return _outcome(process, timed_out, started)
+
+
+class _Relay:
+    """What Pitstop passes on to the command while it runs: the terminating signals it receives
+    (to the command's process group) and, on a pty, its terminal's window size."""
+
+    def __init__(self, out_fd: int) -> None:
+        self.out_fd = out_fd
+        self.master_fd = -1  # the pty's master side, once opened
+        self.received: list[int] = []
+        self.process: subprocess.Popen[bytes] | None = None
+        self._previous: dict[int, Any] = {}
+        self._previous_winch: Any = None
+
+    def install(self, use_pty: bool) -> None:
+        """Install the handlers (remembering the ones they replace)."""
+        self._previous = {sig: signal.signal(sig, self._forward) for sig in FORWARDED_SIGNALS}
+        if use_pty:
+            self._previous_winch = signal.signal(signal.SIGWINCH, self._resize)
+
+    def attach(self, process: subprocess.Popen[bytes]) -> None:
+        """The command started: signals go to it from now on, and those that came while it was
+        starting are passed on now (one that comes in between is passed twice, never lost)."""
+        self.process = process
+        for signum in list(self.received):
+            _signal_group(process, signum)
+
+    def release(self) -> None:
+        """Put the previous handlers back and close what the command's output came through."""
+        for sig, handler in self._previous.items():
             signal.signal(sig, handler)
-        if previous_winch is not None:
-            signal.signal(signal.SIGWINCH, previous_winch)
-        if master_fd >= 0:
-            os.close(master_fd)
-        for proc in running:
-            for stream in (proc.stdout, proc.stderr):
+        if self._previous_winch is not None:
+            signal.signal(signal.SIGWINCH, self._previous_winch)
+        if self.master_fd >= 0:
+            os.close(self.master_fd)
+        if self.process is not None:
+            for stream in (self.process.stdout, self.process.stderr):
                 if stream is not None:
                     stream.close()
+
+    def _forward(self, signum: int, _frame: FrameType | None) -> None:
+        self.received.append(signum)
+        if self.process is not None:
+            _signal_group(self.process, signum)
+
+    def _resize(self, _signum: int, _frame: FrameType | None) -> None:
+        if self.master_fd >= 0:
+            _copy_window_size(self.out_fd, self.master_fd)
+
+
+@contextlib.contextmanager
+def _start_errors(argv: Sequence[str]) -> Iterator[None]:
+    """A command that cannot start, said as Pitstop says it."""
+    try:
+        yield
+    except FileNotFoundError as exc:
+        raise CommandStartError(f"command not found: {argv[0]}") from exc
+    except PermissionError as exc:
+        raise CommandStartError(f"command not executable: {argv[0]}") from exc
+    except NotADirectoryError as exc:
+        raise CommandStartError(f"cannot run {argv[0]}: {exc}") from exc
+
+
+def _start_on_pty(
+    argv: Sequence[str], cwd: Path | None, env: Mapping[str, str] | None, out_fd: int, relay: _Relay
+) -> tuple[subprocess.Popen[bytes], dict[int, int]]:
+    """Start the command on a new pseudo-terminal (stdout and stderr share it, as on screen)."""
+    import pty
+
+    slave_fd = -1
+    try:
+        with _start_errors(argv):
+            relay.master_fd, slave_fd = pty.openpty()
+            _copy_window_size(out_fd, slave_fd)
+            process = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdout=slave_fd,
+                stderr=slave_fd,
+                start_new_session=True,
+            )
+    finally:
+        if slave_fd >= 0:
+            os.close(slave_fd)
+    return process, {relay.master_fd: out_fd}
+
+
+def _start_on_pipes(
+    argv: Sequence[str], cwd: Path | None, env: Mapping[str, str] | None, out_fd: int, err_fd: int
+) -> tuple[subprocess.Popen[bytes], dict[int, int]]:
+    """Start the command with stdout and stderr on pipes of their own."""
+    with _start_errors(argv):
+        process = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    assert process.stdout is not None and process.stderr is not None
+    routes = {process.stdout.fileno(): out_fd, process.stderr.fileno(): err_fd}
+    for fd in routes:
+        _enlarge_pipe(fd)
+    return process, routes
+
+
+def _outcome(process: subprocess.Popen[bytes], timed_out: bool, started: float) -> RunOutcome:
+    """How the command ended, as Pitstop reports it (128+N for signal N, 124 on the timeout)."""
     returncode = process.returncode
     duration_ms = int((time.monotonic() - started) * 1000)
     killed_by = -returncode if returncode is not None and returncode < 0 else None

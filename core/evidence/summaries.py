@@ -100,7 +100,7 @@ def _candidate_gate() -> Any:
         import hyperscan
     except ImportError:
         return None
-    from core.redaction.redact import hyperscan_database
+    from core.redaction.hyperscan_gate import hyperscan_database
 
     return hyperscan_database(
         "summary", [rb"\n" + _CANDIDATE_LINE], [hyperscan.HS_FLAG_SOM_LEFTMOST]

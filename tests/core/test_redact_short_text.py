@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.redaction import redact
+from core.redaction import literal_gate, redact
 
-LITERALS = st.sampled_from(redact._LITERAL_LIST)
+LITERALS = st.sampled_from(literal_gate.LITERALS)
 
 
 def overlapped(literal: str) -> str:
@@ -19,7 +19,7 @@ def overlapped(literal: str) -> str:
 
 SELF_OVERLAPPING = [
     lit
-    for lit in redact._LITERAL_LIST
+    for lit in literal_gate.LITERALS
     if any(lit[k:] == lit[: len(lit) - k] for k in range(1, len(lit)))
 ]
 FILLER = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-=:/. \t\"'", max_size=12)
@@ -30,20 +30,22 @@ def short_texts(draw: st.DrawFn) -> bytes:
     """Lowercased bytes up to SHORT_TEXT, made of literals (overlapping ones too) and filler."""
     overlapping = st.sampled_from(SELF_OVERLAPPING).map(overlapped)
     parts = draw(st.lists(st.one_of(LITERALS, overlapping, FILLER), max_size=24))
-    return "".join(parts).encode("latin-1")[: redact.SHORT_TEXT]
+    return "".join(parts).encode("latin-1")[: literal_gate.SHORT_TEXT]
 
 
 def automaton_hits(low: bytes) -> set[tuple[int, int]]:
     return {
         (literal, at)
-        for literal, at, _ in redact._automaton().find_matches_as_indexes(low, overlapping=True)
+        for literal, at, _ in literal_gate.automaton().find_matches_as_indexes(
+            low, overlapping=True
+        )
     }
 
 
 def one_by_one_hits(low: bytes) -> set[tuple[int, int]]:
-    redact._automaton.cache_clear()  # the short path is taken only before the automaton exists
-    found = set(redact._literal_hits(low))
-    assert redact._automaton.cache_info().currsize == 0, "the short path built the automaton"
+    literal_gate.automaton.cache_clear()  # the short path is taken only before the automaton exists
+    found = set(literal_gate.literal_hits(low))
+    assert literal_gate.automaton.cache_info().currsize == 0, "the short path built the automaton"
     return found
 
 
@@ -56,9 +58,9 @@ def test_short_texts_find_the_occurrences_the_automaton_finds(low: bytes) -> Non
 
 def test_a_hooks_reason_is_redacted_alike_either_way() -> None:
     text = "deploy with token=ghp_R8x2Lq9ZkP4mT7vW1nB6cY3dF5gH0jK2sQ8e and password: hunter2hunter2"
-    redact._automaton.cache_clear()
+    literal_gate.automaton.cache_clear()
     short = redact.redact_text(text)
-    redact._automaton()  # now built: the same call goes through it
+    literal_gate.automaton()  # now built: the same call goes through it
     assert redact.redact_text(text) == short
     assert "ghp_" not in short[0] and short[1]
 
@@ -72,3 +74,15 @@ def test_every_rule_is_what_the_literal_gate_assumes() -> None:
         assert all(lit == lit.lower() and lit.isascii() for lit, _ in rule.starts), rule.name
         assert rule.anchored == bool(rule.starts), rule.name
         assert rule.locator is None or rule.anchored, rule.name
+
+
+def test_the_generic_rule_is_tried_after_every_key_name_its_regex_accepts() -> None:
+    """The generic rule is anchored on its key names: the table lists them twice (in the regex's
+    `kw` group and as its start words), and the two lists must be the same."""
+    from core.redaction.rules import GENERIC_KEY_NAMES
+
+    [generic] = [rule for rule in redact.RULES if rule.name == "generic-secret"]
+    assert "(?P<kw>" + "|".join(GENERIC_KEY_NAMES) + ")" in generic.source
+    assert {lit.strip("-") for lit, _ in generic.starts if lit.startswith("-")} == {
+        name + blank for name in GENERIC_KEY_NAMES for blank in " \t"
+    }

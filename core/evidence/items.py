@@ -1,0 +1,132 @@
+"""Evidence items: what one item records about a command's output, and reading one back.
+
+An item is a row of listable facts (counts, hash, outcome, summary) plus two sealed fields, the
+command line and the tail, which only the task's key opens. Its output lives in chunks
+(:mod:`core.evidence.chunks`); it is written by :class:`core.evidence.recorder.EvidenceRecorder`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from core import store
+from core.redaction.redact import redact_argv
+from core.security.keys import TaskKeys
+from core.store.db import Database
+
+DEFAULT_TAIL_LINES = 200
+DEFAULT_TAIL_BYTES = 64 * 1024
+DEFAULT_CAP_BYTES = 32 * 1024 * 1024
+DEFAULT_CHUNK_BYTES = 1024 * 1024
+
+
+class EvidenceLimits(NamedTuple):
+    """How much of a stream is kept; stated in `evidence show`."""
+
+    tail_lines: int = DEFAULT_TAIL_LINES
+    tail_bytes: int = DEFAULT_TAIL_BYTES
+    cap_bytes: int = DEFAULT_CAP_BYTES
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES
+
+
+DEFAULT_LIMITS = EvidenceLimits()
+
+
+class Evidence(NamedTuple):
+    """One evidence item's listable facts, plus its decrypted command and tail when loaded."""
+
+    id: int
+    task_id: str
+    checkpoint_seq: int | None
+    state: str
+    source: str
+    label: str | None
+    started_at: str
+    duration_ms: int | None
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    bytes_total: int
+    lines_total: int
+    sha256: str | None
+    stored_bytes: int
+    kept_bytes: int
+    truncated: bool
+    omitted_bytes: int
+    chunk_count: int
+    summary: dict[str, Any] | None
+    tail_lines: int
+    redactions: int
+    ruleset: str | None
+    cap_bytes: int
+    failure: str | None
+    command: dict[str, Any] | None = None
+    tail: str | None = None
+
+    @property
+    def outcome(self) -> str:
+        """`exit 0`, `signal 9`, `timed out` or `running`."""
+        if self.timed_out:
+            return "timed out"
+        if self.signal:
+            return f"signal {self.signal}"
+        if self.exit_code is not None:
+            return f"exit {self.exit_code}"
+        return self.state
+
+    @property
+    def summary_text(self) -> str:
+        """The recognised tool summary as one line (empty when there is none)."""
+        return str(self.summary["text"]) if self.summary else ""
+
+
+def sealed_name(evidence_id: int, part: str) -> str:
+    """What a sealed part of an item (``command``, ``tail``, ``chunk/N``) is bound to."""
+    return f"evidence/{evidence_id}/{part}"
+
+
+def command_record(argv: Sequence[str], cwd: str | None, file: str | None = None) -> dict[str, Any]:
+    """The command line as stored (encrypted): every argument redacted first."""
+    # Whole-argv redaction also catches `curl -u user:pw` and `--password pw` pairs.
+    record: dict[str, Any] = {"argv": redact_argv(argv), "cwd": cwd}
+    if file is not None:
+        record["file"] = file
+    return record
+
+
+def evidence_from_row(row: Mapping[str, Any], **decrypted: Any) -> Evidence:
+    """Build the model from a store row plus any decrypted fields."""
+    return Evidence(**dict(row), **decrypted)
+
+
+def load_evidence(
+    db: Database, keys: TaskKeys, evidence_id: int, *, decrypt: bool = True
+) -> Evidence:
+    """An evidence item with its command and tail decrypted (when `decrypt`)."""
+    row = store.get_evidence(db, evidence_id)
+    if not decrypt:
+        return evidence_from_row(row)
+    command_blob, tail_blob = store.get_evidence_secrets(db, evidence_id)
+    task_id = row["task_id"]
+    command = (
+        json.loads(
+            keys.open(
+                task_id,
+                sealed_name(evidence_id, "command"),
+                command_blob,
+                f"evidence {evidence_id}'s command",
+            )
+        )
+        if command_blob
+        else None
+    )
+    tail = (
+        keys.open(
+            task_id, sealed_name(evidence_id, "tail"), tail_blob, f"evidence {evidence_id}'s tail"
+        ).decode("utf-8", errors="replace")
+        if tail_blob
+        else None
+    )
+    return evidence_from_row(row, command=command, tail=tail)
