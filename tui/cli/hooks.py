@@ -167,4 +167,3 @@ def hook_status(harness: str | None, as_json: bool) -> None:
         return "\n".join(lines)
 
     emit(as_json, document, human)
-
