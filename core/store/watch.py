@@ -22,6 +22,10 @@ from core.store.db import data_version, open_database
 # within the one second an operator should wait to see an agent's write.
 DEBOUNCE_MS = 300
 STEP_MS = 40
+# File events can be missed (a commit whose WAL write landed while the watch was arming, or one
+# coalesced away); when none came for this long the version is checked anyway, so a change is
+# never shown later than this. One PRAGMA a second on a connection of the watcher's own.
+RECHECK_MS = 1000
 
 
 def _database_filter(database: Path) -> watchfiles.BaseFilter:
@@ -39,7 +43,8 @@ def store_commits(database: Path, stop: threading.Event) -> Iterator[int]:
     """Yield the new `data_version` after each commit another connection makes, until `stop`.
 
     Blocks between commits; meant for a thread worker. The first version is read before the
-    watch starts, so a commit made while the watcher arms is still reported.
+    watch starts, and it is checked again at least every `RECHECK_MS` without any file event,
+    so a commit made while the watcher arms (or whose event was lost) is still reported.
     """
     db = open_database(database)
     try:
@@ -50,6 +55,8 @@ def store_commits(database: Path, stop: threading.Event) -> Iterator[int]:
             debounce=DEBOUNCE_MS,
             step=STEP_MS,
             stop_event=stop,
+            rust_timeout=RECHECK_MS,
+            yield_on_timeout=True,
             recursive=False,
             raise_interrupt=False,
         ):
