@@ -363,24 +363,20 @@ class GitProfile:
 
 
 def install_git_profiler(profile: GitProfile) -> None:
-    """Wrap `core.snapshot._git` so each call's wall time is booked to the current phase."""
-    from core import snapshot
+    """Book each git call's wall time to the current phase, by subcommand."""
+    import core.engine.checkpoint
+    import core.snapshot  # noqa: F401
+    from bench.git_timing import wrap_run_git
 
-    original = snapshot._git
+    def book(args: Sequence[str], seconds: float) -> None:
+        if profile.phase is not None:
+            words = [a for a in args if not a.startswith("-") and "=" not in a]
+            name = " ".join(words[:1]) or args[0]
+            if name in ("cat-file", "diff-tree", "ls-tree", "rev-parse", "rev-list"):
+                name += " " + " ".join(a for a in args[1:3] if a.startswith("-"))
+            profile.totals[profile.phase][name.strip()].append(seconds)
 
-    def timed_git(args: Sequence[str], **kwargs: Any) -> bytes:
-        started = time.perf_counter()
-        try:
-            return original(args, **kwargs)
-        finally:
-            if profile.phase is not None:
-                words = [a for a in args if not a.startswith("-") and "=" not in a]
-                name = " ".join(words[:1]) or args[0]
-                if name in ("cat-file", "diff-tree", "ls-tree", "rev-parse", "rev-list"):
-                    name += " " + " ".join(a for a in args[1:3] if a.startswith("-"))
-                profile.totals[profile.phase][name.strip()].append(time.perf_counter() - started)
-
-    snapshot._git = timed_git
+    wrap_run_git(book)
 
 
 def timed(action: Callable[[], Any]) -> tuple[float, Any]:

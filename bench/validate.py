@@ -110,25 +110,18 @@ class Profile:
 
 
 def install_git_profiler(profile: Profile) -> None:
-    """Book every git subprocess run by snapshot, validate and worktree to its subcommand."""
-    from core import snapshot
-    from core.restore import validate, worktree
+    """Book every git subprocess run by snapshot, validation and the worktree to its subcommand."""
+    import core.restore.validate
+    import core.restore.worktree
+    import core.snapshot  # noqa: F401
+    from bench.git_timing import wrap_run_git
 
-    original = snapshot._git
+    def book(args: Sequence[str], seconds: float) -> None:
+        if profile.recording:
+            words = [a for a in args if not a.startswith("-") and "=" not in a]
+            profile.git_calls[" ".join(words[:1]) or args[0]].append(seconds)
 
-    def timed_git(args: Sequence[str], **kwargs: Any) -> bytes:
-        started = time.perf_counter()
-        try:
-            return original(args, **kwargs)
-        finally:
-            if profile.recording:
-                words = [a for a in args if not a.startswith("-") and "=" not in a]
-                profile.git_calls[" ".join(words[:1]) or args[0]].append(
-                    time.perf_counter() - started
-                )
-
-    for module in (snapshot, validate, worktree):
-        module._git = timed_git  # type: ignore[attr-defined]
+    wrap_run_git(book)
 
 
 def profiled_validate(engine: Any, ref: str, profile: Profile, offline: bool) -> Any:
