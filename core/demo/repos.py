@@ -24,14 +24,18 @@ _GIT_IDENTITY = {
 }
 
 
-def _git_env(when: datetime) -> dict[str, str]:
-    """A clean environment: no user or system config, a fixed identity and date."""
+def _git_env(repo: Path, when: datetime) -> dict[str, str]:
+    """A clean environment: no user or system config, a fixed identity and date.
+
+    The global config is a file of the demo's own that does not exist (git reads it as empty),
+    never /dev/null: as root, any `git config --global` would replace /dev/null with a file.
+    """
     env = {k: v for k, v in os.environ.items() if k not in REPO_LOCATION_VARS}
     stamp = f"@{int(when.timestamp())} +0000"
     env.update(_GIT_IDENTITY)
     env.update(
         {
-            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CONFIG_GLOBAL": str(repo.parent / ".demo-gitconfig"),
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_AUTHOR_DATE": stamp,
@@ -44,7 +48,7 @@ def _git_env(when: datetime) -> dict[str, str]:
 
 def git(repo: Path, *args: str, when: datetime, extra_env: Mapping[str, str] | None = None) -> str:
     """Run git in `repo` as the demo's author at `when`; its output, or a GitError saying why."""
-    env = _git_env(when)
+    env = _git_env(repo, when)
     env.update(extra_env or {})
     try:
         result = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, check=True)
