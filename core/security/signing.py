@@ -1,4 +1,4 @@
-"""Signing identities: the Ed25519 key with which an operator signs every fact that leaves the store.
+"""Signing identities: the Ed25519 key an operator signs every fact that leaves the store with.
 
 Encryption (`core.security.identity`) decides who can *read* a task; signatures decide whose
 word counts. Every ledger fact, roster change and checkpoint attestation that crosses a machine
@@ -86,7 +86,9 @@ class SigningKey:
 
     def sign(self, schema: str, task_id: str, body: bytes) -> str:
         """The base64 signature of `body` as a document of `schema` about `task_id`."""
-        return base64.b64encode(self._private().sign(signed_message(schema, task_id, body))).decode()
+        return base64.b64encode(
+            self._private().sign(signed_message(schema, task_id, body))
+        ).decode()
 
 
 def signed_message(schema: str, task_id: str, body: bytes) -> bytes:

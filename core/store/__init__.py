@@ -121,6 +121,15 @@ from core.store.tasks import (
     task_status_counts,
     update_task,
 )
+from core.store.trust import (
+    pin_genesis,
+    record_rejected_facts,
+    rejected_body_hashes,
+    rejected_counts,
+    rejected_facts,
+    trust_pins,
+    trusted_genesis,
+)
 from core.store.validations import insert_validation, latest_validation, list_validations
 
 __all__ = [
@@ -194,10 +203,15 @@ __all__ = [
     "next_approval_seq",
     "next_checkpoint_seq",
     "overrule_approval",
+    "pin_genesis",
     "record_export",
     "record_ledger_conflict",
     "record_ledger_facts",
+    "record_rejected_facts",
     "recorded_values",
+    "rejected_body_hashes",
+    "rejected_counts",
+    "rejected_facts",
     "remote_links",
     "remote_listing",
     "remove_remote",
@@ -216,6 +230,8 @@ __all__ = [
     "task_scope",
     "task_status_counts",
     "tasks_keyed_by_other_master",
+    "trust_pins",
+    "trusted_genesis",
     "update_evidence",
     "update_resume",
     "update_task",

@@ -588,3 +588,35 @@ def _validations_by_time(db: sqlite_utils.Database) -> None:
     # The newest validation is the latest by time, not by row id, since sync brings in
     # validations run elsewhere; this keeps the dashboard's per-task lookup on one index.
     db.execute("CREATE INDEX validations_by_time ON validations (task_id, at, id, verdict)")
+
+
+@migrations(name="0014_trust")
+def _trust(db: sqlite_utils.Database) -> None:
+    # The genesis key this store trusts for each task (trust on first use, or pinned from an
+    # out-of-band fingerprint): a roster founded by any other key is never taken.
+    db.execute(
+        """
+        CREATE TABLE task_trust (
+            task_id TEXT PRIMARY KEY REFERENCES tasks(id),
+            genesis_key TEXT NOT NULL,
+            how TEXT NOT NULL,
+            pinned_at TEXT NOT NULL
+        )
+        """
+    )
+    # Facts from elsewhere that were not taken (unsigned, forged, by a key the roster does not
+    # admit): kept aside with why, never applied, never sent on.
+    db.execute(
+        """
+        CREATE TABLE ledger_rejected (
+            task_id TEXT NOT NULL,
+            body_sha256 TEXT NOT NULL,
+            uid TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            author TEXT,
+            why TEXT NOT NULL,
+            seen_at TEXT NOT NULL,
+            PRIMARY KEY (task_id, body_sha256)
+        )
+        """
+    )
