@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from core.config import Config, load_config
 from core.models import Interface
@@ -22,6 +23,9 @@ from core.security.keys import TaskKeys
 from core.store import add_event
 from core.store.db import Database, open_database
 from core.store.migrations import migrate
+
+if TYPE_CHECKING:
+    from core.security.signing import SigningKey
 
 
 class Session:
@@ -49,6 +53,18 @@ class Session:
         for private in (self.paths.tmp, self.paths.repos):
             ensure_private_dir(private)
         self.keys = TaskKeys(self.db)
+        self._signing_key: SigningKey | None = None
+
+    def signing_key(self) -> SigningKey:
+        """The operator's signing key, loaded on first use (a SigningError when there is none).
+
+        Loaded lazily: only what crosses a machine is signed, so recording hooks never pay.
+        """
+        if self._signing_key is None:
+            from core.security.signing import load_signing_key
+
+            self._signing_key = load_signing_key()
+        return self._signing_key
 
     def reopen(self) -> Session:
         """The same store, actor and interface, on a new connection for another thread."""

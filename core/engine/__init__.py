@@ -80,6 +80,7 @@ class Engine(Session):
     start_task = tasks.start_task
     task_recipients = tasks.task_recipients
     share_task = tasks.share_task
+    unshare_task = tasks.unshare_task
     get_task = tasks.get_task
     list_tasks = tasks.list_tasks
     task_summaries = tasks.task_summaries

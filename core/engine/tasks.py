@@ -129,18 +129,75 @@ def task_recipients(session: Session, task_id: str) -> list[str]:
     return store.list_task_recipients(session.db, task_id)
 
 
-def share_task(session: Session, task_id: str, recipients: Sequence[str]) -> list[str]:
-    """Add recipients to a task (those it has already are left alone); return all of them."""
-    from core.security import identity
+def share_task(
+    session: Session,
+    task_id: str,
+    recipients: Sequence[str],
+    *,
+    signer: str | None = None,
+    label: str | None = None,
+) -> list[str]:
+    """Add recipients to a task (those it has already are left alone); return all of them.
+
+    Once the task has a roster, sharing is a roster change signed by an owner; with `signer`
+    (that person's public signing key) the new member may also write facts, and `label` names
+    them for people.
+    """
+    from core.ledger import trust
+    from core.ledger.roster import Member
+    from core.security import identity, signing
 
     if not recipients:
         raise UsageError("give at least one --recipient to share the task with")
     parsed = identity.parse_recipients(recipients)
+    key = signing.parse_public_key(signer) if signer else None
+    if key is not None and len(parsed) != 1:
+        raise UsageError("--signer names one person: give exactly one --recipient with it")
+    store.get_task(session.db, task_id)
+    if trust.local_roster(session, task_id) is not None or key is not None:
+        members = [Member(label or trust.recipient_label(r), key, r) for r in parsed]
+        trust.add_members(session, task_id, members)
     now = clock.now_iso()
     with write_txn(session.db):
-        store.get_task(session.db, task_id)
         _add_recipients(session, task_id, parsed, now)
         return store.list_task_recipients(session.db, task_id)
+
+
+def unshare_task(session: Session, task_id: str, recipients: Sequence[str]) -> list[str]:
+    """Remove recipients (or members, by key or label) from a task's roster and rotate its data
+    key, so nothing written after opens for them; return the recipients left."""
+    from core.ledger import trust
+
+    if not recipients:
+        raise UsageError("give at least one --recipient to remove from the task")
+    store.get_task(session.db, task_id)
+    matches = []
+    for text in recipients:
+        matches.append(_normal_member_text(text))
+    _roster, removed = trust.remove_members(session, task_id, matches)
+    if not removed:
+        raise UsageError(f"task {task_id}'s roster names none of {', '.join(recipients)}")
+    now = clock.now_iso()
+    with write_txn(session.db):
+        for text in matches:
+            if store.remove_task_recipient(session.db, task_id, text):
+                session.record_event(task_id, "task", task_id, "unshare", text, None, None, now)
+    rotate = getattr(session.keys, "rotate", None)
+    if rotate is not None:
+        rotate(task_id)
+    return store.list_task_recipients(session.db, task_id)
+
+
+def _normal_member_text(text: str) -> str:
+    """A recipient or signing key in its normal form; a label as given."""
+    from core.security import identity, signing
+
+    cleaned = text.strip()
+    if cleaned.startswith(("age1", "ssh-ed25519 ")):
+        return identity.normalise_recipient(cleaned)
+    if cleaned.startswith(signing.PUBLIC_PREFIX):
+        return signing.parse_public_key(cleaned)
+    return cleaned
 
 
 def get_task(session: Session, task_id: str) -> Task:

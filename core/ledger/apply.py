@@ -49,6 +49,8 @@ class ApplyReport:
     facts_recorded: int = 0
     conflicts: tuple[Conflict, ...] = ()
     skipped: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+    rejected_total: int = 0
 
     @property
     def changes(self) -> int:

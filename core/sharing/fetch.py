@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from core import clock, snapshot, store
 from core.errors import GitError, NotFoundError, PitstopError
 from core.git import plumbing
-from core.ledger.facts import apply_facts
-from core.security import identity
+from core.ledger.facts import apply_facts, screen_facts
+from core.security import identity, signing
 from core.sharing.adoption import adopt_fetched, refresh_task
 from core.sharing.checkpoint_import import import_checkpoints
 from core.sharing.layout import (
@@ -31,6 +31,8 @@ from core.sharing.layout import (
 )
 from core.sharing.ledger_commit import facts_of, read_tree_files
 from core.sharing.remotes import open_store_repo, resolve_url
+from core.sharing.roster_reading import roster_in
+from core.sharing.signed_header import header_problem
 from core.sharing.tracking import fetch_task_refs, tracking_root
 from core.store.db import batch_txn, write_txn
 
@@ -64,12 +66,16 @@ def fetch(
     repo: str | os.PathLike[str] | None = None,
     *,
     missing_ok: bool = False,
+    expect_owner: str | None = None,
 ) -> FetchResult:
     """Bring remote tasks into this store: checkpoints, evidence and ledger (idempotent).
 
     One connection: the tasks' refs are fetched by pattern, so the same call says which of
-    them the remote holds. With `missing_ok`, a task the remote lacks is skipped (sync).
+    them the remote holds. With `missing_ok`, a task the remote lacks is skipped (sync). With
+    `expect_owner` (a fingerprint), a task met for the first time is taken only when that key
+    founded its roster.
     """
+    expected = signing.normal_fingerprint(expect_owner) if expect_owner else None
     if repo is None:
         local = [t for t in task_ids if t in store.task_ids(session.db)]
         repo = store.get_task(session.db, local[0]).repo_root if local else "."
@@ -90,7 +96,7 @@ def fetch(
             try:
                 with batch_txn(session.db):  # a task comes in whole or not at all, one commit
                     outcome = _import_task(
-                        session, source, store_repo, url, task_id, me, tips, refs
+                        session, source, store_repo, url, task_id, me, tips, refs, expected
                     )
                 plumbing.set_refs(store_repo, refs)
             except (PitstopError, GitError) as exc:
@@ -145,15 +151,19 @@ def _fetch_refs(
 def _recipient_of(
     store_repo: Path, ledgers: Mapping[str, str], me: identity.Identity | None
 ) -> set[str]:
-    """The tasks (of task → ledger commit) whose plain header lists `me` as a recipient."""
+    """The tasks (of task → ledger commit) whose roster, as its founder signed it, names `me`
+    as a recipient (never the plain header's word for it)."""
     if me is None or not ledgers:
         return set()
-    raw = plumbing.read_objects(store_repo, [f"{oid}:{TASK_FILE}" for oid in ledgers.values()])
-    return {
-        task_id
-        for task_id, oid in ledgers.items()
-        if me.recipient in parse_task_header(raw.get(f"{oid}:{TASK_FILE}")).get("recipients", [])
-    }
+    readable = set()
+    for task_id, oid in ledgers.items():
+        try:
+            roster = roster_in(store_repo, task_id, oid)
+        except PitstopError:
+            continue
+        if roster is not None and me.recipient in roster.recipients():
+            readable.add(task_id)
+    return readable
 
 
 def _import_task(
@@ -165,13 +175,26 @@ def _import_task(
     me: identity.Identity | None,
     tips: _Tips,
     refs: dict[str, str],
+    expected: str | None,
 ) -> dict[str, Any] | None:
-    """Import one task; the local refs to move once the import commits are added to `refs`."""
+    """Import one task; the local refs to move once the import commits are added to `refs`.
+
+    Nothing is taken before the roster is resolved and the header is found signed by a member:
+    a task met for the first time whose header fails is refused whole; a known one keeps its
+    status and budgets, and the refusal is reported.
+    """
     files = read_tree_files(store_repo, tips.ledger)
     header = parse_task_header(files.get(TASK_FILE))
     if not header or KEY_FILE not in files:
         raise RemoteFormatError(f"the remote ledger of {task_id} has no task header or key")
-    data_key = identity.unwrap(files[KEY_FILE], me) if me is not None else None
+    screening = screen_facts(session, task_id, facts_of(files), expect_fingerprint=expected)
+    problem = header_problem(task_id, header, screening.roster, files[KEY_FILE])
+    local = task_id in store.task_ids(session.db)
+    if problem is not None and not local:
+        raise RemoteFormatError(f"task {task_id} was refused: {problem}; nothing of it was taken")
+    if me is None or me.recipient not in screening.roster.recipients():
+        return None
+    data_key = identity.unwrap(files[KEY_FILE], me)
     if data_key is None:
         return None
     origin = str(header["origin_store"])
@@ -181,15 +204,23 @@ def _import_task(
         imported, newest = import_checkpoints(session, store_repo, task_id, tips.checkpoints)
         if newest is not None:
             refs[f"{PREFIX}checkpoints/{task_id}"] = newest
-    applied = apply_facts(session, task_id, facts_of(files))
+    applied = apply_facts(session, task_id, facts_of(files), screening=screening)
+    if problem is not None:
+        applied.rejected.append(f"{task_id}: refused its task header: {problem}")
     if _ledger_moves_forward(store_repo, tips):
         refs[local_ledger_ref(task_id)] = tips.ledger
     now = clock.now_iso()
     with write_txn(session.db):
         store.link_remote(session.db, task_id, snapshot.strip_url_credentials(url), fetched_at=now)
-        refresh_task(session, task_id, header)
+        if problem is None:
+            refresh_task(session, task_id, header)
         session.record_event(None, "remote", task_id, "fetch", None, None, None, now)
-    return {"adopted": adopted, "checkpoints": imported, "ledger": _describe(applied)}
+    return {
+        "adopted": adopted,
+        "checkpoints": imported,
+        "ledger": _describe(applied),
+        "owner": signing.fingerprint(screening.roster.genesis_key),
+    }
 
 
 def _ledger_moves_forward(store_repo: Path, tips: _Tips) -> bool:

@@ -1,12 +1,15 @@
-"""Building a task's ledger commit: the plain task header, the data key for every recipient,
-and the facts of both sides merged.
+"""Building a task's ledger commit: the signed task header, the data key for every recipient
+the roster names, and the facts of both sides that the roster admits.
 
-Facts already in a ledger commit are carried by blob id, never re-read: only the header, the
-key file and facts that differ between the two sides are. An unchanged task builds nothing.
+Facts already in a ledger commit are carried by blob id when they are the bytes this store
+holds; a remote fact this store has not judged yet is read and screened first, and one that the
+roster does not admit is left out, so a forged fact someone pushed does not travel on with the
+next honest push. An unchanged task builds nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,19 +17,23 @@ from typing import TYPE_CHECKING, Any
 from core import clock, store
 from core.errors import UsageError
 from core.git import plumbing
-from core.ledger.facts import export_facts
+from core.ledger.fact_format import is_fact_path
+from core.ledger.facts import export_facts, keep_rejected, screen_facts
+from core.ledger.roster import Roster
+from core.ledger.trust import ensure_roster
 from core.models import CheckpointState, Task
 from core.security import identity
-from core.sharing.adoption import remote_recipients
 from core.sharing.layout import (
-    FACTS_DIR,
     KEY_FILE,
     TASK_FILE,
     TASK_SCHEMA,
+    RemoteFormatError,
     canonical,
     parse_task_header,
 )
 from core.sharing.sealing import seal_json
+from core.sharing.signed_header import key_file_digest, sign_header
+from core.store.db import write_txn
 
 if TYPE_CHECKING:
     from core.session import Session
@@ -43,8 +50,8 @@ def read_tree_files(store_repo: Path, rev: str | None) -> dict[str, bytes]:
 
 
 def facts_of(files: Mapping[str, bytes]) -> dict[str, bytes]:
-    """The ledger facts among a ledger commit's files."""
-    return {path: data for path, data in files.items() if path.startswith(FACTS_DIR)}
+    """The ledger facts (and roster changes) among a ledger commit's files."""
+    return {path: data for path, data in files.items() if is_fact_path(path)}
 
 
 def _blob_entries(store_repo: Path, rev: str | None) -> dict[str, str]:
@@ -58,6 +65,11 @@ def _blob_entries(store_repo: Path, rev: str | None) -> dict[str, str]:
     }
 
 
+def blob_oid(data: bytes) -> str:
+    """The git object id `data` has as a blob (the store repositories use SHA-1)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
 def ledger_commit(
     session: Session,
     store_repo: Path,
@@ -65,25 +77,33 @@ def ledger_commit(
     remote_tip: str | None,
     local_tip: str | None,
 ) -> str | None:
-    """The ledger commit to push: local facts merged with the remote's; None when unchanged."""
+    """The ledger commit to push: local facts merged with the admitted remote ones; None when
+    the remote holds exactly this already."""
+    roster = ensure_roster(session, task.id)
     remote_entries = _blob_entries(store_repo, remote_tip)
     local_entries = _blob_entries(store_repo, local_tip) if local_tip != remote_tip else {}
     base_entries = remote_entries or local_entries
-    facts, previous_raw = _union_of_facts(
-        store_repo, local_entries, remote_entries, base_entries.get(TASK_FILE)
+    blob_ids, new_files = _facts_to_send(
+        session, store_repo, task.id, remote_entries, local_entries
     )
-    exported = export_facts(session, task.id)
-    new_files = {path: data for path, data in exported.items() if path not in facts}
-    blob_ids = dict(facts)
-    _header_and_key(session, task, base_entries, previous_raw, blob_ids, new_files)
-    if not new_files and blob_ids == base_entries:
-        if remote_tip is not None and (
+    header_oid = base_entries.get(TASK_FILE)
+    previous_raw = None
+    if header_oid is not None:
+        previous_raw = plumbing.read_objects(store_repo, [header_oid]).get(header_oid)
+    _header_and_key(session, task, roster, base_entries, previous_raw, blob_ids, new_files)
+    unchanged = not new_files
+    if (
+        unchanged
+        and remote_tip is not None
+        and blob_ids == remote_entries
+        and (
             local_tip in (None, remote_tip)
             or plumbing.is_ancestor(store_repo, str(local_tip), remote_tip)
-        ):
-            return None  # the remote holds exactly this already
-        if remote_tip is None and local_tip is not None:
-            return local_tip  # a new remote: our last ledger commit as it is
+        )
+    ):
+        return None  # the remote holds exactly this already
+    if unchanged and remote_tip is None and local_tip is not None and blob_ids == local_entries:
+        return local_tip  # a new remote: our last ledger commit as it is
     tree = plumbing.build_tree(store_repo, new_files, blob_ids=blob_ids)
     parents = [p for p in dict.fromkeys([local_tip, remote_tip]) if p]
     return plumbing.commit(
@@ -91,60 +111,107 @@ def ledger_commit(
     )
 
 
-def _union_of_facts(
+def _facts_to_send(
+    session: Session,
     store_repo: Path,
-    local_entries: Mapping[str, str],
+    task_id: str,
     remote_entries: Mapping[str, str],
-    header_oid: str | None,
-) -> tuple[dict[str, str], bytes | None]:
-    """Both sides' facts (path → blob id), and the previous task header's bytes, in one read."""
-    clashes = [
-        path
-        for path, oid in local_entries.items()
-        if path.startswith(FACTS_DIR) and remote_entries.get(path, oid) != oid
-    ]
-    wanted = [oid for oid in (header_oid, *(local_entries[p] for p in clashes)) if oid]
-    wanted += [remote_entries[p] for p in clashes]
-    contents = plumbing.read_objects(store_repo, wanted)
-    facts = {p: oid for p, oid in local_entries.items() if p.startswith(FACTS_DIR)}
-    facts.update({p: oid for p, oid in remote_entries.items() if p.startswith(FACTS_DIR)})
-    for path in clashes:  # the same fact sealed twice: keep the smaller bytes, in any order
-        ours, theirs = local_entries[path], remote_entries[path]
-        facts[path] = min((ours, theirs), key=lambda oid: (contents.get(oid) or b"", oid))
-    return facts, contents.get(header_oid or "")
+    local_entries: Mapping[str, str],
+) -> tuple[dict[str, str], dict[str, bytes]]:
+    """The facts of the commit to push: (path → existing blob id, path → bytes to write).
+
+    Ours are every fact this store holds; a remote fact at a path we do not hold, or with other
+    bytes than ours, is read and screened, and kept only when the roster admits it (of two
+    admitted byte strings for one fact, the smaller, so every order gives the same tree).
+    """
+    exported = export_facts(session, task_id)
+    existing = {oid for path, oid in (*remote_entries.items(), *local_entries.items())}
+    blob_ids: dict[str, str] = {}
+    new_files: dict[str, bytes] = {}
+    for path, data in exported.items():
+        oid = blob_oid(data)
+        if oid in existing:
+            blob_ids[path] = oid
+        else:
+            new_files[path] = data
+    unknown = {
+        path: oid
+        for path, oid in remote_entries.items()
+        if is_fact_path(path) and blob_ids.get(path) != oid
+    }
+    if not unknown:
+        return blob_ids, new_files
+    contents = plumbing.read_objects(store_repo, list(unknown.values()))
+    offered = {path: contents.get(oid) or b"" for path, oid in unknown.items()}
+    screening = screen_facts(session, task_id, offered)
+    for path in screening.taken:
+        ours = exported.get(path)
+        if ours is None or offered[path] < ours:
+            new_files.pop(path, None)
+            blob_ids[path] = unknown[path]
+    with write_txn(session.db):
+        keep_rejected(session, task_id, offered, screening.rejected)
+    return blob_ids, new_files
 
 
 def _header_and_key(
     session: Session,
     task: Task,
+    roster: Roster,
     base_entries: Mapping[str, str],
     previous_raw: bytes | None,
     blob_ids: dict[str, str],
     new_files: dict[str, bytes],
 ) -> None:
-    """Add the task header and the key file: kept by blob id when unchanged, else written."""
-    previous_header = parse_task_header(previous_raw)
-    recipients = sorted(
-        set(remote_recipients(session, task.id)) | set(previous_header.get("recipients", []))
-    )
+    """Add the signed task header and the key file wrapped for the roster's recipients: both
+    kept by blob id when unchanged, else written."""
+    try:
+        previous_header = parse_task_header(previous_raw)
+    except RemoteFormatError:  # a damaged header someone pushed is simply replaced by ours
+        previous_header = {}
+    recipients = roster.recipients()
     if not recipients:
         raise UsageError(
             f"task {task.id} has no recipients, so nobody could read it remotely; run "
             f"`pitstop key init` (creates your identity) or `pitstop task share {task.id} "
             "--recipient KEY`"
         )
-    header = canonical(task_header(session, task, recipients, previous_header))
-    if previous_raw == header:
-        blob_ids[TASK_FILE] = base_entries[TASK_FILE]
-    else:
-        new_files[TASK_FILE] = header
     previous_key = base_entries.get(KEY_FILE)
+    key_file: bytes | None = None
     if previous_key is not None and previous_header.get("recipients") == recipients:
-        blob_ids[KEY_FILE] = previous_key
-    else:
-        new_files[KEY_FILE] = identity.wrap_for_recipients(
+        key_file = plumbing.read_objects(session.paths.repos / task.store_repo, [previous_key]).get(
+            previous_key
+        )
+        if key_file is None or previous_header.get("key_file_sha256") != key_file_digest(key_file):
+            key_file = None  # not the key file a header of ours names: write our own
+        elif not _signed_by_us(session, task.id, previous_header):
+            key_file = None
+    if key_file is None:
+        key_file = identity.wrap_for_recipients(
             session.keys.data_key(task.id, create=True), recipients
         )
+        new_files[KEY_FILE] = key_file
+    else:
+        blob_ids[KEY_FILE] = str(previous_key)
+    header = task_header(session, task, recipients, previous_header)
+    header["roster"] = roster.uid
+    header["key_file_sha256"] = key_file_digest(key_file)
+    signed = sign_header(session, task.id, header)
+    encoded = canonical(signed)
+    if previous_raw == encoded:  # Ed25519 signs deterministically: unchanged, same bytes
+        blob_ids[TASK_FILE] = base_entries[TASK_FILE]
+    else:
+        new_files[TASK_FILE] = encoded
+
+
+def _signed_by_us(session: Session, task_id: str, header: Mapping[str, Any]) -> bool:
+    """Whether `header` is one this operator signed (so the key file it names is ours)."""
+    from core.security import signing
+
+    body = canonical({name: value for name, value in header.items() if name != "sig"})
+    return header.get("by") == session.signing_key().public and signing.verify(
+        str(header.get("by")), str(header.get("sig")), TASK_SCHEMA, task_id, body
+    )
 
 
 def task_header(

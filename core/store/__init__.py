@@ -69,6 +69,7 @@ from core.store.harness_sessions import (
 from core.store.ledger import (
     ledger_conflicts,
     ledger_fact_bodies,
+    ledger_fact_records,
     record_ledger_conflict,
     record_ledger_facts,
 )
@@ -115,6 +116,7 @@ from core.store.tasks import (
     insert_task,
     list_task_recipients,
     list_tasks,
+    remove_task_recipient,
     set_task_origin,
     task_ids,
     task_scope,
@@ -186,6 +188,7 @@ __all__ = [
     "latest_validation",
     "ledger_conflicts",
     "ledger_fact_bodies",
+    "ledger_fact_records",
     "link_remote",
     "list_approvals",
     "list_checkpoints",
@@ -215,6 +218,7 @@ __all__ = [
     "remote_links",
     "remote_listing",
     "remove_remote",
+    "remove_task_recipient",
     "replace_approval_request",
     "replace_listing",
     "resume_outcomes",

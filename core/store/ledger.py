@@ -14,10 +14,22 @@ from core.store.db import Database
 from core.store.filters import where_clause
 
 
-def ledger_fact_bodies(db: Database, task_id: str) -> dict[str, bytes]:
-    """Every ledger fact this store exported or applied for a task: uid → its bytes."""
-    rows = db.execute("SELECT uid, body FROM ledger_facts WHERE task_id = ?", [task_id])
+def ledger_fact_bodies(db: Database, task_id: str, kind: str | None = None) -> dict[str, bytes]:
+    """Every ledger fact this store exported or applied for a task (of one kind, when given):
+    uid → its bytes."""
+    if kind is None:
+        rows = db.execute("SELECT uid, body FROM ledger_facts WHERE task_id = ?", [task_id])
+    else:
+        rows = db.execute(
+            "SELECT uid, body FROM ledger_facts WHERE task_id = ? AND kind = ?", [task_id, kind]
+        )
     return {str(row[0]): bytes(row[1]) for row in rows.fetchall()}
+
+
+def ledger_fact_records(db: Database, task_id: str) -> dict[str, tuple[str, bytes]]:
+    """Every ledger fact held for a task: uid → (kind, bytes)."""
+    rows = db.execute("SELECT uid, kind, body FROM ledger_facts WHERE task_id = ?", [task_id])
+    return {str(row[0]): (str(row[1]), bytes(row[2])) for row in rows.fetchall()}
 
 
 def record_ledger_facts(

@@ -144,3 +144,11 @@ def add_task_recipient(
         [task_id, recipient, added_at, added_by],
     )
     return bool(cursor.rowcount)
+
+
+def remove_task_recipient(db: Database, task_id: str, recipient: str) -> bool:
+    """Remove one recipient from a task; False when it was not there."""
+    cursor = db.execute(
+        "DELETE FROM task_recipients WHERE task_id = ? AND recipient = ?", [task_id, recipient]
+    )
+    return bool(cursor.rowcount)

@@ -44,6 +44,7 @@ from core.ledger.fact_format import (
 from core.ledger.merge import KNOWLEDGE, derive
 from core.ledger.states import TRANSITIONS
 from core.models import ApprovalState, EffectState, Interface
+from core.security import signing
 from core.store.db import write_txn
 
 TASK = "ship-it"
@@ -458,9 +459,12 @@ def test_merge_is_a_commutative_associative_idempotent_union(
     assert set(merge_facts(a, b)) == set(a) | set(b)
 
 
+_SIGNER = signing.create_signing_key()
+
+
 def _fact(kind: str, **plain: Any) -> tuple[str, bytes]:
     document = {"schema": SCHEMA, "kind": kind, "task": TASK, **plain}
-    return fact_path(fact_uid(document)), encode_fact(document, None)
+    return fact_path(fact_uid(document)), encode_fact(document, None, _SIGNER)
 
 
 times = st.integers(0, 50).map(lambda n: f"2026-03-01T09:{n:02d}:00.000000Z")
@@ -548,7 +552,7 @@ def test_an_altered_or_newer_fact_is_refused() -> None:
     with pytest.raises(LedgerFormatError, match="altered"):
         derive({path: data.replace(b"medium", b"high")})
     newer = json.loads(data)
-    newer["schema"] = "pitstop.ledger/2"
+    newer["schema"] = "pitstop.ledger/3"
     with pytest.raises(LedgerFormatError, match="newer Pitstop"):
         derive({path: json.dumps(newer).encode()})
     (effect_path, effect_data) = _fact(
@@ -580,7 +584,7 @@ def test_exported_facts_show_no_content_and_re_export_adds_nothing(
     assert exported == a.export_ledger(TASK), "unchanged rows must export the same bytes"
     kinds = {json.loads(data)["kind"] for data in exported.values()}
     assert kinds == {"effect", "approval-request", "approval-decision", "validation", "resume",
-                     "event"}  # fmt: skip
+                     "event", "roster"}  # fmt: skip
     for path, data in exported.items():
         assert MARK.encode() not in data, f"{path} shows content in clear"
         assert b"secret plan" not in data
