@@ -20,6 +20,7 @@ from core.ledger.facts import apply_facts
 from core.security import identity
 from core.sharing.adoption import adopt_fetched, refresh_task
 from core.sharing.checkpoint_import import import_checkpoints
+from core.sharing.key_file import open_key_file
 from core.sharing.layout import (
     KEY_FILE,
     KINDS,
@@ -171,11 +172,11 @@ def _import_task(
     header = parse_task_header(files.get(TASK_FILE))
     if not header or KEY_FILE not in files:
         raise RemoteFormatError(f"the remote ledger of {task_id} has no task header or key")
-    data_key = identity.unwrap(files[KEY_FILE], me) if me is not None else None
-    if data_key is None:
+    keys = open_key_file(files[KEY_FILE], me, header, task_id) if me is not None else None
+    if keys is None:
         return None
     origin = str(header["origin_store"])
-    adopted = adopt_fetched(session, source, task_id, header, origin, data_key)
+    adopted = adopt_fetched(session, source, task_id, header, origin, keys)
     imported = 0
     if tips.checkpoints is not None:
         imported, newest = import_checkpoints(session, store_repo, task_id, tips.checkpoints)

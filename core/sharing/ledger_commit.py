@@ -16,7 +16,7 @@ from core.errors import UsageError
 from core.git import plumbing
 from core.ledger.facts import export_facts
 from core.models import CheckpointState, Task
-from core.security import identity
+from core.sharing import key_file
 from core.sharing.adoption import remote_recipients
 from core.sharing.layout import (
     FACTS_DIR,
@@ -124,27 +124,29 @@ def _header_and_key(
 ) -> None:
     """Add the task header and the key file: kept by blob id when unchanged, else written."""
     previous_header = parse_task_header(previous_raw)
-    recipients = sorted(
-        set(remote_recipients(session, task.id)) | set(previous_header.get("recipients", []))
-    )
+    rotated = key_file.rotated_since(session.keys, task.id, previous_header)
+    carried = [] if rotated else previous_header.get("recipients", [])
+    recipients = sorted(set(remote_recipients(session, task.id)) | set(carried))
     if not recipients:
         raise UsageError(
             f"task {task.id} has no recipients, so nobody could read it remotely; run "
             f"`pitstop key init` (creates your identity) or `pitstop task share {task.id} "
             "--recipient KEY`"
         )
-    header = canonical(task_header(session, task, recipients, previous_header))
+    document = task_header(session, task, recipients, previous_header)
+    header = canonical(document)
     if previous_raw == header:
         blob_ids[TASK_FILE] = base_entries[TASK_FILE]
     else:
         new_files[TASK_FILE] = header
     previous_key = base_entries.get(KEY_FILE)
-    if previous_key is not None and previous_header.get("recipients") == recipients:
+    same_keys = previous_header.get(key_file.HEADER_FIELD) == document[key_file.HEADER_FIELD]
+    if previous_key is not None and previous_header.get("recipients") == recipients and same_keys:
         blob_ids[KEY_FILE] = previous_key
     else:
-        new_files[KEY_FILE] = identity.wrap_for_recipients(
-            session.keys.data_key(task.id, create=True), recipients
-        )
+        current = session.keys.data_key_id(task.id)
+        keys = session.keys.all_keys(task.id)
+        new_files[KEY_FILE] = key_file.encode_key_file(keys, current, recipients)
 
 
 def task_header(
@@ -174,6 +176,7 @@ def task_header(
         "usd_used": task.usd_used,
         "checkpoints": _listed_checkpoints(session, task),
         "recipients": recipients,
+        key_file.HEADER_FIELD: key_file.header_entry_of(session.keys, task.id),
     }
     content = {
         "objective": task.objective,

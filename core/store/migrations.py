@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from core.errors import MasterKeyError, SchemaTooNewError
 from core.store.db import Database, write_txn
+from core.store.task_keys import create_key_history
 
 if TYPE_CHECKING:  # migrations run on sqlite-utils, loaded only when one is pending
     import sqlite_utils
@@ -588,3 +589,7 @@ def _validations_by_time(db: sqlite_utils.Database) -> None:
     # The newest validation is the latest by time, not by row id, since sync brings in
     # validations run elsewhere; this keeps the dashboard's per-task lookup on one index.
     db.execute("CREATE INDEX validations_by_time ON validations (task_id, at, id, verdict)")
+
+
+# Defined beside its table, as this module is at its size limit.
+migrations(name="0015_task_key_history")(create_key_history)
