@@ -175,11 +175,31 @@ def test_a_rotation_that_rolls_back_leaves_the_old_key_current(
         old_id = engine.keys.data_key_id(task_id)
         with pytest.raises(RuntimeError, match="boom"), write_txn(engine.db):
             engine.keys.rotate(task_id)
+            engine.keys.seal(task_id, "probe", b"sealed inside the rotation's transaction")
             raise RuntimeError("boom")
+        assert crypto.key_id(engine.keys.data_key(task_id, create=False)) == old_id
         assert engine.keys.data_key_id(task_id) == old_id
         assert set(engine.keys.all_keys(task_id)) == {old_id}
         with pytest.raises(RuntimeError, match="write transaction"):
             engine.keys.rotate(task_id)
+
+
+def test_a_retired_key_moved_back_into_the_current_row_is_refused(
+    store_root: Path, repo: Path
+) -> None:
+    """Someone who can write the database but has no master key cannot make new content seal
+    with a key a removed recipient holds."""
+    with Engine(store_root) as engine:
+        task_id = engine.start_task(repo=repo, objective="swap the rows").id
+        old_id = engine.keys.data_key_id(task_id)
+        engine.rotate_task_key(task_id)
+        retired = store.old_wrapped_keys(engine.db, task_id)[old_id]
+        with write_txn(engine.db):
+            engine.db.execute(
+                "UPDATE task_keys SET wrapped = ? WHERE task_id = ?", [retired, task_id]
+            )
+    with Engine(store_root) as engine, pytest.raises(crypto.DecryptError, match="authentication"):
+        engine.keys.seal(task_id, "probe", b"must not be sealed with the old key")
 
 
 def test_gc_retirement_deletes_every_key_of_the_task(
