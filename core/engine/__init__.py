@@ -92,6 +92,7 @@ class Engine(Session):
     # --- sharing (core.sharing, core.ledger.facts: imported on use) ----------------------------
     remote_recipients = sharing.remote_recipients
     adopt_task = sharing.adopt_task
+    rotate_task_key = sharing.rotate_task_key
     push = sharing.push
     fetch = sharing.fetch
     list_remote = sharing.list_remote

@@ -37,6 +37,13 @@ def adopt_task(session: Session, task: Task, *, origin_store: str, data_key: byt
     return adopt_task(session, task, origin_store=origin_store, data_key=data_key)
 
 
+def rotate_task_key(session: Session, task_id: str, reason: str | None = None) -> str:
+    """Give a task a fresh data key for what is written after a recipient was removed."""
+    from core.sharing.key_rotation import rotate_for_removal
+
+    return rotate_for_removal(session, task_id, reason)
+
+
 def push(
     session: Session,
     task_ids: Sequence[str],

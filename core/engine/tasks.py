@@ -182,9 +182,9 @@ def unshare_task(session: Session, task_id: str, recipients: Sequence[str]) -> l
         for text in matches:
             if store.remove_task_recipient(session.db, task_id, text):
                 session.record_event(task_id, "task", task_id, "unshare", text, None, None, now)
-    rotate = getattr(session.keys, "rotate", None)
-    if rotate is not None:
-        rotate(task_id)
+    from core.sharing.key_rotation import rotate_for_removal
+
+    rotate_for_removal(session, task_id, f"removed {', '.join(recipients)}")
     return store.list_task_recipients(session.db, task_id)
 
 

@@ -195,6 +195,16 @@ def envelope_key_id(envelope: bytes) -> str:
     return kid.decode()
 
 
+def peek_key_id(envelope: bytes) -> str | None:
+    """The key id an envelope names, or None when it is not a readable envelope at all."""
+    if len(envelope) < _HEADER.size:
+        return None
+    try:
+        return envelope_key_id(envelope)
+    except DecryptError:
+        return None
+
+
 def open_envelope(key: bytes, envelope: bytes, aad: bytes, what: str) -> bytes:
     """Decrypt an envelope; a wrong key, a moved blob or any alteration is a DecryptError."""
     if len(envelope) < _HEADER.size:
@@ -215,12 +225,16 @@ def open_envelope(key: bytes, envelope: bytes, aad: bytes, what: str) -> bytes:
         ) from exc
 
 
-def wrap_data_key(master: MasterKey, data_key: bytes, store_id: str, task_id: str) -> bytes:
-    """Seal a task's data key under the master key."""
-    return seal(master.key, data_key, associated_data(store_id, task_id, "data-key"))
+def wrap_data_key(
+    master: MasterKey, data_key: bytes, store_id: str, task_id: str, item: str = "data-key"
+) -> bytes:
+    """Seal a task's data key under the master key (`item` tells a retired key from the current)."""
+    return seal(master.key, data_key, associated_data(store_id, task_id, item))
 
 
-def unwrap_data_key(master: MasterKey, wrapped: bytes, store_id: str, task_id: str) -> bytes:
+def unwrap_data_key(
+    master: MasterKey, wrapped: bytes, store_id: str, task_id: str, item: str = "data-key"
+) -> bytes:
     """Recover a task's data key; a different master key gives a clear error."""
     kid = envelope_key_id(wrapped)
     if kid != master.id:
@@ -229,5 +243,5 @@ def unwrap_data_key(master: MasterKey, wrapped: bytes, store_id: str, task_id: s
             f"({master.source}) is {master.id}; set PITSTOP_KEY to the key from your backup"
         )
     return open_envelope(
-        master.key, wrapped, associated_data(store_id, task_id, "data-key"), f"task {task_id}'s key"
+        master.key, wrapped, associated_data(store_id, task_id, item), f"task {task_id}'s key"
     )

@@ -421,7 +421,8 @@ def unwrap(blob: bytes, identity: Identity) -> bytes | None:
     except pyrage.DecryptError as exc:
         if "no matching keys" in str(exc).lower():
             return None
+        why = " ".join(str(exc).split())  # age's messages run over several lines
         raise crypto.DecryptError(
-            f"the encrypted key failed to open ({exc}): it was damaged or altered"
+            f"the encrypted key failed to open ({why}): it was damaged or altered"
         ) from exc
     return bytes(opened)

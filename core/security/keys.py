@@ -2,15 +2,28 @@
 
 The master key is loaded once per `TaskKeys` and only when something must be encrypted or
 decrypted, so commands that touch no content never need it.
+
+A task's key is rotated when a recipient is removed: a fresh current key seals everything
+written after, and the retired keys are kept only to open what they sealed (each envelope names
+its key). The removed recipient keeps the keys they had, so content sealed before stays theirs;
+what is sealed after never opens with any of them.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from core import clock, store
 from core.security import crypto
 from core.store.db import Database, write_txn
 
 DEMO_KEY_META = "demo_master_key"
+CURRENT_KEY_ITEM = "data-key"
+
+
+def retired_key_item(key_id: str) -> str:
+    """What a retired key's wrapping is bound to: it can never pass for the current key."""
+    return f"data-key/{key_id}"
 
 
 class TaskKeys:
@@ -19,7 +32,10 @@ class TaskKeys:
     def __init__(self, db: Database, master: crypto.MasterKey | None = None) -> None:
         self._db = db
         self._master = master
-        self._cache: dict[str, bytes] = {}
+        self._cache: dict[str, bytes] = {}  # the current key of each task
+        self._wrapped: dict[str, bytes] = {}  # the stored row each cached current key came from
+        self._old: dict[str, dict[str, bytes]] = {}  # retired keys by id, read when asked for
+        self._adopted_old: dict[str, dict[str, bytes]] = {}  # fetched, kept by `keep_adopted`
         self._store_id: str | None = None
         self._scopes: dict[str, str] = {}
         self._unreadable: set[str] = set()  # tasks whose text cannot be opened here (lists)
@@ -63,12 +79,20 @@ class TaskKeys:
             store.set_meta(self._db, DEMO_KEY_META, crypto.encode_key(crypto.DEMO_KEY))
         self._master = None
         self._cache.clear()
+        self._wrapped.clear()
+        self._old.clear()
         self._unreadable.clear()
 
     def data_key(self, task_id: str, *, create: bool) -> bytes:
-        """The task's data key; created (and wrapped) on first use when `create` is set."""
+        """The task's current data key; created (and wrapped) on first use when `create` is set.
+
+        With `create` (the caller is about to seal), a key another process rotated since it was
+        cached is read again, so nothing new is sealed with a retired key.
+        """
         if task_id in self._cache:
-            return self._cache[task_id]
+            if not (create and self._rotated_elsewhere(task_id)):
+                return self._cache[task_id]
+            self._forget(task_id)
         in_transaction = self._db.conn.in_transaction
         if not in_transaction:
             self._uncommitted.discard(task_id)  # committed or rolled back: the row tells which
@@ -90,14 +114,83 @@ class TaskKeys:
             with write_txn(self._db):
                 wrapped = store.get_wrapped_key(self._db, task_id)
                 if wrapped is None:
-                    self._insert_wrapped(task_id, key)
+                    created = self._insert_wrapped(task_id, key)
             if wrapped is None:
-                self._cache[task_id] = key
+                self._cache[task_id], self._wrapped[task_id] = key, created
                 return key
         key = crypto.unwrap_data_key(self.master, wrapped, self.store_id, task_id)
         if task_id not in self._uncommitted:
-            self._cache[task_id] = key
+            self._cache[task_id], self._wrapped[task_id] = key, wrapped
         return key
+
+    def _rotated_elsewhere(self, task_id: str) -> bool:
+        """True when the stored current key is no longer the one cached (another process)."""
+        known = self._wrapped.get(task_id)
+        return known is not None and store.get_wrapped_key(self._db, task_id) != known
+
+    def _forget(self, task_id: str) -> None:
+        """Drop what is cached of a task's keys: the next use reads them from the store."""
+        self._cache.pop(task_id, None)
+        self._wrapped.pop(task_id, None)
+        self._old.pop(task_id, None)
+
+    def old_keys(self, task_id: str) -> dict[str, bytes]:
+        """The task's retired data keys (key id → key): they open, never seal."""
+        if task_id not in self._old:
+            found: dict[str, bytes] = {}
+            for kid, wrapped in store.old_wrapped_keys(self._db, task_id).items():
+                key = crypto.unwrap_data_key(
+                    self.master, wrapped, self.store_id, task_id, retired_key_item(kid)
+                )
+                if crypto.key_id(key) != kid:
+                    raise crypto.DecryptError(
+                        f"task {task_id}'s retired key {kid} is not the key its id names; "
+                        "the store was altered"
+                    )
+                found[kid] = key
+            if task_id in self._uncommitted or self._db.conn.in_transaction:
+                return found
+            self._old[task_id] = found
+        return self._old[task_id]
+
+    def all_keys(self, task_id: str) -> dict[str, bytes]:
+        """Every data key of the task, current and retired (key id → key)."""
+        current = self.data_key(task_id, create=False)
+        return {**self.old_keys(task_id), crypto.key_id(current): current}
+
+    def rotate(self, task_id: str) -> str:
+        """Give the task a fresh current key, keeping the old one to open what it sealed.
+
+        Runs inside the caller's write transaction (the caller audits it there); returns the
+        new key's id.
+        """
+        if not self._db.conn.in_transaction:
+            raise RuntimeError("TaskKeys.rotate() runs inside the caller's write transaction")
+        current = self.data_key(task_id, create=False)
+        fresh = crypto.generate_key()
+        self._retire(task_id, current)
+        store.replace_wrapped_key(
+            self._db,
+            task_id,
+            crypto.wrap_data_key(self.master, fresh, self.store_id, task_id),
+            self.master.id,
+            clock.now_iso(),
+        )
+        self._forget(task_id)
+        self._uncommitted.add(task_id)  # cached once the rotation is read back committed
+        return crypto.key_id(fresh)
+
+    def _retire(self, task_id: str, key: bytes) -> bool:
+        """Keep `key` as one of the task's retired keys (in the caller's transaction)."""
+        kid = crypto.key_id(key)
+        return store.insert_old_wrapped_key(
+            self._db,
+            task_id,
+            kid,
+            crypto.wrap_data_key(self.master, key, self.store_id, task_id, retired_key_item(kid)),
+            self.master.id,
+            clock.now_iso(),
+        )
 
     def seal_text(self, task_id: str, item: str, text: str) -> bytes:
         """Encrypt free text (a reason, a note, an action) of `item` of `task_id`."""
@@ -126,25 +219,72 @@ class TaskKeys:
         self._cache[task_id] = key
         self._scopes[task_id] = scope
 
+    def adopt_keys(
+        self, task_id: str, keys: Mapping[str, bytes], current_id: str, scope: str
+    ) -> None:
+        """Hold every data key of a fetched task (the current one seals, the rest open)."""
+        _check_key_ids(task_id, keys, current_id)
+        self.adopt(task_id, keys[current_id], scope)
+        self._old[task_id] = {kid: key for kid, key in keys.items() if kid != current_id}
+        self._adopted_old[task_id] = dict(self._old[task_id])
+
     def keep_adopted(self, task_id: str) -> None:
-        """Store an adopted task's data key wrapped by this store's master key.
+        """Store an adopted task's data keys wrapped by this store's master key.
 
         Runs inside the caller's transaction, after the task row is inserted.
         """
         self._insert_wrapped(task_id, self._cache[task_id])
+        for key in self._adopted_old.pop(task_id, {}).values():
+            self._retire(task_id, key)
 
-    def _insert_wrapped(self, task_id: str, key: bytes) -> None:
+    def merge_keys(self, task_id: str, keys: Mapping[str, bytes], current_id: str) -> bool:
+        """Take the keys another store has for a task held here; True when anything changed.
+
+        Keys new here are kept to open what they sealed. The other store's current key becomes
+        ours only when its set holds our current key: it rotated after ours was made, so it
+        is what the remaining recipients seal with. A set that shares no key with ours was not
+        made by anyone who ever held this task's keys and is refused. A task gc retired (no
+        key left) takes nothing. Runs inside the caller's write transaction.
+        """
+        _check_key_ids(task_id, keys, current_id)
+        if store.get_wrapped_key(self._db, task_id) is None:
+            return False
+        ours = self.all_keys(task_id)
+        if not ours.keys() & keys.keys():
+            raise crypto.DecryptError(
+                f"the remote key file of task {task_id} holds none of the keys this store has "
+                "for it: it was replaced by someone who never had them; nothing was taken"
+            )
+        current = crypto.key_id(self.data_key(task_id, create=False))
+        changed = False
+        for kid, key in keys.items():
+            if kid not in ours and kid != current_id:
+                changed |= self._retire(task_id, key)
+        if current_id not in ours and current in keys:
+            self._retire(task_id, ours[current])
+            store.replace_wrapped_key(
+                self._db,
+                task_id,
+                crypto.wrap_data_key(self.master, keys[current_id], self.store_id, task_id),
+                self.master.id,
+                clock.now_iso(),
+            )
+            changed = True
+        elif current_id not in ours:
+            changed |= self._retire(task_id, keys[current_id])  # a rotation beside ours
+        if changed:
+            self._forget(task_id)
+            self._uncommitted.add(task_id)
+        return changed
+
+    def _insert_wrapped(self, task_id: str, key: bytes) -> bytes:
         """Record a task's data key wrapped by the master key (in the caller's transaction)."""
-        store.insert_wrapped_key(
-            self._db,
-            task_id,
-            crypto.wrap_data_key(self.master, key, self.store_id, task_id),
-            self.master.id,
-            clock.now_iso(),
-        )
+        wrapped = crypto.wrap_data_key(self.master, key, self.store_id, task_id)
+        store.insert_wrapped_key(self._db, task_id, wrapped, self.master.id, clock.now_iso())
+        return wrapped
 
     def data_key_id(self, task_id: str) -> str:
-        """The public id of the task's data key (recorded in checkpoint headers)."""
+        """The public id of the task's current data key (recorded in checkpoint headers)."""
         return crypto.key_id(self.data_key(task_id, create=True))
 
     def seal(self, task_id: str, item: str, plaintext: bytes) -> bytes:
@@ -155,12 +295,37 @@ class TaskKeys:
         )
 
     def open(self, task_id: str, item: str, envelope: bytes, what: str) -> bytes:
-        """Decrypt content sealed for `item` of `task_id`."""
-        key = self.data_key(task_id, create=False)
+        """Decrypt content sealed for `item` of `task_id`, with the key its envelope names."""
+        key = self._key_for(task_id, crypto.peek_key_id(envelope))
         return crypto.open_envelope(
             key, envelope, crypto.associated_data(self.scope(task_id), task_id, item), what
         )
 
+    def _key_for(self, task_id: str, kid: str | None) -> bytes:
+        """The task's key named `kid`: the current one, a retired one, else the current one
+        (whose mismatch `open_envelope` reports)."""
+        current = self.data_key(task_id, create=False)
+        if kid is None or kid == crypto.key_id(current):
+            return current
+        found = self.old_keys(task_id).get(kid)
+        if found is None:  # another process may have rotated or fetched keys since
+            self._forget(task_id)
+            current = self.data_key(task_id, create=False)
+            found = current if kid == crypto.key_id(current) else self.old_keys(task_id).get(kid)
+        return found if found is not None else current
+
     def tasks_with_other_master(self, master: crypto.MasterKey) -> list[str]:
         """Tasks whose data key was wrapped by a different master key than `master`."""
         return store.tasks_keyed_by_other_master(self._db, master.id)
+
+
+def _check_key_ids(task_id: str, keys: Mapping[str, bytes], current_id: str) -> None:
+    """Refuse a key set whose ids are not its keys' ids, or that lacks its current key."""
+    if current_id not in keys:
+        raise crypto.DecryptError(f"the data keys of task {task_id} lack their current key")
+    for kid, key in keys.items():
+        if len(key) != crypto.KEY_BYTES or crypto.key_id(key) != kid:
+            raise crypto.DecryptError(
+                f"a data key of task {task_id} is not the key its id {kid[:12]!r} names; "
+                "it was altered"
+            )

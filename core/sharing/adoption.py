@@ -14,6 +14,7 @@ from core import clock, snapshot, store
 from core.errors import ConflictError
 from core.models import Budget, NamedVersion, Task, TaskStatus
 from core.security import identity
+from core.sharing.key_file import TaskKeySet
 from core.sharing.sealing import open_json
 from core.store.db import write_txn
 
@@ -48,9 +49,12 @@ def adopt_fetched(
     task_id: str,
     header: Mapping[str, Any],
     origin: str,
-    data_key: bytes,
+    keys: TaskKeySet,
 ) -> bool:
-    """Create the local record of a fetched task (once); False when it was here already."""
+    """Create the local record of a fetched task (once); False when it was here already.
+
+    A task here already takes the keys it lacks (a rotation made elsewhere).
+    """
     if task_id in store.task_ids(session.db):
         scope = session.keys.scope(task_id)
         if scope != origin:
@@ -58,8 +62,10 @@ def adopt_fetched(
                 f"this store has a different task with id {task_id!r}; it cannot take the "
                 "remote one (fetch into another store with --store)"
             )
+        with write_txn(session.db):
+            session.keys.merge_keys(task_id, keys.keys, keys.current)
         return False
-    session.keys.adopt(task_id, data_key, origin)
+    session.keys.adopt_keys(task_id, keys.keys, keys.current, origin)
     content = open_json(
         session, task_id, "remote/task", str(header["sealed"]), f"task {task_id}'s header"
     )
@@ -85,7 +91,7 @@ def adopt_fetched(
             approvers=tuple(content.get("approvers", [])),
         ),
         origin_store=origin,
-        data_key=data_key,
+        data_key=keys.keys[keys.current],
     )
     return True
 

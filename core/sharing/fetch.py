@@ -20,6 +20,7 @@ from core.ledger.facts import apply_facts, screen_facts
 from core.security import identity, signing
 from core.sharing.adoption import adopt_fetched, refresh_task
 from core.sharing.checkpoint_import import import_checkpoints
+from core.sharing.key_file import open_key_file
 from core.sharing.layout import (
     KEY_FILE,
     KINDS,
@@ -194,11 +195,14 @@ def _import_task(
         raise RemoteFormatError(f"task {task_id} was refused: {problem}; nothing of it was taken")
     if me is None or me.recipient not in screening.roster.recipients():
         return None
-    data_key = identity.unwrap(files[KEY_FILE], me)
-    if data_key is None:
+    # a known task whose header fails keeps the keys it holds and takes nothing from this file
+    keys = None if problem is not None else open_key_file(files[KEY_FILE], me, header, task_id)
+    if keys is None and not local:
         return None
     origin = str(header["origin_store"])
-    adopted = adopt_fetched(session, source, task_id, header, origin, data_key)
+    adopted = False
+    if keys is not None:
+        adopted = adopt_fetched(session, source, task_id, header, origin, keys)
     imported = 0
     if tips.checkpoints is not None:
         imported, newest = import_checkpoints(session, store_repo, task_id, tips.checkpoints)

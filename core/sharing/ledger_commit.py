@@ -22,7 +22,7 @@ from core.ledger.facts import export_facts, keep_rejected, screen_facts
 from core.ledger.roster import Roster
 from core.ledger.trust import ensure_roster
 from core.models import CheckpointState, Task
-from core.security import identity
+from core.sharing import key_file
 from core.sharing.layout import (
     KEY_FILE,
     TASK_FILE,
@@ -176,28 +176,28 @@ def _header_and_key(
             f"`pitstop key init` (creates your identity) or `pitstop task share {task.id} "
             "--recipient KEY`"
         )
-    previous_key = base_entries.get(KEY_FILE)
-    key_file: bytes | None = None
-    if previous_key is not None and previous_header.get("recipients") == recipients:
-        key_file = plumbing.read_objects(session.paths.repos / task.store_repo, [previous_key]).get(
-            previous_key
-        )
-        if key_file is None or previous_header.get("key_file_sha256") != key_file_digest(key_file):
-            key_file = None  # not the key file a header of ours names: write our own
-        elif not _signed_by_us(session, task.id, previous_header):
-            key_file = None
-    if key_file is None:
-        key_file = identity.wrap_for_recipients(
-            session.keys.data_key(task.id, create=True), recipients
-        )
-        new_files[KEY_FILE] = key_file
-    else:
-        blob_ids[KEY_FILE] = str(previous_key)
+    session.keys.data_key(task.id, create=True)
     header = task_header(session, task, recipients, previous_header)
     header["roster"] = roster.uid
-    header["key_file_sha256"] = key_file_digest(key_file)
-    signed = sign_header(session, task.id, header)
-    encoded = canonical(signed)
+    previous_key = base_entries.get(KEY_FILE)
+    key_blob: bytes | None = None
+    same_keys = previous_header.get(key_file.HEADER_FIELD) == header[key_file.HEADER_FIELD]
+    if previous_key is not None and previous_header.get("recipients") == recipients and same_keys:
+        key_blob = plumbing.read_objects(session.paths.repos / task.store_repo, [previous_key]).get(
+            previous_key
+        )
+        if key_blob is None or previous_header.get("key_file_sha256") != key_file_digest(key_blob):
+            key_blob = None  # not the key file a header names: write our own
+        elif not _signed_by_us(session, task.id, previous_header):
+            key_blob = None  # a key file someone else's header names: never reused
+    if key_blob is None:
+        current = session.keys.data_key_id(task.id)
+        key_blob = key_file.encode_key_file(session.keys.all_keys(task.id), current, recipients)
+        new_files[KEY_FILE] = key_blob
+    else:
+        blob_ids[KEY_FILE] = str(previous_key)
+    header["key_file_sha256"] = key_file_digest(key_blob)
+    encoded = canonical(sign_header(session, task.id, header))
     if previous_raw == encoded:  # Ed25519 signs deterministically: unchanged, same bytes
         blob_ids[TASK_FILE] = base_entries[TASK_FILE]
     else:
@@ -241,6 +241,7 @@ def task_header(
         "usd_used": task.usd_used,
         "checkpoints": _listed_checkpoints(session, task),
         "recipients": recipients,
+        key_file.HEADER_FIELD: key_file.header_entry_of(session.keys, task.id),
     }
     content = {
         "objective": task.objective,

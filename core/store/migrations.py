@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from core.errors import MasterKeyError, SchemaTooNewError
 from core.store.db import Database, write_txn
+from core.store.task_keys import create_key_history
+from core.store.trust import create_trust_tables
 
 if TYPE_CHECKING:  # migrations run on sqlite-utils, loaded only when one is pending
     import sqlite_utils
@@ -590,33 +592,6 @@ def _validations_by_time(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX validations_by_time ON validations (task_id, at, id, verdict)")
 
 
-@migrations(name="0014_trust")
-def _trust(db: sqlite_utils.Database) -> None:
-    # The genesis key this store trusts for each task (trust on first use, or pinned from an
-    # out-of-band fingerprint): a roster founded by any other key is never taken.
-    db.execute(
-        """
-        CREATE TABLE task_trust (
-            task_id TEXT PRIMARY KEY REFERENCES tasks(id),
-            genesis_key TEXT NOT NULL,
-            how TEXT NOT NULL,
-            pinned_at TEXT NOT NULL
-        )
-        """
-    )
-    # Facts from elsewhere that were not taken (unsigned, forged, by a key the roster does not
-    # admit): kept aside with why, never applied, never sent on.
-    db.execute(
-        """
-        CREATE TABLE ledger_rejected (
-            task_id TEXT NOT NULL,
-            body_sha256 TEXT NOT NULL,
-            uid TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            author TEXT,
-            why TEXT NOT NULL,
-            seen_at TEXT NOT NULL,
-            PRIMARY KEY (task_id, body_sha256)
-        )
-        """
-    )
+# Defined beside their tables, as this module is at its size limit.
+migrations(name="0014_trust")(create_trust_tables)
+migrations(name="0015_task_key_history")(create_key_history)

@@ -9,9 +9,44 @@ kept by the sha256 of its bytes, so a remote that offers it again adds nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.store.db import Database
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+
+def create_trust_tables(db: sqlite_utils.Database) -> None:
+    """Migration 0014_trust: the pinned genesis of each task, and the facts refused."""
+    # The genesis key this store trusts for each task (trust on first use, or pinned from an
+    # out-of-band fingerprint): a roster founded by any other key is never taken.
+    db.execute(
+        """
+        CREATE TABLE task_trust (
+            task_id TEXT PRIMARY KEY REFERENCES tasks(id),
+            genesis_key TEXT NOT NULL,
+            how TEXT NOT NULL,
+            pinned_at TEXT NOT NULL
+        )
+        """
+    )
+    # Facts from elsewhere that were not taken (unsigned, forged, by a key the roster does not
+    # admit): kept aside with why, never applied, never sent on.
+    db.execute(
+        """
+        CREATE TABLE ledger_rejected (
+            task_id TEXT NOT NULL,
+            body_sha256 TEXT NOT NULL,
+            uid TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            author TEXT,
+            why TEXT NOT NULL,
+            seen_at TEXT NOT NULL,
+            PRIMARY KEY (task_id, body_sha256)
+        )
+        """
+    )
 
 
 def trusted_genesis(db: Database, task_id: str) -> str | None:
