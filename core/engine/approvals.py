@@ -53,8 +53,15 @@ def _checkpoint_before_wait(session: Session, task_id: str, note: str) -> Checkp
 
 
 def decide_approval(session: Session, approval_id: str, approve: bool, reason: str) -> Approval:
-    """Approve or reject a pending approval, once, as the session's operator."""
-    return approval_book(session).decide(approval_id, approve, reason)
+    """Approve or reject a pending approval, once, as the session's operator (by key, once the
+    task has a roster)."""
+    from core.ledger.approvals import Approvals, parse_approval_id
+    from core.ledger.trust import decider_name
+
+    task_id, _seq = parse_approval_id(approval_id)
+    actor = decider_name(session, task_id, "decide approvals")
+    book = Approvals(session.db, session.record_event, actor, session.keys)
+    return book.decide(approval_id, approve, reason)
 
 
 def get_approval(session: Session, approval_id: str) -> Approval:

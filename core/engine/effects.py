@@ -45,8 +45,15 @@ def move_effect(
     note: str | None = None,
     reason: str | None = None,
 ) -> SideEffect:
-    """Start, confirm, fail or mark uncertain a side effect; settling needs a reason."""
-    return effect_ledger(session).move(task_id, key, to_state, note=note, reason=reason)
+    """Start, confirm, fail or mark uncertain a side effect; settling needs a reason (and, once
+    the task has a roster, an approver's signing key)."""
+    ledger = effect_ledger(session)
+    settling = to_state in (EffectState.CONFIRMED, EffectState.FAILED)
+    if settling and ledger.get(task_id, key).state is EffectState.UNCERTAIN:
+        from core.ledger.trust import decider_name
+
+        ledger.actor = decider_name(session, task_id, "settle uncertain side effects")
+    return ledger.move(task_id, key, to_state, note=note, reason=reason)
 
 
 def get_effect(session: Session, task_id: str, key: str) -> SideEffect:

@@ -62,11 +62,14 @@ def fetch(
     task_ids: Sequence[str] = (),
     remote: str | None = None,
     repo: str | os.PathLike[str] | None = None,
+    *,
+    expect_owner: str | None = None,
 ) -> FetchResult:
-    """Bring remote tasks into this store (`pitstop fetch`)."""
+    """Bring remote tasks into this store (`pitstop fetch`); with `expect_owner`, a task met
+    for the first time only when that fingerprint founded it."""
     from core.sharing.fetch import fetch
 
-    return fetch(session, task_ids, remote, repo)
+    return fetch(session, task_ids, remote, repo, expect_owner=expect_owner)
 
 
 def list_remote(

@@ -165,3 +165,27 @@ def pin_fetched(session: Session, task_id: str, roster: Roster, expected: bool) 
     """Pin a fetched task's genesis key (inside the caller's transaction)."""
     how = "expected" if expected else "first-use"
     store.pin_genesis(session.db, task_id, roster.genesis_key, how, clock.now_iso())
+
+
+def decider_name(session: Session, task_id: str, what: str) -> str:
+    """The name a decision on `task_id` is recorded under, checked by key.
+
+    Once a task has a roster, deciding is tied to the operator's signing key, not to the name
+    in their config (which any process of the same user can set): the key must be an approver
+    of the roster in force, and the decision is recorded under the label the owner gave that
+    key. Without a roster (a task that never left this store), the configured name stands.
+    """
+    from core.security import signing
+
+    roster = local_roster(session, task_id)
+    if roster is None:
+        return session.actor
+    signer = signer_or_none(session)
+    if signer is None or not roster.may_decide(signer.public):
+        shown = signing.fingerprint(signer.public) if signer else "none"
+        raise NotAllowedError(
+            f"your signing key ({shown}) may not {what} for task {task_id}: its roster's "
+            f"approvers are {roster.approvers_text()}; ask one of them, or an owner to add you "
+            f"(`pitstop task approver add {task_id} …`)"
+        )
+    return roster.label_of(signer.public) or session.actor
