@@ -86,7 +86,9 @@ class SigningKey:
 
     def sign(self, schema: str, task_id: str, body: bytes) -> str:
         """The base64 signature of `body` as a document of `schema` about `task_id`."""
-        return base64.b64encode(self._private().sign(signed_message(schema, task_id, body))).decode()
+        return base64.b64encode(
+            self._private().sign(signed_message(schema, task_id, body))
+        ).decode()
 
 
 def signed_message(schema: str, task_id: str, body: bytes) -> bytes:

@@ -530,7 +530,8 @@ def test_install_into_a_new_file_and_remove_it_all(tmp_path: Path) -> None:
     assert sorted(installed_events(path)) == sorted(e for e, _ in CLAUDE_CODE_EVENTS)
     data = json.loads(path.read_text())
     [group] = data["hooks"]["PreToolUse"]
-    assert group["matcher"] == "Bash" and group["hooks"][0]["timeout"] == HOOK_TIMEOUT_S
+    assert group["matcher"] == "Bash|Write|Edit|MultiEdit|NotebookEdit"
+    assert group["hooks"][0]["timeout"] == HOOK_TIMEOUT_S
     assert "matcher" not in data["hooks"]["Stop"][0]
     uninstall(path)
     assert json.loads(path.read_text()) == {}
