@@ -45,6 +45,7 @@ def _effect_from_row(row: Mapping[str, Any], keys: TextKeys | None) -> SideEffec
         finished_at=row["finished_at"],
         runner_pid=row["runner_pid"],
         runner_host=row["runner_host"],
+        check_foreign=bool(row["check_foreign"]),
     )
 
 
@@ -56,7 +57,8 @@ def insert_effect(db: Database, effect: SideEffect, keys: TextKeys) -> None:
         raise ConflictError(f"task {effect.task_id} already has a side effect {effect.key!r}")
     db.execute(
         "INSERT INTO effects (task_id, key, kind, target, check_command, needs_approval, state, "
-        "attempts, note, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "attempts, note, created_at, updated_at, check_foreign) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             effect.task_id,
             effect.key,
@@ -69,6 +71,7 @@ def insert_effect(db: Database, effect: SideEffect, keys: TextKeys) -> None:
             sealed_value(keys, effect.task_id, effect_item(effect.key, "note"), effect.note),
             effect.created_at,
             effect.updated_at,
+            int(effect.check_foreign),
         ],
     )
 

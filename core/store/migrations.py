@@ -588,3 +588,13 @@ def _validations_by_time(db: sqlite_utils.Database) -> None:
     # The newest validation is the latest by time, not by row id, since sync brings in
     # validations run elsewhere; this keeps the dashboard's per-task lookup on one index.
     db.execute("CREATE INDEX validations_by_time ON validations (task_id, at, id, verdict)")
+
+
+@migrations(name="0015_foreign_checks")
+def _foreign_checks(db: sqlite_utils.Database) -> None:
+    # A check a sync wrote (another store's) runs only once shown; old rows: any a sync touched.
+    db.execute("ALTER TABLE effects ADD COLUMN check_foreign INTEGER NOT NULL DEFAULT 0")
+    db.execute(
+        "UPDATE effects SET check_foreign = 1 WHERE key IN (SELECT entity_id FROM events WHERE "
+        "task_id = effects.task_id AND entity = 'effect' AND interface = 'sync')"
+    )
