@@ -175,3 +175,41 @@ def test_validate_shows_the_foreign_check_in_its_fix_but_never_stores_it(
     with Engine(shared["b"]) as b:  # type: ignore[arg-type]
         rows = list(b.db.query("SELECT findings FROM validations"))
         assert rows and all("touch" not in row["findings"] for row in rows)
+
+
+def test_a_store_from_before_the_marker_counts_every_synced_check_as_foreign(
+    tmp_path: Path, repo: Path
+) -> None:
+    """Migration 0015: an effect a sync ever touched is foreign; one made only here is not."""
+    from core.store.db import open_database
+    from core.store.migrations import migrations
+
+    root = tmp_path / "old-store"
+    root.mkdir(mode=0o700)
+    db = open_database(root / "pitstop.db")
+    migrations.apply(db, stop_before="0015_foreign_checks")
+    db.execute(
+        "INSERT INTO tasks (id, repo_root, store_repo, objective, status, created_at, updated_at)"
+        " VALUES ('old', ?, 'r', 'from 0014', 'paused', '2026-01-01T00:00:00Z', "
+        "'2026-01-01T00:00:00Z')",
+        [str(repo)],
+    )
+    for key in ("synced", "local"):
+        db.execute(
+            "INSERT INTO effects (task_id, key, kind, check_command, state, created_at, "
+            "updated_at) VALUES ('old', ?, 'deploy', 'true', 'uncertain', '2026-01-01T00:00:00Z',"
+            " '2026-01-01T00:00:00Z')",
+            [key],
+        )
+    for key, interface in (("synced", "sync"), ("local", "cli")):
+        db.execute(
+            "INSERT INTO events (at, actor, interface, task_id, entity, entity_id, action) "
+            "VALUES ('2026-01-01T00:00:00Z', 'bob', ?, 'old', 'effect', ?, 'sync')",
+            [interface, key],
+        )
+    db.close()
+    with Engine(root) as engine:
+        assert engine.get_effect("old", "synced").check_foreign
+        assert not engine.get_effect("old", "local").check_foreign
+        with pytest.raises(ForeignCheckError):
+            engine.check_effect("old", "synced")
