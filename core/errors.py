@@ -73,6 +73,10 @@ class NeedsSettlingError(PitstopError):
     exit_code = EXIT_NEEDS_SETTLING
 
 
+class ForeignCheckError(NeedsSettlingError):
+    """A precondition check another store wrote, not run before an operator has seen it."""
+
+
 class ApprovalRequiredError(PitstopError):
     """A side effect may run only after an approver said yes."""
 

@@ -226,6 +226,7 @@ class SideEffect(NamedTuple):
     runner_pid: int | None = None
     runner_host: str | None = None
     runner_alive: bool = False
+    check_foreign: bool = False  # the check came from another store: it runs once confirmed
 
     @property
     def needs_settling(self) -> bool:

@@ -78,6 +78,11 @@ def config_dir() -> Path:
     return _user_dir("config")
 
 
+def default_config_dir() -> Path:
+    """The configuration directory when `PITSTOP_CONFIG_DIR` does not say otherwise."""
+    return _user_dir("config")
+
+
 def resolve_store_root(explicit: str | os.PathLike[str] | None = None) -> Path:
     """Pick the store directory: explicit argument, then `PITSTOP_HOME`, then the default."""
     if explicit:

@@ -24,17 +24,14 @@ _HARNESSES = ("claude-code", "codex")
 
 
 def _fast_hook(args: list[str]) -> int | None:
-    """Run `hook claude-code [--event NAME]` or `hook codex [JSON]`; None: not for the fast path."""
+    """Run `hook claude-code|codex [--event NAME]` or `hook codex JSON`; None: not for this path."""
     harness, rest = args[0], args[1:]
     event_hint: str | None = None
-    if harness == "claude-code":
-        if rest[:1] == ["--event"] and len(rest) == 2:
-            event_hint = rest[1]
-        elif len(rest) == 1 and rest[0].startswith("--event="):
-            event_hint = rest[0].split("=", 1)[1]
-        elif rest:
-            return None
-    elif len(rest) > 1 or (rest and rest[0].startswith("-")):
+    if rest[:1] == ["--event"] and len(rest) == 2:
+        event_hint, rest = rest[1], []
+    elif len(rest) == 1 and rest[0].startswith("--event="):
+        event_hint, rest = rest[0].split("=", 1)[1], []
+    elif rest and (harness == "claude-code" or len(rest) > 1 or rest[0].startswith("-")):
         return None
     from core.harness.context import HookContext
 
@@ -47,7 +44,7 @@ def _fast_hook(args: list[str]) -> int | None:
         from core.harness.codex import codex_notify
 
         payload = rest[0] if rest else sys.stdin.read()
-        reply = codex_notify(payload, context)
+        reply = codex_notify(payload, context, event_hint)
     return emit_reply(reply)
 
 

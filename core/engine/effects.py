@@ -79,9 +79,13 @@ def check_effect(
     key: str,
     command: str | None = None,
     timeout: float | None = None,
+    confirmed: bool = False,
 ) -> CheckOutcome:
-    """Settle an unsettled side effect by running its precondition check."""
-    return effect_ledger(session).check(task_id, key, command, timeout)
+    """Settle an unsettled side effect by running its precondition check.
+
+    A stored check another store wrote runs only `confirmed` (the operator has seen it).
+    """
+    return effect_ledger(session).check(task_id, key, command, timeout, confirmed)
 
 
 def guard_effect(

@@ -4,7 +4,9 @@ Nobody types `pitstop checkpoint` in the middle of an agent run, so Claude Code 
 what happens: a session starts (the task and the session are linked), a shell command ran
 (evidence), a turn ended or the context is about to be compacted (a checkpoint), the agent waits
 for its user (the task shows in the inbox). Before a shell command that acts outside the sandbox
-(`git push`, `npm publish`, a deploy…), the hook is a **guard** (`core.harness.guard`).
+(`git push`, `npm publish`, a deploy…), the hook is a **guard** (`core.harness.guard`); before
+any tool call that would decide, settle or share for the operator, or write Pitstop's own
+files, it refuses (`core.harness.protect`), whatever the tool (Bash, Write, Edit…).
 
 Two failure policies: an observation that cannot be recorded is reported on stderr and never
 breaks the agent (exit 0); a guard that cannot decide blocks the command with its reason.
@@ -22,13 +24,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.errors import PitstopError
-from core.harness.commands import match_command
 from core.harness.context import (
     CLAUDE_CODE,
     HookContext,
     HookInputError,
     HookReply,
-    bash_command,
     block,
     event_text,
     fail_open,
@@ -89,7 +89,9 @@ def _dispatch(name: str, event: Mapping[str, Any], context: HookContext) -> Hook
     """The handler of one event; events Pitstop does not use get an empty reply."""
     tool = event_text(event, "tool_name")
     if name == "PreToolUse":
-        return _pre_tool_use(event, context) if tool == "Bash" else HookReply()
+        from core.harness.pre_tool import pre_tool_use
+
+        return pre_tool_use(event, context, CLAUDE_CODE)
     if name in ("PostToolUse", "PostToolUseFailure"):
         if tool != "Bash":
             return HookReply()
@@ -169,22 +171,3 @@ def _notification(event: Mapping[str, Any], context: HookContext) -> HookReply:
         task.id, task_status("waiting"), f"the agent waits for its user: {message[:120]}"
     )
     return observed("waiting")
-
-
-def _pre_tool_use(event: Mapping[str, Any], context: HookContext) -> HookReply:
-    """Guard a Bash command a rule catches; any other command is Claude Code's own business."""
-    command = bash_command(event)
-    if command is None:
-        raise HookInputError("a Bash PreToolUse event without tool_input.command")
-    found = match_command(command, context.rule_list())
-    if found is None:
-        return HookReply()  # not an action outside the sandbox: Claude Code's own rules apply
-    task = task_for(context, CLAUDE_CODE, event)
-    if task is None:
-        return HookReply(
-            0, stderr="pitstop: not in a git repository; this command is not guarded\n"
-        )
-    from core.harness.guard import guard_command
-
-    engine = context.engine(CLAUDE_CODE)
-    return guard_command(engine, task.id, found, event_text(event, "tool_use_id"))

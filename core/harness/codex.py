@@ -1,9 +1,12 @@
-"""Codex's notify program, turned into Pitstop records: evidence of each turn and a checkpoint.
+"""Codex's hooks, turned into Pitstop records and a guard.
 
 Codex runs its `notify` program after each agent turn with one JSON argument (`type`,
-`thread-id`, `turn-id`, `cwd`, `input-messages`, `last-assistant-message`). It exposes no event
-before a command runs, so nothing is guarded, and a notification that cannot be recorded is
-reported on stderr and never breaks the agent.
+`thread-id`, `turn-id`, `cwd`, `input-messages`, `last-assistant-message`): evidence of the turn
+and a checkpoint; a notification that cannot be recorded is reported on stderr and never breaks
+the agent. Codex (0.124 and later) also runs `PreToolUse` hooks from `hooks.json` or `[hooks]`
+in `config.toml`, with Claude Code's event on stdin (`tool_name` `Bash` or `apply_patch`,
+`tool_input.command`) and Claude Code's refusal (a JSON "deny" decision, or exit 2 with the
+reason on stderr): the same guard answers it (`core.harness.pre_tool`), and fails closed.
 """
 
 from __future__ import annotations
@@ -19,20 +22,27 @@ from core.harness.context import (
     HookContext,
     HookInputError,
     HookReply,
+    block,
     event_text,
     fail_open,
     observed,
     parse_event,
+    sniff_event,
 )
 from core.harness.sessions import task_for
 
 
-def codex_notify(payload: str, context: HookContext) -> HookReply:
-    """Codex's notify program: after each agent turn, evidence of the turn and a checkpoint."""
+def codex_notify(payload: str, context: HookContext, event_hint: str | None = None) -> HookReply:
+    """Codex's hook: a PreToolUse event is guarded; a notification records the finished turn."""
+    raw = payload.encode("utf-8", "surrogateescape")
     try:
-        event = parse_event(payload.encode("utf-8", "surrogateescape"))
+        event = parse_event(raw)
     except HookInputError as exc:
+        if (event_hint or sniff_event(raw)) == "PreToolUse":
+            return block(f"{exc.message}; the tool call is blocked to be safe")
         return fail_open("Codex notification", exc.message)
+    if event.get("hook_event_name") == "PreToolUse" or event_hint == "PreToolUse":
+        return _codex_pre_tool_use(event, context)
     if event.get("type") != "agent-turn-complete":
         return HookReply()
     try:
@@ -43,6 +53,24 @@ def codex_notify(payload: str, context: HookContext) -> HookReply:
         return fail_open("Codex notification", f"internal error ({type(exc).__name__}: {exc})")
     finally:
         context.close()
+
+
+def _codex_pre_tool_use(event: Mapping[str, Any], context: HookContext) -> HookReply:
+    """Guard one Codex tool call; a guard that cannot decide blocks it (exit 2)."""
+    from core.harness.pre_tool import pre_tool_use
+
+    try:
+        return pre_tool_use(event, context, CODEX)
+    except PitstopError as exc:
+        reason = exc.message
+    except Exception as exc:  # never let a guard's own failure pass the call
+        reason = f"internal error ({type(exc).__name__}: {exc})"
+    finally:
+        context.close()
+    return block(
+        f"cannot decide whether this tool call may run ({reason}); it is blocked to be safe. "
+        "Fix the cause, or run it yourself outside the agent"
+    )
 
 
 def codex_transcript(thread_id: str, env: Mapping[str, str]) -> str | None:

@@ -22,7 +22,11 @@ if TYPE_CHECKING:
 
 
 def guard_command(
-    engine: Engine, task_id: str, found: RuleMatch, tool_use_id: str | None = None
+    engine: Engine,
+    task_id: str,
+    found: RuleMatch,
+    tool_use_id: str | None = None,
+    harness: str = "Claude Code",
 ) -> HookReply:
     """Decide whether a matched command may run now; start its side effect when it may."""
     from core.models import EffectState
@@ -46,7 +50,7 @@ def guard_command(
         task_id,
         found.key,
         EffectState.IN_PROGRESS,
-        note=f"Claude Code tool call {tool_use_id}" if tool_use_id else None,
+        note=f"{harness} tool call {tool_use_id}" if tool_use_id else None,
     )
     return observed(f"started {found.key}")
 

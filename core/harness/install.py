@@ -24,7 +24,7 @@ from core.harness.context import CLAUDE_CODE
 CLAUDE_CODE_EVENTS: tuple[tuple[str, str | None], ...] = (
     ("SessionStart", None),
     ("UserPromptSubmit", None),
-    ("PreToolUse", "Bash"),
+    ("PreToolUse", "Bash|Write|Edit|MultiEdit|NotebookEdit"),
     ("PostToolUse", "Bash"),
     ("PostToolUseFailure", "Bash"),
     ("Notification", None),
@@ -33,6 +33,8 @@ CLAUDE_CODE_EVENTS: tuple[tuple[str, str | None], ...] = (
     ("SessionEnd", None),
 )
 HOOK_TIMEOUT_S = 60
+# Matchers earlier versions installed, upgraded in place when the group is Pitstop's alone.
+_OLD_MATCHERS = {"PreToolUse": ("Bash",)}
 
 
 def hook_command(event: str, program: str = "pitstop") -> str:
@@ -124,6 +126,8 @@ def install(path: Path, program: str = "pitstop") -> list[str]:
     hooks: dict[str, Any] = data.setdefault("hooks", {})
     for event, matcher in CLAUDE_CODE_EVENTS:
         if event in present:
+            if _upgrade_matcher(hooks.get(event, []), event, matcher):
+                added.append(event)
             continue
         group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
         group["hooks"] = [
@@ -134,6 +138,22 @@ def install(path: Path, program: str = "pitstop") -> list[str]:
     if added:
         _write_settings(path, data)
     return added
+
+
+def _upgrade_matcher(groups: list[Any], event: str, matcher: str | None) -> bool:
+    """Give Pitstop's own group of `event` the matcher this version needs (not a shared group)."""
+    changed = False
+    for group in groups:
+        if (
+            isinstance(group, dict)
+            and group.get("matcher") in _OLD_MATCHERS.get(event, ())
+            and isinstance(group.get("hooks"), list)
+            and group["hooks"]
+            and all(is_pitstop_hook(hook) for hook in group["hooks"])
+        ):
+            group["matcher"] = matcher
+            changed = True
+    return changed
 
 
 def uninstall(path: Path) -> list[str]:

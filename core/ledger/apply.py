@@ -139,6 +139,7 @@ class RowApplier:
                     target=text["target"],
                     check=text["check"],
                     note=text["note"],
+                    check_foreign=bool(text["check"]),  # another store's: shown before it runs
                 ),
                 self.session.keys,
             )
@@ -149,6 +150,8 @@ class RowApplier:
             self.report.effects_created += 1
             self.audit("effect", view.key, "sync", None, view.state.value, SYNC_REASON)
             return
+        if text["check"] != row.check:  # another store's check: shown before it runs
+            columns["check_foreign"] = bool(text["check"])
         store.move_effect(
             self.db, self.task_id, view.key, row.state, view.state, keys=self.session.keys,
             **columns, **text,

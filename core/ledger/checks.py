@@ -4,6 +4,11 @@ When an effect was left `in_progress` or `uncertain`, running its action again c
 twice; its check decides instead (exit 0: it happened, exit 1: it did not, anything else:
 nobody knows, and an operator settles it). Checks run with the effect named in their
 environment, and their output goes to stderr, never to disk.
+
+A check that came from another store (a ledger sync wrote it: `SideEffect.check_foreign`) is a
+shell command somebody else chose, so it runs only once an operator has seen it: a caller passes
+`confirmed` (`--yes-run-check`, the dashboard's dialog); without, the refusal prints the exact
+command. A check given here (`--check CMD`) is the operator's own and runs as before.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, NamedTuple
 
 from core import store
-from core.errors import PitstopError
+from core.errors import ForeignCheckError, PitstopError
 from core.models import SideEffect
 
 if TYPE_CHECKING:
@@ -64,6 +69,41 @@ def readable_check(effect: SideEffect, command: str) -> str:
             "read it is not available; set PITSTOP_KEY to the store's key, or pass --check CMD"
         )
     return command
+
+
+def trusted_check(
+    effect: SideEffect, given: str | None, confirmed: bool, rerun: str | None = None
+) -> str:
+    """The check to run: one given here, or the stored one (another store's only if confirmed).
+
+    `rerun` is the command line that runs it confirmed, for the refusal's hint.
+    """
+    if given:
+        return given
+    command = readable_check(effect, effect.check or "")
+    if effect.check_foreign and not confirmed:
+        rerun = rerun or (
+            f"run `pitstop effect check --task {effect.task_id} --key {effect.key} --yes-run-check`"
+        )
+        raise ForeignCheckError(
+            f"the precondition check of side effect {effect.key!r} came from another store and "
+            f"is not run unseen: {shell_quoted(command)} — read it, and if it is safe, {rerun}"
+        )
+    return command
+
+
+def shell_quoted(command: str) -> str:
+    """A command as one shell word on one line (control characters as `$'…'` escapes)."""
+    import shlex
+
+    if not any(ord(char) < 32 or ord(char) == 127 for char in command):
+        return shlex.quote(command)
+    escaped = "".join(
+        {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t"}.get(char)
+        or (f"\\x{ord(char):02x}" if ord(char) < 32 or ord(char) == 127 else char)
+        for char in command
+    )
+    return f"$'{escaped}'"
 
 
 def run_check(command: str, env: Mapping[str, str], timeout: float) -> CheckResult:

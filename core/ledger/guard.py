@@ -21,8 +21,8 @@ from core.ledger.checks import (
     CHECK_TIMEOUT_S,
     CheckResult,
     effect_env,
-    readable_check,
     run_check,
+    trusted_check,
 )
 from core.ledger.locks import Notice, quiet
 from core.ledger.moves import LedgerMoves
@@ -52,6 +52,7 @@ class GuardRequest(NamedTuple):
     timeout: float | None = None
     wait: float = DEFAULT_LOCK_WAIT_S
     stdout_to_stderr: bool = False
+    yes_run_check: bool = False  # the operator has seen the stored check another store wrote
 
 
 class GuardOutcome(NamedTuple):
@@ -83,7 +84,7 @@ def guard(ledger: LedgerMoves, request: GuardRequest, notice: Notice | None = No
     if shutil.which(request.argv[0]) is None:
         raise UsageError(f"cannot run {request.argv[0]!r}: no such command")
     if effect is not None:
-        _preflight(ledger, effect, request.check)
+        _preflight(ledger, effect, request)
     with ledger.locks.hold(request.task_id, request.key, request.wait, notice) as lock_fd:
         return _guard_locked(ledger, request, lock_fd, notice)
 
@@ -103,7 +104,10 @@ def _validate_request(request: GuardRequest) -> None:
         check_text(request.check, "--check", MAX_TEXT_CHARS, single_line=False)
 
 
-def _preflight(ledger: LedgerMoves, effect: SideEffect, check: str | None) -> None:
+_RERUN = "rerun the same `pitstop effect guard` with --yes-run-check"
+
+
+def _preflight(ledger: LedgerMoves, effect: SideEffect, request: GuardRequest) -> None:
     """Refuse, before taking the key's lock, what no waiting could change: leave no trace."""
     if effect.state in (EffectState.PROPOSED, EffectState.FAILED):
         ledger.approval_gate(effect)
@@ -111,8 +115,10 @@ def _preflight(ledger: LedgerMoves, effect: SideEffect, check: str | None) -> No
         effect.state is EffectState.IN_PROGRESS
         and not ledger.locks.held(effect.task_id, effect.key)
     )
-    if unsettled and not (check or effect.check):
+    if unsettled and not (request.check or effect.check):
         raise _no_check(effect)
+    if unsettled:
+        trusted_check(effect, request.check, request.yes_run_check, _RERUN)
 
 
 def _no_check(effect: SideEffect) -> NeedsSettlingError:
@@ -146,10 +152,9 @@ def _guard_locked(
     if effect.state is EffectState.CONFIRMED:
         return _already_confirmed(effect)
     if effect.state in (EffectState.IN_PROGRESS, EffectState.UNCERTAIN):
-        command = request.check or effect.check
-        if not command:
+        if not (request.check or effect.check):
             raise _no_check(effect)
-        command = readable_check(effect, command)
+        command = trusted_check(effect, request.check, request.yes_run_check, _RERUN)
         notice(
             f"side effect {effect.key!r} is {effect.state.value}; asking its precondition "
             "check whether it already happened"

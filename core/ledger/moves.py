@@ -21,8 +21,8 @@ from core.ledger.checks import (
     CheckResult,
     CheckVerdict,
     effect_env,
-    readable_check,
     run_check,
+    trusted_check,
 )
 from core.ledger.locks import KeyLocks
 from core.ledger.states import (
@@ -273,32 +273,39 @@ class LedgerMoves:
     # --- settling by a precondition check ---------------------------------------------------
 
     def check(
-        self, task_id: str, key: str, command: str | None = None, timeout: float | None = None
+        self,
+        task_id: str,
+        key: str,
+        command: str | None = None,
+        timeout: float | None = None,
+        confirmed: bool = False,
     ) -> CheckOutcome:
-        """Run the precondition check of an unsettled effect and settle it by its answer."""
+        """Run the precondition check of an unsettled effect and settle it by its answer.
+
+        A stored check from another store runs only `confirmed` (`core.ledger.checks`).
+        """
         validate_key(key)
         store.get_task(self.db, task_id)
         effect = store.get_effect(self.db, task_id, key, self.keys)
-        self._require_checkable(effect, command)
+        self._require_checkable(effect, command, confirmed)
         with self.locks.hold(task_id, key, wait=0.0):
             effect = store.get_effect(self.db, task_id, key, self.keys)
-            command = self._require_checkable(effect, command)
+            command = self._require_checkable(effect, command, confirmed)
             result = run_check(command, effect_env(effect), timeout or CHECK_TIMEOUT_S)
             return CheckOutcome(self.settle_by_check(effect, result), result)
 
     @staticmethod
-    def _require_checkable(effect: SideEffect, command: str | None) -> str:
+    def _require_checkable(effect: SideEffect, command: str | None, confirmed: bool) -> str:
         if effect.state not in (EffectState.IN_PROGRESS, EffectState.UNCERTAIN):
             raise ConflictError(
                 f"side effect {effect.key!r} of task {effect.task_id} is {effect.state.value}; "
                 "only an in_progress or uncertain effect is settled by a check"
             )
-        chosen = command or effect.check
-        if not chosen:
+        if not (command or effect.check):
             raise UsageError(
                 f"side effect {effect.key!r} has no precondition check; pass --check CMD"
             )
-        return readable_check(effect, chosen)
+        return trusted_check(effect, command, confirmed)
 
     def settle_by_check(self, effect: SideEffect, result: CheckResult) -> SideEffect:
         """Confirm or fail an unsettled effect from a check's answer; unknown refuses."""

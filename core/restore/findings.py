@@ -53,14 +53,22 @@ class Finding:
     message: str
     fix: str = ""
     weight: Verdict = Verdict.BLOCKED
+    # A command the fix is about, shown to people but never stored with the finding (it may be
+    # sealed text: another store's precondition check).
+    command: str = ""
 
-    def as_dict(self) -> dict[str, str]:
-        """The finding as JSON-ready text."""
+    @property
+    def shown_fix(self) -> str:
+        """The fix as people read it: with the command it is about, when there is one."""
+        return f"{self.fix}; the check is: {self.command}" if self.command else self.fix
+
+    def as_dict(self, *, shown: bool = False) -> dict[str, str]:
+        """The finding as JSON-ready text (`shown`: with the command, for people, not stored)."""
         return {
             "check": self.check,
             "status": self.status.value,
             "message": self.message,
-            "fix": self.fix,
+            "fix": self.shown_fix if shown else self.fix,
         }
 
 
@@ -79,7 +87,7 @@ class ValidationReport:
         return {
             "ref": self.ref,
             "verdict": self.verdict.value,
-            "findings": [f.as_dict() for f in self.findings],
+            "findings": [f.as_dict(shown=True) for f in self.findings],
             "duration_ms": self.duration_ms,
             "advice": self.advice,
         }

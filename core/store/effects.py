@@ -7,13 +7,16 @@ can never both run it; its target, check and note are sealed under the item name
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import ConflictError, NotFoundError
 from core.models import EffectState, SideEffect
 from core.store.db import Database
 from core.store.filters import where_clause
 from core.store.sealed_text import TextKeys, effect_item, opened_value, sealed_value
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 # Model field -> column, where they differ.
 _EFFECT_COLUMN = {"check": "check_command"}
@@ -45,6 +48,7 @@ def _effect_from_row(row: Mapping[str, Any], keys: TextKeys | None) -> SideEffec
         finished_at=row["finished_at"],
         runner_pid=row["runner_pid"],
         runner_host=row["runner_host"],
+        check_foreign=bool(row["check_foreign"]),
     )
 
 
@@ -56,7 +60,8 @@ def insert_effect(db: Database, effect: SideEffect, keys: TextKeys) -> None:
         raise ConflictError(f"task {effect.task_id} already has a side effect {effect.key!r}")
     db.execute(
         "INSERT INTO effects (task_id, key, kind, target, check_command, needs_approval, state, "
-        "attempts, note, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "attempts, note, created_at, updated_at, check_foreign) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             effect.task_id,
             effect.key,
@@ -69,6 +74,7 @@ def insert_effect(db: Database, effect: SideEffect, keys: TextKeys) -> None:
             sealed_value(keys, effect.task_id, effect_item(effect.key, "note"), effect.note),
             effect.created_at,
             effect.updated_at,
+            int(effect.check_foreign),
         ],
     )
 
@@ -129,3 +135,13 @@ def move_effect(
         [*columns.values(), task_id, key, from_state.value],
     )
     return cursor.rowcount == 1
+
+
+def create_foreign_checks(db: sqlite_utils.Database) -> None:
+    """Migration 0016_foreign_checks: mark checks another store wrote (a sync), so they run
+    only once shown; old rows: any effect a sync ever touched."""
+    db.execute("ALTER TABLE effects ADD COLUMN check_foreign INTEGER NOT NULL DEFAULT 0")
+    db.execute(
+        "UPDATE effects SET check_foreign = 1 WHERE key IN (SELECT entity_id FROM events WHERE "
+        "task_id = effects.task_id AND entity = 'effect' AND interface = 'sync')"
+    )

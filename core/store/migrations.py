@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from core.errors import MasterKeyError, SchemaTooNewError
 from core.store.db import Database, write_txn
+from core.store.effects import create_foreign_checks
 from core.store.task_keys import create_key_history
 from core.store.trust import create_trust_tables
 
@@ -595,3 +596,4 @@ def _validations_by_time(db: sqlite_utils.Database) -> None:
 # Defined beside their tables, as this module is at its size limit.
 migrations(name="0014_trust")(create_trust_tables)
 migrations(name="0015_task_key_history")(create_key_history)
+migrations(name="0016_foreign_checks")(create_foreign_checks)

@@ -530,7 +530,8 @@ def test_install_into_a_new_file_and_remove_it_all(tmp_path: Path) -> None:
     assert sorted(installed_events(path)) == sorted(e for e, _ in CLAUDE_CODE_EVENTS)
     data = json.loads(path.read_text())
     [group] = data["hooks"]["PreToolUse"]
-    assert group["matcher"] == "Bash" and group["hooks"][0]["timeout"] == HOOK_TIMEOUT_S
+    assert group["matcher"] == "Bash|Write|Edit|MultiEdit|NotebookEdit"
+    assert group["hooks"][0]["timeout"] == HOOK_TIMEOUT_S
     assert "matcher" not in data["hooks"]["Stop"][0]
     uninstall(path)
     assert json.loads(path.read_text()) == {}
@@ -542,3 +543,16 @@ def test_settings_path_scopes(repo: Path, tmp_path: Path) -> None:
     assert settings_path("user") == Path.home() / ".claude" / "settings.json"
     with pytest.raises(UsageError):
         settings_path("global")
+
+
+def test_install_upgrades_pitstops_old_bash_only_matcher(tmp_path: Path) -> None:
+    """A PreToolUse hook installed for Bash only gets the file tools too (they are guarded)."""
+    path = tmp_path / ".claude" / "settings.json"
+    install(path)
+    data = json.loads(path.read_text())
+    data["hooks"]["PreToolUse"][0]["matcher"] = "Bash"  # as versions before the file guard
+    path.write_text(json.dumps(data))
+    assert install(path) == ["PreToolUse"]
+    [group] = json.loads(path.read_text())["hooks"]["PreToolUse"]
+    assert group["matcher"] == "Bash|Write|Edit|MultiEdit|NotebookEdit"
+    assert install(path) == []

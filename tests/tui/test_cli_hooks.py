@@ -479,3 +479,79 @@ def test_install_user_scope_and_refuses_broken_settings(repo: Path) -> None:
     )
     assert proc.returncode == 2 and "not valid JSON" in proc.stderr
     assert broken.read_text() == '{"hooks": '
+
+
+# --- self-approval closed: the agent may not decide, settle or write Pitstop's files ----------
+
+
+def test_agent_cannot_approve_its_own_request(repo: Path, transcript: Path) -> None:
+    """The attack of issue #14: the agent asks for a push, then approves it itself."""
+    for name, event in (("session_start", "SessionStart"), ("pre_tool_use_git_push", "PreToolUse")):
+        proc = hook(payload(name, repo, transcript), "claude-code", "--event", event, cwd=repo)
+        assert proc.returncode == 0, proc.stderr
+    with Engine() as engine:
+        [task] = engine.list_tasks()
+        [approval] = engine.list_approvals(task.id)
+    raw = payload("pre_tool_use_approve_self", repo, transcript)
+    raw = raw.replace(b"$APPROVAL", approval.id.encode())
+    for args in (("claude-code", "--event", "PreToolUse"), ("claude-code",)):
+        proc = hook(raw, *args, cwd=repo)
+        assert proc.returncode == 0, proc.stderr
+        answer = decision(proc)
+        assert answer is not None and answer["permissionDecision"] == "deny"
+        reason = answer["permissionDecisionReason"]
+        assert "deciding an approval" in reason and "Ask your operator" in reason
+        assert f"pitstop approval approve {approval.id} --reason 'looks fine'" in reason
+    with Engine() as engine:
+        assert engine.get_approval(approval.id).state is ApprovalState.PENDING
+
+
+def test_full_cli_path_refuses_the_same(repo: Path, transcript: Path) -> None:
+    raw = payload("pre_tool_use_approve_self", repo, transcript).replace(b"$APPROVAL", b"x:1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "hook", "claude-code", "--event", "PreToolUse"],
+        input=raw,
+        capture_output=True,
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_agent_cannot_write_pitstops_config(repo: Path, transcript: Path) -> None:
+    config = Path(os.environ["PITSTOP_CONFIG_DIR"])
+    raw = payload("pre_tool_use_write_config", repo, transcript)
+    proc = hook(raw.replace(b"$CONFIG", str(config).encode()), "claude-code", cwd=repo)
+    answer = decision(proc)
+    assert proc.returncode == 0 and answer is not None
+    assert answer["permissionDecision"] == "deny"
+    assert "Pitstop's own directory" in answer["permissionDecisionReason"]
+    assert not (config / "config.toml").exists()
+    assert not Path(os.environ["PITSTOP_HOME"]).exists()  # decided without opening the store
+
+
+def test_codex_pre_tool_use_is_guarded(repo: Path, transcript: Path) -> None:
+    config = str(Path(os.environ["PITSTOP_CONFIG_DIR"])).encode()
+    for name in ("codex_pre_tool_use_confirm", "codex_apply_patch_config"):
+        raw = payload(name, repo, transcript).replace(b"$CONFIG", config)
+        for args in (("codex", "--event", "PreToolUse"), ("codex",)):
+            proc = hook(raw, *args, cwd=repo)
+            answer = decision(proc)
+            assert proc.returncode == 0 and answer is not None, (name, args, proc.stderr)
+            assert answer["hookEventName"] == "PreToolUse"
+            assert answer["permissionDecision"] == "deny"
+            assert set(answer) == {
+                "hookEventName",
+                "permissionDecision",
+                "permissionDecisionReason",
+            }
+    harmless = payload("codex_pre_tool_use_confirm", repo, transcript).replace(
+        b'bash -lc \\"pitstop effect confirm --task demo --key deploy:1 --reason done\\"',
+        b"git status",
+    )
+    proc = hook(harmless, "codex", "--event", "PreToolUse", cwd=repo)
+    assert proc.returncode == 0 and proc.stdout == "", proc.stderr
+    damaged = hook(b'{"hook_event_name": "PreToolUse", "tool', "codex", cwd=repo)
+    assert damaged.returncode == 2 and "blocked to be safe" in damaged.stderr

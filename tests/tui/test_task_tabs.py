@@ -533,3 +533,41 @@ def test_approvals_tab_snapshot(snap_compare: SnapCompare, ledger_store: Path) -
     assert snap_compare(
         PitstopApp(ledger_store), terminal_size=SIZE, run_before=open_tab(INVOICE_CURRENCY, "p")
     )
+
+
+async def test_another_stores_check_is_shown_and_not_run_on_cancel(
+    ledger_store: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "foreign-check-ran"
+    check = f"touch {marker}"
+    with Engine(ledger_store, actor="alice") as here, Engine(tmp_path / "b", actor="bob") as there:
+        task = _shared(here, there)
+        there.apply_ledger(task.id, here.export_ledger(task.id))
+        there.propose_effect(task.id, "purge-cache", "cdn", target="cdn", check=check)
+        there.move_effect(task.id, "purge-cache", EffectState.IN_PROGRESS)
+        there.move_effect(task.id, "purge-cache", EffectState.UNCERTAIN)
+        here.apply_ledger(task.id, there.export_ledger(task.id))
+        assert here.get_effect(task.id, "purge-cache").check_foreign
+    app = PitstopApp(ledger_store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_task(pilot, INVOICE_CURRENCY, "s")
+        view = screen.query_one(EffectsView)
+        table = view.query_one(EffectsTable)
+        await highlight(pilot, table, "purge-cache")
+        await pilot.press("c")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmModal)
+        assert "another store" in dialog.title_text and check in dialog.prompt_text
+        await pilot.press("enter")  # the focused button is No: enter runs nothing
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmModal)
+        assert not marker.exists()
+        assert effect_states(view)["purge-cache"] is EffectState.UNCERTAIN
+        await pilot.press("c")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(pilot)
+    assert marker.exists()
+    with Engine(ledger_store) as engine:
+        assert engine.get_effect(INVOICE_CURRENCY, "purge-cache").state is EffectState.CONFIRMED

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tui.cli.base import Context, emit, json_option, pass_ctx
+from tui.cli.base import Context, F, emit, json_option, pass_ctx
 from tui.cli.ledger import EXIT_CODES_HELP, conflict_lines, conflicted_ids, warn
 
 if TYPE_CHECKING:
@@ -223,6 +223,14 @@ def effect_show(ctx: Context, task_id: str, key: str, as_json: bool) -> None:
     )
 
 
+def _yes_run_check_option(func: F) -> F:
+    return click.option(
+        "--yes-run-check",
+        is_flag=True,
+        help="Run the recorded check even though another store wrote it (read it first).",
+    )(func)
+
+
 @effect.command("check", epilog=EXIT_CODES_HELP)
 @_task_key
 @click.option("--check", "command", help="Use this check instead of the recorded one.")
@@ -231,6 +239,7 @@ def effect_show(ctx: Context, task_id: str, key: str, as_json: bool) -> None:
     type=click.FloatRange(min=0, min_open=True),
     help="Seconds the check may take (default 60).",
 )
+@_yes_run_check_option
 @json_option
 @pass_ctx
 def effect_check(
@@ -239,10 +248,15 @@ def effect_check(
     key: str,
     command: str | None,
     timeout: float | None,
+    yes_run_check: bool,
     as_json: bool,
 ) -> None:
-    """Settle an in_progress or uncertain side effect by asking its precondition check."""
-    outcome = ctx.engine().check_effect(task_id, key, command, timeout)
+    """Settle an in_progress or uncertain side effect by asking its precondition check.
+
+    A recorded check that came from another store (a sync) runs only with --yes-run-check:
+    without it, the command is printed and nothing runs.
+    """
+    outcome = ctx.engine().check_effect(task_id, key, command, timeout, yes_run_check)
     item = outcome.effect
     emit(
         as_json,
@@ -277,6 +291,7 @@ def effect_check(
     show_default=True,
     help="Seconds to wait for another guard already running this key.",
 )
+@_yes_run_check_option
 @json_option
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @pass_ctx
@@ -289,6 +304,7 @@ def effect_guard(
     check: str | None,
     timeout: float | None,
     wait: float,
+    yes_run_check: bool,
     as_json: bool,
     command: tuple[str, ...],
 ) -> None:
@@ -303,7 +319,8 @@ def effect_guard(
 
     The action's output passes through; Pitstop's own lines go to stderr. With --json the
     action's stdout is sent to stderr and stdout holds one JSON document about the outcome.
-    The action sees PITSTOP_TASK, PITSTOP_EFFECT_KEY and PITSTOP_EFFECT_ATTEMPT.
+    The action sees PITSTOP_TASK, PITSTOP_EFFECT_KEY and PITSTOP_EFFECT_ATTEMPT. A recorded
+    check that came from another store (a sync) runs only with --yes-run-check.
     """
     from core.ledger.guard import GuardRequest
 
@@ -318,6 +335,7 @@ def effect_guard(
             timeout=timeout,
             wait=wait,
             stdout_to_stderr=as_json,
+            yes_run_check=yes_run_check,
         ),
         notice=warn,
     )

@@ -40,18 +40,23 @@ def hook_claude_code(ctx: Context, event_hint: str | None) -> None:
 
 @hook.command("codex")
 @click.argument("payload", required=False)
+@click.option("--event", "event_hint", help="The event this hook is installed for (fail-safe).")
 @pass_ctx
-def hook_codex(ctx: Context, payload: str | None) -> None:
-    """Codex's notify program: evidence of the finished turn and a checkpoint (always exit 0).
+def hook_codex(ctx: Context, payload: str | None, event_hint: str | None) -> None:
+    """Codex's hooks: notify (evidence of the finished turn and a checkpoint) and PreToolUse.
 
-    Set `notify = ["pitstop", "hook", "codex"]` in ~/.codex/config.toml.
+    \b
+    Set `notify = ["pitstop", "hook", "codex"]` in ~/.codex/config.toml, and a PreToolUse
+    command hook `pitstop hook codex --event PreToolUse` in ~/.codex/hooks.json.
+    A notification always exits 0; a PreToolUse refusal is a JSON "deny" decision (exit 0),
+    and a guard that cannot decide exits 2 with the reason on stderr.
     """
     from core.harness.codex import codex_notify
     from core.harness.context import HookContext
     from tui.launch import emit_reply
 
     text = payload if payload is not None else sys.stdin.read()
-    sys.exit(emit_reply(codex_notify(text, HookContext(store=ctx.store))))
+    sys.exit(emit_reply(codex_notify(text, HookContext(store=ctx.store), event_hint)))
 
 
 def _scope_option(func: F) -> F:

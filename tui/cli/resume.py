@@ -20,7 +20,7 @@ MARKS = {"pass": "✓", "warn": "!", "fail": "✗", "unknown": "?"}
 def _finding_line(finding: Any) -> str:
     line = f"{MARKS[finding.status.value]} {finding.check:<13} {finding.message}"
     if finding.status.value != "pass" and finding.fix:
-        line += f"\n  {'':<13} fix: {finding.fix}"
+        line += f"\n  {'':<13} fix: {finding.shown_fix}"
     return line
 
 

@@ -118,11 +118,14 @@ class ConfirmModal(ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "No", id="confirm.no", tooltip="Do nothing"),
     ]
 
-    def __init__(self, title: str, prompt: str, *, action_label: str = "Yes") -> None:
+    def __init__(
+        self, title: str, prompt: str, *, action_label: str = "Yes", default_no: bool = False
+    ) -> None:
         super().__init__()
         self.title_text = title
         self.prompt_text = prompt
         self.action_label = action_label
+        self.default_no = default_no  # `enter` on the open dialog does nothing risky
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-dialog"):
@@ -133,7 +136,7 @@ class ConfirmModal(ModalScreen[bool]):
                 yield Button(self.action_label, id="confirm-yes", variant="warning")
 
     def on_mount(self) -> None:
-        self.query_one("#confirm-yes", Button).focus()
+        self.query_one("#confirm-no" if self.default_no else "#confirm-yes", Button).focus()
 
     @on(Button.Pressed, "#confirm-yes")
     def _yes(self) -> None:

@@ -19,10 +19,11 @@ from textual.widgets import Button, DataTable, Static
 
 from core import clock
 from core.errors import PitstopError
+from core.ledger.checks import shell_quoted
 from core.ledger.merge import describe_conflict
 from core.models import EffectState, SideEffect
 from tui.messages import ActionDone, EffectsLoaded, LoadFailed
-from tui.screens.modals import ReasonModal
+from tui.screens.modals import ConfirmModal, ReasonModal
 from tui.widgets.formatting import truncate
 
 if TYPE_CHECKING:
@@ -235,11 +236,34 @@ class EffectsView(Vertical):
 
     @on(Button.Pressed, "#effect-check")
     def action_check(self) -> None:
-        """Run the highlighted effect's precondition check in a worker."""
+        """Run the highlighted effect's precondition check in a worker.
+
+        A check another store wrote is shown first and runs only if the operator says so.
+        """
         effect = self._settleable()
-        if effect is not None:
-            self.notify(f"Checking {effect.key}…", markup=False)
-            self._check(effect.task_id, effect.key)
+        if effect is None:
+            return
+        if not (effect.check_foreign and effect.check):
+            self._start_check(effect, confirmed=False)
+            return
+        modal = ConfirmModal(
+            f"Run another store's check for {effect.key}?",
+            "This precondition check came from another store (a ledger sync). It runs on "
+            f"this machine, as you, with /bin/sh:\n\n{shell_quoted(effect.check)}\n\n"
+            "Run it only if you have read it and trust it.",
+            action_label="Run it",
+            default_no=True,
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._start_check(effect, confirmed=True)
+
+        self.app.push_screen(modal, answered)
+
+    def _start_check(self, effect: SideEffect, *, confirmed: bool) -> None:
+        self.notify(f"Checking {effect.key}…", markup=False)
+        self._check(effect.task_id, effect.key, confirmed)
 
     @on(Button.Pressed, "#effect-confirm")
     def _confirm_pressed(self) -> None:
@@ -270,10 +294,10 @@ class EffectsView(Vertical):
         self.app.push_screen(modal, decided)
 
     @work(thread=True, exit_on_error=False, group="effects-write")
-    def _check(self, task_id: str, key: str) -> None:
+    def _check(self, task_id: str, key: str, confirmed: bool) -> None:
         try:
             with self.pitstop.engine.for_thread() as engine:
-                outcome = engine.check_effect(task_id, key)
+                outcome = engine.check_effect(task_id, key, confirmed=confirmed)
         except PitstopError as exc:
             self.post_message(ActionDone("check", exc.message, ok=False))
         else:

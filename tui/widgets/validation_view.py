@@ -44,7 +44,7 @@ def finding_markup(finding: Finding) -> str:
     check = escape(finding.check.ljust(13))
     line = f"{STATUS_MARKUP[finding.status]} [b]{check}[/] {escape(finding.message)}"
     if finding.fix and finding.status is not Status.PASS:
-        line += f"\n    [dim]fix:[/] {escape(finding.fix)}"
+        line += f"\n    [dim]fix:[/] {escape(finding.shown_fix)}"
     return line
 
 

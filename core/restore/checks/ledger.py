@@ -6,7 +6,9 @@ each one blocks until a person settles it.
 
 from __future__ import annotations
 
-from core.models import ApprovalState, EffectState
+from core import store
+from core.ledger.checks import shell_quoted
+from core.models import ApprovalState, EffectState, SideEffect
 from core.restore.findings import Finding, Status, ValidationInputs
 
 
@@ -17,17 +19,26 @@ def check_effects(inputs: ValidationInputs) -> list[Finding]:
     ]
     if not blocking:
         return [Finding("side-effects", Status.PASS, "no uncertain or in-progress side effect")]
-    return [
-        Finding(
-            "side-effects",
-            Status.FAIL,
-            f"side effect {e.key} ({e.kind}) is {e.state.value}"
-            + (" and its runner is still alive" if e.runner_alive else ""),
-            f"settle it: `pitstop effect check --task {e.task_id} --key {e.key}`, or "
-            f"`pitstop effect confirm|fail --task {e.task_id} --key {e.key} --reason …`",
-        )
-        for e in blocking
-    ]
+    return [_unsettled(e) for e in blocking]
+
+
+def _unsettled(effect: SideEffect) -> Finding:
+    """The finding of one unsettled effect; another store's check is shown, not run blind."""
+    e = effect
+    settle = f"`pitstop effect confirm|fail --task {e.task_id} --key {e.key} --reason …`"
+    foreign = e.check_foreign and bool(e.check) and e.check != store.UNREADABLE
+    check = f"pitstop effect check --task {e.task_id} --key {e.key}"
+    return Finding(
+        "side-effects",
+        Status.FAIL,
+        f"side effect {e.key} ({e.kind}) is {e.state.value}"
+        + (" and its runner is still alive" if e.runner_alive else ""),
+        f"its precondition check came from another store: read it, and if it is safe, "
+        f"`{check} --yes-run-check`; or {settle}"
+        if foreign
+        else f"settle it: `{check}`, or {settle}",
+        command=shell_quoted(e.check or "") if foreign else "",
+    )
 
 
 def check_approvals(inputs: ValidationInputs) -> list[Finding]:
