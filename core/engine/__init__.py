@@ -29,6 +29,7 @@ from core.engine import (
     sharing,
     store_info,
     tasks,
+    trust,
 )
 from core.engine import checkpoint as checkpointing
 from core.engine import resume as resuming
@@ -105,6 +106,11 @@ class Engine(Session):
     export_ledger = sharing.export_ledger
     apply_ledger = sharing.apply_ledger
     ledger_conflicts = sharing.ledger_conflicts
+    roster = trust.roster
+    rejected_facts = trust.rejected_facts
+    rejected_counts = trust.rejected_counts
+    set_approvers = trust.set_approvers
+    signing_identity = staticmethod(trust.signing_identity)
 
     # --- economics, retention and measures ---------------------------------------------------
     estimate = measures.estimate

@@ -146,6 +146,11 @@ def add_task_recipient(
     return bool(cursor.rowcount)
 
 
+def set_task_approvers(db: Database, task_id: str, approvers: list[str]) -> None:
+    """Replace the approver names a task shows (the roster holds who may decide)."""
+    db.execute("UPDATE tasks SET approvers = ? WHERE id = ?", [json.dumps(approvers), task_id])
+
+
 def remove_task_recipient(db: Database, task_id: str, recipient: str) -> bool:
     """Remove one recipient from a task; False when it was not there."""
     cursor = db.execute(
