@@ -14,6 +14,7 @@ from core import clock, snapshot, store
 from core.errors import ConflictError
 from core.models import Budget, NamedVersion, Task, TaskStatus
 from core.security import identity
+from core.sharing.remote_documents import task_content
 from core.sharing.sealing import open_json
 from core.store.db import write_txn
 
@@ -60,8 +61,9 @@ def adopt_fetched(
             )
         return False
     session.keys.adopt(task_id, data_key, origin)
-    content = open_json(
-        session, task_id, "remote/task", str(header["sealed"]), f"task {task_id}'s header"
+    content = task_content(
+        open_json(session, task_id, "remote/task", header["sealed"], f"task {task_id}'s header"),
+        task_id,
     )
     budget = header.get("budget") or {}
     adopt_task(

@@ -27,11 +27,12 @@ from core.sharing.layout import (
     TASK_FILE,
     RemoteFormatError,
     local_ledger_ref,
-    parse_task_header,
 )
-from core.sharing.ledger_commit import facts_of, read_tree_files
+from core.sharing.ledger_commit import facts_of
+from core.sharing.remote_documents import header_or_empty, parse_task_header
+from core.sharing.remote_reads import COMMIT_CAP, read_capped, read_ledger_files, task_headers
 from core.sharing.remotes import open_store_repo, resolve_url
-from core.sharing.tracking import fetch_task_refs, tracking_root
+from core.sharing.tracking import fetch_task_refs, task_refs, tracking_root
 from core.store.db import batch_txn, write_txn
 
 if TYPE_CHECKING:
@@ -79,6 +80,8 @@ def fetch(
     wanted, present, tracked = _fetch_refs(session, store_repo, url, task_ids, me, missing_ok)
     root = tracking_root(url)
     result = FetchResult(url=snapshot.strip_url_credentials(url))
+    if not task_ids:  # refs the remote holds under names that are not task ids
+        result.problems.update(task_refs(tracked, f"{root}ledger/")[1])
     with plumbing.session(store_repo):  # one cat-file for every read of the fetch
         for task_id in present:
             tips = _Tips(
@@ -123,9 +126,7 @@ def _fetch_refs(
     local_ids = store.task_ids(session.db)
     ours = bool(task_ids) and all(t in local_ids for t in task_ids)
     tracked = fetch_task_refs(store_repo, url, task_ids, KINDS if ours else ("ledger",))
-    available = sorted(
-        ref.removeprefix(f"{root}ledger/") for ref in tracked if ref.startswith(f"{root}ledger/")
-    )
+    available = sorted(task_refs(tracked, f"{root}ledger/")[0])
     wanted = list(task_ids) or available
     missing = [t for t in wanted if t not in available]
     if missing and not missing_ok:
@@ -148,11 +149,11 @@ def _recipient_of(
     """The tasks (of task → ledger commit) whose plain header lists `me` as a recipient."""
     if me is None or not ledgers:
         return set()
-    raw = plumbing.read_objects(store_repo, [f"{oid}:{TASK_FILE}" for oid in ledgers.values()])
+    raw, _oversized = task_headers(store_repo, ledgers)  # refused again, and reported, on import
     return {
         task_id
-        for task_id, oid in ledgers.items()
-        if me.recipient in parse_task_header(raw.get(f"{oid}:{TASK_FILE}")).get("recipients", [])
+        for task_id in raw
+        if me.recipient in header_or_empty(raw[task_id], task_id).get("recipients", [])
     }
 
 
@@ -167,8 +168,8 @@ def _import_task(
     refs: dict[str, str],
 ) -> dict[str, Any] | None:
     """Import one task; the local refs to move once the import commits are added to `refs`."""
-    files = read_tree_files(store_repo, tips.ledger)
-    header = parse_task_header(files.get(TASK_FILE))
+    files, refused = read_ledger_files(store_repo, tips.ledger, task_id)
+    header = parse_task_header(files.get(TASK_FILE), task_id)
     if not header or KEY_FILE not in files:
         raise RemoteFormatError(f"the remote ledger of {task_id} has no task header or key")
     data_key = identity.unwrap(files[KEY_FILE], me) if me is not None else None
@@ -189,7 +190,8 @@ def _import_task(
         store.link_remote(session.db, task_id, snapshot.strip_url_credentials(url), fetched_at=now)
         refresh_task(session, task_id, header)
         session.record_event(None, "remote", task_id, "fetch", None, None, None, now)
-    return {"adopted": adopted, "checkpoints": imported, "ledger": _describe(applied)}
+    outcome = {"adopted": adopted, "checkpoints": imported, "ledger": _describe(applied)}
+    return {**outcome, "refused": refused} if refused else outcome
 
 
 def _ledger_moves_forward(store_repo: Path, tips: _Tips) -> bool:
@@ -199,7 +201,8 @@ def _ledger_moves_forward(store_repo: Path, tips: _Tips) -> bool:
         return False
     if local is None:
         return True
-    fetched = plumbing.read_objects(store_repo, [tips.ledger])[tips.ledger] or b""
+    fetched = read_capped(store_repo, {tips.ledger: COMMIT_CAP}, "a remote ledger")[tips.ledger]
+    fetched = fetched or b""
     return local in plumbing.commit_parents(fetched) or plumbing.is_ancestor(
         store_repo, local, tips.ledger
     )

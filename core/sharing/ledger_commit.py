@@ -24,8 +24,8 @@ from core.sharing.layout import (
     TASK_FILE,
     TASK_SCHEMA,
     canonical,
-    parse_task_header,
 )
+from core.sharing.remote_documents import parse_task_header
 from core.sharing.sealing import seal_json
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def _header_and_key(
     new_files: dict[str, bytes],
 ) -> None:
     """Add the task header and the key file: kept by blob id when unchanged, else written."""
-    previous_header = parse_task_header(previous_raw)
+    previous_header = parse_task_header(previous_raw, task.id)
     recipients = sorted(
         set(remote_recipients(session, task.id)) | set(previous_header.get("recipients", []))
     )
