@@ -114,7 +114,9 @@ def with_file(remote: Path, tree: str, path: str, oid: str | None) -> str:
     return _git(remote, "mktree", data=body.encode())
 
 
-def replace_file(remote: Path, ref: str, path: str, data: bytes | None, *, new_ref: str = "") -> str:
+def replace_file(
+    remote: Path, ref: str, path: str, data: bytes | None, *, new_ref: str = ""
+) -> str:
     """Point `new_ref` (default: `ref` itself) at a commit like `ref`'s tip, with `path` holding
     `data` instead; its parents are the tip's. Returns the new commit."""
     tip = ref_oid(remote, ref)
