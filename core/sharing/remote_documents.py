@@ -6,7 +6,7 @@ normalised, numbers finite and in range, enums known, ids well-formed, sizes bou
 `RemoteFormatError` with one line: what an importer then uses can never be a `NaN` consumption,
 an exit code of `"0; rm -rf"`, a column name an attacker chose, or a header for another task.
 Fields this version does not know are kept as they are but never read here.
-The byte caps of every file are here too, so that each is read with its cap (DESIGN §6.6).
+The byte caps of every file are here too, so that each is read with its cap (DESIGN §6.7).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ NOTE_CAP = 1 * MIB  # a sealed note
 MANIFEST_CAP = 64 * MIB  # a sealed manifest (one line per file of a large repository)
 EVIDENCE_BLOB_CAP = 4 * MIB  # an evidence item's sealed command or tail
 CHUNK_CAP = 16 * MIB  # one sealed chunk of evidence output (1 MiB by default)
-PACK_CAP = 2048 * MIB  # a sealed worktree pack
+PACK_CAP = 512 * MIB  # a sealed worktree pack
 # How many entries a remote list may hold.
 MAX_CHECKPOINTS = 4096
 MAX_RECIPIENTS = 1024

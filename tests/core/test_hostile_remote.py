@@ -20,11 +20,14 @@ import pytest
 
 from core.engine import Engine
 from core.errors import PitstopError
+from core.git import plumbing
+from core.git.objects import EMPTY_TREE
 from core.git.reader import ObjectReader
 from tests.core.hostile_kit import (
     HEALTHY,
     TARGET,
     World,
+    blob,
     build_world,
     dump,
     point_ref,
@@ -32,6 +35,7 @@ from tests.core.hostile_kit import (
     read,
     ref_oid,
     replace_file,
+    with_file,
 )
 
 LEDGER = f"refs/pitstop/ledger/{TARGET}"
@@ -337,3 +341,35 @@ def test_the_cli_prints_one_line_per_bad_task_and_exits_1(world: World) -> None:
     assert alone.returncode == 1
     assert "Traceback" not in alone.stderr
     assert len(alone.stderr.strip().splitlines()) == 1 and "usd_used" in alone.stderr
+
+
+# --- the capped reader itself ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
+def test_read_capped_refuses_an_oversized_blob_unread(
+    tmp_path: Path, packed: bool, largest_read: list[int]
+) -> None:
+    repo = tmp_path / "objects.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
+    small = blob(repo, b"small\n")
+    big = blob(repo, b"x" * (3 * MIB))
+    tree = with_file(repo, with_file(repo, EMPTY_TREE, "a/small.txt", small), "big.bin", big)
+    if packed:
+        assert point_ref(repo, "refs/keep", tree).returncode == 0
+        subprocess.run(["git", "repack", "-adq"], cwd=repo, check=True)
+        subprocess.run(["git", "prune-packed"], cwd=repo, check=True)
+        for oid in (small, big, tree):
+            assert not (repo / "objects" / oid[:2] / oid[2:]).exists()
+    caps = {small: 100, big: MIB, f"{tree}:a/small.txt": 100, f"{tree}:big.bin": MIB, "f" * 40: 9}
+    for opened in (False, True):
+        if opened:
+            with plumbing.session(repo):
+                found = plumbing.read_capped(repo, caps)
+        else:
+            found = plumbing.read_capped(repo, caps)
+        assert found[small] == found[f"{tree}:a/small.txt"] == b"small\n"
+        assert found[big] == found[f"{tree}:big.bin"] == plumbing.Oversized(3 * MIB, MIB)
+        assert found["f" * 40] is None
+        assert plumbing.read_capped(repo, {small: 5})[small] == plumbing.Oversized(6, 5)
+    assert max(largest_read) < MIB
