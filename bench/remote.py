@@ -372,7 +372,7 @@ class Listing:
         settle()
 
     def pitstop(self) -> None:
-        _url, listing = self.engine.list_remote(repo=self.world.other)
+        listing = self.engine.list_remote(repo=self.world.other).tasks
         self.counts.append(len(listing))
 
     def before_floor(self) -> None:

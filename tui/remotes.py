@@ -8,6 +8,7 @@ them in thread workers that post `tui.messages` back (STYLE.md example 3).
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -138,7 +139,8 @@ def no_key_help(task_id: str) -> str:
     return (
         f"{task_id} is encrypted to its operators and you are not one of them, so it cannot be "
         "fetched. Run `pitstop key show` and send your key to its operator, who runs "
-        f"`pitstop task share {task_id} --recipient <your key>` and pushes again; then sync (S)."
+        f"`pitstop task share {shlex.quote(task_id)} --recipient <your key>` and pushes again; "
+        "then sync (S)."
     )
 
 
@@ -226,13 +228,14 @@ def sync_everything(engine: Engine, progress: Progress) -> RemoteOutcome:
     for url in view.remote_urls:
         progress(f"listing {url}…")
         try:
-            _, listing = engine.list_remote(url, repos.get(url, "."))
+            listed = engine.list_remote(url, repos.get(url, "."))
         except PitstopError as exc:
             problems.append(f"{url}: {one_line(exc.message)}")
             continue
         changed = True
-        remote_only = sum(1 for task in listing if not task.local)
-        lines.append(f"{url}: holds {len(listing)} task(s), {remote_only} not here")
+        remote_only = sum(1 for task in listed.tasks if not task.local)
+        lines.append(f"{url}: holds {len(listed.tasks)} task(s), {remote_only} not here")
+        problems += [f"{url}: {t}: {one_line(why)}" for t, why in listed.problems.items()]
     return RemoteOutcome(
         title="Synced" if not problems else "Synced, with problems",
         lines=tuple(lines),

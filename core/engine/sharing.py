@@ -19,7 +19,7 @@ from core.session import Session
 if TYPE_CHECKING:
     from core.ledger.apply import ApplyReport
     from core.sharing.fetch import FetchResult
-    from core.sharing.listing import RemoteTask
+    from core.sharing.listing import RemoteListing
     from core.sharing.push import PushResult
 
 
@@ -74,7 +74,7 @@ def fetch(
 
 def list_remote(
     session: Session, remote: str | None = None, repo: str | os.PathLike[str] = "."
-) -> tuple[str, list[RemoteTask]]:
+) -> RemoteListing:
     """Tasks on a remote, from refs and plain headers (`pitstop remote list`)."""
     from core.sharing.listing import list_remote
 

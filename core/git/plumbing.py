@@ -11,8 +11,10 @@ from core.git.objects import build_tree, commit, commit_parents, parse_tree, wri
 from core.git.packs import index_pack, pack_objects
 from core.git.reader import (
     ObjectReader,
+    Oversized,
     has_object,
     list_tree,
+    read_capped,
     read_objects,
     session,
     session_reader,
@@ -22,6 +24,7 @@ from core.git.refs import first_parent_chain, is_ancestor, read_ref, refs_under,
 
 __all__ = [
     "ObjectReader",
+    "Oversized",
     "build_tree",
     "commit",
     "commit_parents",
@@ -32,6 +35,7 @@ __all__ = [
     "list_tree",
     "pack_objects",
     "parse_tree",
+    "read_capped",
     "read_objects",
     "read_ref",
     "refs_under",

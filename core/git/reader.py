@@ -4,6 +4,10 @@ A ledger holds thousands of small files and a checkpoint reads back what it just
 process per read would dominate push, fetch and every hook checkpoint. Loose objects are read
 from their files; everything else goes through one `cat-file --batch` kept open for the
 operation (`session()`).
+
+What came from a remote is read with a cap (`read_capped`): its size is asked first (a loose
+object's header, or one `cat-file --batch-check` kept beside the reader), so an oversized blob
+is refused without its content ever being read, let alone held in memory.
 """
 
 from __future__ import annotations
@@ -11,13 +15,27 @@ from __future__ import annotations
 import contextvars
 import subprocess
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from core.errors import GitError
 from core.git.objects import parse_tree
 from core.git.run import run_git, start_git
+
+# How many specs one round trip asks `cat-file --batch-check` about: its answers (a line each)
+# must fit in the pipe while we are still writing questions.
+_CHECK_BATCH = 256
+# A loose object's header (`<kind> <size>\0`) is shorter than this.
+_HEADER_MAX = 32
+
+
+class Oversized(NamedTuple):
+    """An object `read_capped` refused unread: its size, and the cap it exceeds."""
+
+    size: int
+    cap: int
 
 
 class ObjectReader:
@@ -34,6 +52,7 @@ class ObjectReader:
         self.store_repo = store_repo
         self._objects = store_repo / "objects"
         self._process: subprocess.Popen[bytes] | None = None
+        self._checker: subprocess.Popen[bytes] | None = None
 
     def read(self, spec: str) -> tuple[str, bytes] | None:
         """An object's type and content, or None when it is missing."""
@@ -54,6 +73,83 @@ class ObjectReader:
         data = stdout.read(int(header[2]))
         stdout.read(1)  # the newline after the content
         return header[1], data
+
+    def read_capped(self, specs: Mapping[str, int]) -> dict[str, bytes | Oversized | None]:
+        """Read objects (spec → cap in bytes) whose size is within their cap; a larger one is
+        `Oversized` and never read, a missing one None."""
+        sizes = self.sizes(list(specs))
+        out: dict[str, bytes | Oversized | None] = {}
+        for spec, cap in specs.items():
+            found = sizes.get(spec)
+            if found is None:
+                out[spec] = None
+            elif found[1] > cap:
+                out[spec] = Oversized(found[1], cap)
+            else:
+                data = self.read(found[0])
+                out[spec] = data[1] if data is not None and len(data[1]) <= cap else None
+        return out
+
+    def sizes(self, specs: Sequence[str]) -> dict[str, tuple[str, int] | None]:
+        """Each spec's object id and size, content unread (None: missing)."""
+        out: dict[str, tuple[str, int] | None] = {}
+        asked: list[str] = []
+        for spec in dict.fromkeys(specs):
+            oid = self._resolve_loose(spec)
+            size = self._loose_size(oid) if oid is not None else None
+            if oid is not None and size is not None:
+                out[spec] = (oid, size)
+            else:
+                asked.append(spec)
+        for start in range(0, len(asked), _CHECK_BATCH):
+            out.update(self._check_batch(asked[start : start + _CHECK_BATCH]))
+        return out
+
+    def _check_batch(self, specs: Sequence[str]) -> dict[str, tuple[str, int] | None]:
+        """One round trip to `cat-file --batch-check`: id and size of each spec."""
+        if self._checker is None:
+            self._checker = start_git(
+                ["cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"],
+                env={"GIT_DIR": str(self.store_repo)},
+                fed=True,
+            )
+        stdin, stdout = self._checker.stdin, self._checker.stdout
+        assert stdin is not None and stdout is not None
+        stdin.write(b"".join(spec.encode() + b"\n" for spec in specs))
+        stdin.flush()
+        out: dict[str, tuple[str, int] | None] = {}
+        for spec in specs:
+            answer = stdout.readline().decode().split()
+            ok = len(answer) == 3 and answer[2].isdigit()
+            out[spec] = (answer[0], int(answer[2])) if ok else None  # else "<spec> missing"
+        return out
+
+    def _resolve_loose(self, spec: str) -> str | None:
+        """The id `ID` or `ID:PATH` names, through loose trees only; None: ask `cat-file`."""
+        oid, colon, path = spec.partition(":")
+        if not colon:
+            return oid if self._loose_size(oid) is not None else None
+        parent, _, name = path.rstrip("/").rpartition("/")
+        if not name:
+            return None
+        tree = self._read_loose(f"{oid}:{parent}")
+        if tree is None or tree[0] != "tree":
+            return None
+        entry = next((e for e in parse_tree(tree[1]) if e[1] == name), None)
+        return entry[2] if entry else None
+
+    def _loose_size(self, oid: str) -> int | None:
+        """A loose object's size from its header alone; None when it is not a loose object."""
+        if len(oid) != 40 or not all(c in "0123456789abcdef" for c in oid):
+            return None
+        try:
+            with open(self._objects / oid[:2] / oid[2:], "rb") as handle:
+                start = zlib.decompressobj().decompress(handle.read(256), _HEADER_MAX)
+        except (OSError, zlib.error):
+            return None
+        header, nul, _ = start.partition(b"\0")
+        _kind, _, size = header.decode("ascii", "replace").partition(" ")
+        return int(size) if nul and size.isdigit() else None
 
     def _read_loose(self, spec: str) -> tuple[str, bytes] | None:
         """`ID`, `ID^{tree}` or `ID:PATH` from loose objects only; None: ask `cat-file`."""
@@ -90,12 +186,13 @@ class ObjectReader:
         return kind, body
 
     def close(self) -> None:
-        """End the `cat-file` process, if one was started."""
-        if self._process is None:
-            return
-        if self._process.stdin is not None:
-            self._process.stdin.close()
-        self._process.wait()
+        """End the `cat-file` processes, if any were started."""
+        for process in (self._process, self._checker):
+            if process is None:
+                continue
+            if process.stdin is not None:
+                process.stdin.close()
+            process.wait()
 
 
 _READERS: contextvars.ContextVar[dict[Path, ObjectReader] | None] = contextvars.ContextVar(
@@ -141,6 +238,21 @@ def read_objects(store_repo: Path, specs: Sequence[str]) -> dict[str, bytes | No
     one_off = ObjectReader(store_repo)
     try:
         return {spec: (found[1] if (found := one_off.read(spec)) else None) for spec in specs}
+    finally:
+        one_off.close()
+
+
+def read_capped(store_repo: Path, specs: Mapping[str, int]) -> dict[str, bytes | Oversized | None]:
+    """Read objects (spec → cap in bytes) that are within their cap; larger ones come back
+    `Oversized`, unread; missing ones None. The session's reader, when one is open."""
+    if not specs:
+        return {}
+    reader = session_reader(store_repo)
+    if reader is not None:
+        return reader.read_capped(specs)
+    one_off = ObjectReader(store_repo)
+    try:
+        return one_off.read_capped(specs)
     finally:
         one_off.close()
 

@@ -15,6 +15,7 @@ from core.errors import ConflictError
 from core.models import Budget, NamedVersion, Task, TaskStatus
 from core.security import identity
 from core.sharing.key_file import TaskKeySet
+from core.sharing.remote_documents import task_content
 from core.sharing.sealing import open_json
 from core.store.db import write_txn
 
@@ -66,8 +67,9 @@ def adopt_fetched(
             session.keys.merge_keys(task_id, keys.keys, keys.current)
         return False
     session.keys.adopt_keys(task_id, keys.keys, keys.current, origin)
-    content = open_json(
-        session, task_id, "remote/task", str(header["sealed"]), f"task {task_id}'s header"
+    content = task_content(
+        open_json(session, task_id, "remote/task", header["sealed"], f"task {task_id}'s header"),
+        task_id,
     )
     budget = header.get("budget") or {}
     adopt_task(

@@ -2,13 +2,13 @@
 its evidence re-bound, and a sealed worktree unpacked into a local commit.
 
 A fetched checkpoint that this store already has must be the same commit; a different one means
-the task diverged, which is refused rather than merged.
+the task diverged, which is refused rather than merged. Every file of a fetched checkpoint is
+read with its cap and checked (`core.sharing.remote_documents`) before anything is recorded.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Set
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,14 +17,10 @@ from core import clock, snapshot, store
 from core.errors import ConflictError
 from core.git import plumbing
 from core.models import CheckpointState
+from core.sharing import remote_documents as docs
 from core.sharing.evidence_transfer import insert_evidence, read_evidence
-from core.sharing.layout import (
-    CHECKPOINT_FILE,
-    CHECKPOINT_SCHEMA,
-    NOTE_FILE,
-    PACK_FILE,
-    RemoteFormatError,
-)
+from core.sharing.layout import CHECKPOINT_FILE, NOTE_FILE, PACK_FILE, RemoteFormatError
+from core.sharing.remote_reads import COMMIT_CAP, read_capped
 from core.sharing.sealing import open_json
 from core.store.db import write_txn
 
@@ -41,7 +37,7 @@ def import_checkpoints(
     exports = store.export_commits(session.db, task_id)
     count = 0
     newest: str | None = None
-    for oid, facts in reversed(checkpoint_chain(store_repo, tip, set(exports.values()))):
+    for oid, facts in reversed(checkpoint_chain(store_repo, tip, set(exports.values()), task_id)):
         seq = int(facts["seq"])
         if seq in have:
             if exports.get(seq) not in (None, oid):
@@ -59,25 +55,26 @@ def import_checkpoints(
 
 
 def checkpoint_chain(
-    store_repo: Path, tip: str, known: Set[str] = frozenset()
+    store_repo: Path, tip: str, known: Set[str] = frozenset(), task_id: str | None = None
 ) -> list[tuple[str, dict[str, Any]]]:
     """The checkpoint commits from `tip` back along first parents, newest first, with their
-    `checkpoint.json`. The walk stops at a commit in `known` (this store has it and all
-    before it) or at the first commit that is not a checkpoint (the first checkpoint's first
-    parent is its base commit). Reads go through the session's `cat-file`."""
+    `checkpoint.json` (checked, and for `task_id` when given). The walk stops at a commit in
+    `known` (this store has it and all before it) or at the first commit that is not a
+    checkpoint (the first checkpoint's first parent is its base commit); sequence numbers must
+    fall along it. Reads go through the session's `cat-file`."""
     chain: list[tuple[str, dict[str, Any]]] = []
     oid: str | None = tip
     while oid is not None and oid not in known:
-        raw = plumbing.read_objects(store_repo, [f"{oid}:{CHECKPOINT_FILE}", oid])
+        caps = {f"{oid}:{CHECKPOINT_FILE}": docs.CHECKPOINT_CAP, oid: COMMIT_CAP}
+        raw = read_capped(store_repo, caps, f"remote checkpoint commit {oid[:12]}")
         data = raw.get(f"{oid}:{CHECKPOINT_FILE}")
         if data is None:
             break
-        facts = json.loads(data)
-        schema = facts.get("schema") if isinstance(facts, dict) else None
-        if schema != CHECKPOINT_SCHEMA:
+        facts = docs.checkpoint_facts(data, oid, task_id)
+        if chain and facts["seq"] >= chain[-1][1]["seq"]:
             raise RemoteFormatError(
-                f"remote checkpoint commit {oid[:12]} uses schema {schema!r}, not "
-                f"{CHECKPOINT_SCHEMA!r}; upgrade pitstop"
+                f"remote checkpoint commit {oid[:12]} is numbered {facts['seq']}, not below the "
+                f"{chain[-1][1]['seq']} after it; the remote is damaged"
             )
         chain.append((oid, facts))
         parents = plumbing.commit_parents(raw.get(oid) or b"")
@@ -92,10 +89,13 @@ def _import_checkpoint(
     a sealed worktree, a local commit built once its pack is opened)."""
     seq = int(facts["seq"])
     top = plumbing.top_entries(store_repo, oid)
-    blobs = plumbing.read_objects(
-        store_repo,
-        [f"{oid}:{snapshot.MANIFEST_FILE}", f"{oid}:{NOTE_FILE}", f"{oid}:{PACK_FILE}"],
-    )
+    caps = {
+        f"{oid}:{snapshot.MANIFEST_FILE}": docs.MANIFEST_CAP,
+        f"{oid}:{NOTE_FILE}": docs.NOTE_CAP,
+    }
+    if facts["worktree"] == "sealed":
+        caps[f"{oid}:{PACK_FILE}"] = docs.PACK_CAP
+    blobs = read_capped(store_repo, caps, f"remote checkpoint {task_id}@{seq}")
     manifest_blob = blobs.get(f"{oid}:{snapshot.MANIFEST_FILE}")
     if manifest_blob is None or hashlib.sha256(manifest_blob).hexdigest() != facts.get(
         "manifest_sha256"
@@ -103,8 +103,11 @@ def _import_checkpoint(
         raise RemoteFormatError(
             f"remote checkpoint {task_id}@{seq} fails its manifest hash; the remote is damaged"
         )
-    sealed = open_json(
-        session, task_id, f"remote/checkpoint/{seq}", str(facts["sealed"]), f"{task_id}@{seq}"
+    sealed = docs.checkpoint_content(
+        open_json(
+            session, task_id, f"remote/checkpoint/{seq}", facts["sealed"], f"{task_id}@{seq}"
+        ),
+        f"{task_id}@{seq}",
     )
     evidence = read_evidence(session, store_repo, task_id, oid, facts)
     local_commit = oid
@@ -165,7 +168,9 @@ def _open_sealed_worktree(
     )
     plumbing.index_pack(store_repo, pack)
     previous = store.latest_complete(session.db, task_id)
-    header = plumbing.read_objects(store_repo, [f"{oid}:pitstop.json"])[f"{oid}:pitstop.json"]
+    header = read_capped(
+        store_repo, {f"{oid}:pitstop.json": docs.CHECKPOINT_HEADER_CAP}, f"{task_id}@{seq}"
+    )[f"{oid}:pitstop.json"]
     commit, _bytes = snapshot.write_checkpoint_commit(
         store_repo,
         header=header or b"{}",

@@ -3,19 +3,22 @@ re-bound to this store.
 
 Sealed evidence blobs are bound to their item's id (`evidence/<id>/<column>`). Ids are local to
 a store, so a fetched item gets a new id here and each of its blobs is opened under the origin
-id and sealed again under the new one.
+id and sealed again under the new one. A fetched item is checked first
+(`remote_documents.evidence_item`): its columns are only those this store knows, with values of
+their type (an exit code is an integer, a hash is hex), and its files are read with caps.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import store
 from core.git import plumbing
+from core.sharing import remote_documents as docs
 from core.sharing.layout import RemoteFormatError, canonical
+from core.sharing.remote_reads import read_capped
 from core.sharing.sealing import open_json, seal_json
 
 if TYPE_CHECKING:
@@ -82,9 +85,22 @@ def read_evidence(
     if not ids:
         return []
     entries = plumbing.list_tree(store_repo, oid, "evidence/")
-    wanted = {path: blob for path, (kind, blob) in entries.items() if kind == "blob"}
-    data = plumbing.read_objects(store_repo, list(wanted.values()))
+    listed = {f"evidence/{i}/" for i in ids}
+    wanted = {
+        path: blob
+        for path, (kind, blob) in entries.items()
+        if kind == "blob" and path[: path.find("/", len("evidence/")) + 1] in listed
+    }
+    caps = {blob: _cap(path) for path, blob in wanted.items()}
+    data = read_capped(store_repo, caps, f"the evidence of {task_id}")
     return [_read_item(session, task_id, origin_id, wanted, data) for origin_id in ids]
+
+
+def _cap(path: str) -> int:
+    """The byte cap of one file of an evidence item."""
+    if path.endswith("/item.json"):
+        return docs.ITEM_CAP
+    return docs.CHUNK_CAP if "/chunks/" in path else docs.EVIDENCE_BLOB_CAP
 
 
 def _read_item(
@@ -99,14 +115,16 @@ def _read_item(
     raw = data.get(wanted.get(f"{base}item.json", ""))
     if raw is None:
         raise RemoteFormatError(f"evidence {origin_id} of {task_id} is missing on the remote")
-    item = json.loads(raw)
-    text = open_json(
-        session, task_id, f"remote/evidence/{origin_id}", item["sealed"], "remote evidence"
+    item = docs.evidence_item(raw, origin_id, task_id)
+    what = f"evidence {origin_id} of {task_id}"
+    text = docs.evidence_text(
+        open_json(session, task_id, f"remote/evidence/{origin_id}", item["sealed"], what), what
     )
     blobs = {}
     for path, blob in wanted.items():
         if path.startswith(base) and path.endswith(".enc") and "/chunks/" not in path:
-            blobs[path[len(base) : -len(".enc")]] = data[blob]
+            name = docs.evidence_blob_name(path[len(base) : -len(".enc")], what)
+            blobs[name] = data[blob]
     chunks = []
     for chunk in item["chunks"]:
         blob_data = data.get(wanted.get(f"{base}chunks/{int(chunk['seq']):06d}.enc", ""))

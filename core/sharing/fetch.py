@@ -28,13 +28,14 @@ from core.sharing.layout import (
     TASK_FILE,
     RemoteFormatError,
     local_ledger_ref,
-    parse_task_header,
 )
-from core.sharing.ledger_commit import facts_of, read_tree_files
+from core.sharing.ledger_commit import facts_of
+from core.sharing.remote_documents import parse_task_header
+from core.sharing.remote_reads import COMMIT_CAP, read_capped, read_ledger_files
 from core.sharing.remotes import open_store_repo, resolve_url
 from core.sharing.roster_reading import roster_in
 from core.sharing.signed_header import header_problem
-from core.sharing.tracking import fetch_task_refs, tracking_root
+from core.sharing.tracking import fetch_task_refs, task_refs, tracking_root
 from core.store.db import batch_txn, write_txn
 
 if TYPE_CHECKING:
@@ -86,6 +87,8 @@ def fetch(
     wanted, present, tracked = _fetch_refs(session, store_repo, url, task_ids, me, missing_ok)
     root = tracking_root(url)
     result = FetchResult(url=snapshot.strip_url_credentials(url))
+    if not task_ids:  # refs the remote holds under names that are not task ids
+        result.problems.update(task_refs(tracked, f"{root}ledger/")[1])
     with plumbing.session(store_repo):  # one cat-file for every read of the fetch
         for task_id in present:
             tips = _Tips(
@@ -130,9 +133,7 @@ def _fetch_refs(
     local_ids = store.task_ids(session.db)
     ours = bool(task_ids) and all(t in local_ids for t in task_ids)
     tracked = fetch_task_refs(store_repo, url, task_ids, KINDS if ours else ("ledger",))
-    available = sorted(
-        ref.removeprefix(f"{root}ledger/") for ref in tracked if ref.startswith(f"{root}ledger/")
-    )
+    available = sorted(task_refs(tracked, f"{root}ledger/")[0])
     wanted = list(task_ids) or available
     missing = [t for t in wanted if t not in available]
     if missing and not missing_ok:
@@ -184,8 +185,8 @@ def _import_task(
     a task met for the first time whose header fails is refused whole; a known one keeps its
     status and budgets, and the refusal is reported.
     """
-    files = read_tree_files(store_repo, tips.ledger)
-    header = parse_task_header(files.get(TASK_FILE))
+    files, refused = read_ledger_files(store_repo, tips.ledger, task_id)
+    header = parse_task_header(files.get(TASK_FILE), task_id)
     if not header or KEY_FILE not in files:
         raise RemoteFormatError(f"the remote ledger of {task_id} has no task header or key")
     screening = screen_facts(session, task_id, facts_of(files), expect_fingerprint=expected)
@@ -219,12 +220,13 @@ def _import_task(
         if problem is None:
             refresh_task(session, task_id, header)
         session.record_event(None, "remote", task_id, "fetch", None, None, None, now)
-    return {
+    outcome = {
         "adopted": adopted,
         "checkpoints": imported,
         "ledger": _describe(applied),
         "owner": signing.fingerprint(screening.roster.genesis_key),
     }
+    return {**outcome, "refused": refused} if refused else outcome
 
 
 def _ledger_moves_forward(store_repo: Path, tips: _Tips) -> bool:
@@ -234,7 +236,8 @@ def _ledger_moves_forward(store_repo: Path, tips: _Tips) -> bool:
         return False
     if local is None:
         return True
-    fetched = plumbing.read_objects(store_repo, [tips.ledger])[tips.ledger] or b""
+    fetched = read_capped(store_repo, {tips.ledger: COMMIT_CAP}, "a remote ledger")[tips.ledger]
+    fetched = fetched or b""
     return local in plumbing.commit_parents(fetched) or plumbing.is_ancestor(
         store_repo, local, tips.ledger
     )

@@ -16,6 +16,9 @@ Written down once so that push, fetch and listing agree on every name. Two refs 
 Sealed content is bound to the task's origin store (`TaskKeys.scope`), so blobs travel
 unchanged and open in every store that holds the data key. A store whose operator is not a
 recipient lists the task as `no key` and imports nothing of it.
+
+Whatever a remote holds is read with a cap and checked field by field before use
+(`core.sharing.remote_documents`, on the checks of `core.sharing.remote_input`).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from core.errors import PitstopError
+from core.sharing.remote_input import RemoteFormatError as RemoteFormatError
 
 TASK_SCHEMA = "pitstop.remote-task/1"
 CHECKPOINT_SCHEMA = "pitstop.remote-checkpoint/1"
@@ -36,10 +39,6 @@ NOTE_FILE = "note.enc"
 PACK_FILE = "snapshot.pack.enc"
 PREFIX = "refs/pitstop/"
 KINDS = ("checkpoints", "ledger")
-
-
-class RemoteFormatError(PitstopError):
-    """What a remote holds is not something this Pitstop can read."""
 
 
 def checkpoint_ref(task_id: str) -> str:
@@ -60,21 +59,3 @@ def local_ledger_ref(task_id: str) -> str:
 def canonical(document: Mapping[str, Any]) -> bytes:
     """A JSON document as the remote stores it: sorted keys, no spaces."""
     return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
-
-
-def parse_task_header(raw: bytes | None) -> dict[str, Any]:
-    """A ledger commit's plain `task.json` (empty for none), or a RemoteFormatError."""
-    if not raw:
-        return {}
-    try:
-        header = json.loads(raw)
-    except ValueError as exc:
-        raise RemoteFormatError("a remote task header is not JSON; the remote is damaged") from exc
-    if not isinstance(header, dict):
-        raise RemoteFormatError("a remote task header is not an object; the remote is damaged")
-    schema = header.get("schema")
-    if schema != TASK_SCHEMA:
-        raise RemoteFormatError(
-            f"a remote task uses schema {schema!r}, not {TASK_SCHEMA!r}; upgrade pitstop"
-        )
-    return header

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from core import clock, store
 from core.errors import UsageError
 from core.git import plumbing
-from core.ledger.fact_format import is_fact_path
+from core.ledger.fact_format import MAX_FACT_BYTES, is_fact_path
 from core.ledger.facts import export_facts, keep_rejected, screen_facts
 from core.ledger.roster import Roster
 from core.ledger.trust import ensure_roster
@@ -29,24 +29,14 @@ from core.sharing.layout import (
     TASK_SCHEMA,
     RemoteFormatError,
     canonical,
-    parse_task_header,
 )
+from core.sharing.remote_documents import parse_task_header
 from core.sharing.sealing import seal_json
 from core.sharing.signed_header import key_file_digest, sign_header
 from core.store.db import write_txn
 
 if TYPE_CHECKING:
     from core.session import Session
-
-
-def read_tree_files(store_repo: Path, rev: str | None) -> dict[str, bytes]:
-    """Every file of a ledger commit (path → bytes); empty for None."""
-    if rev is None:
-        return {}
-    entries = plumbing.list_tree(store_repo, rev)
-    paths = [path for path, (kind, _oid) in entries.items() if kind == "blob"]
-    blobs = plumbing.read_objects(store_repo, [entries[path][1] for path in paths])
-    return {path: blobs[entries[path][1]] or b"" for path in paths}
 
 
 def facts_of(files: Mapping[str, bytes]) -> dict[str, bytes]:
@@ -141,8 +131,10 @@ def _facts_to_send(
     }
     if not unknown:
         return blob_ids, new_files
-    contents = plumbing.read_objects(store_repo, list(unknown.values()))
-    offered = {path: contents.get(oid) or b"" for path, oid in unknown.items()}
+    contents = plumbing.read_capped(store_repo, {oid: MAX_FACT_BYTES for oid in unknown.values()})
+    offered = {  # an oversized fact is never read, so never sent on
+        path: blob for path, oid in unknown.items() if isinstance(blob := contents.get(oid), bytes)
+    }
     screening = screen_facts(session, task_id, offered)
     for path in screening.taken:
         ours = exported.get(path)
@@ -166,7 +158,7 @@ def _header_and_key(
     """Add the signed task header and the key file wrapped for the roster's recipients: both
     kept by blob id when unchanged, else written."""
     try:
-        previous_header = parse_task_header(previous_raw)
+        previous_header = parse_task_header(previous_raw, task.id)
     except RemoteFormatError:  # a damaged header someone pushed is simply replaced by ours
         previous_header = {}
     recipients = roster.recipients()

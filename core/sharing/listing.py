@@ -3,6 +3,10 @@
 A listing reads refs and plain headers alone: it needs no key and imports nothing, so it
 shows every task on a remote, readable here or not. Each listing is remembered per remote,
 and the dashboard shows the remembered tasks this store does not hold yet without going online.
+
+A remote may hold refs and headers written by anyone who can push: each is read with a cap and
+checked (`core.sharing.remote_documents`), and one that fails is left out of the listing with
+one line in `problems`, never remembered, while the other tasks list as usual.
 """
 
 from __future__ import annotations
@@ -13,11 +17,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core import clock, snapshot, store
+from core.errors import PitstopError
 from core.git import plumbing, transport
 from core.security import identity
-from core.sharing.layout import PREFIX, TASK_FILE, parse_task_header
+from core.sharing.layout import PREFIX
+from core.sharing.remote_documents import parse_task_header
+from core.sharing.remote_reads import task_headers
 from core.sharing.remotes import open_store_repo, resolve_url
-from core.sharing.tracking import tracking_root
+from core.sharing.tracking import task_refs, tracking_root
 from core.store.db import write_txn
 
 if TYPE_CHECKING:
@@ -53,9 +60,18 @@ class RemoteTask:
         return self.checkpoints[-1] if self.checkpoints else None
 
 
+@dataclass(frozen=True)
+class RemoteListing:
+    """What a remote holds: its tasks, and one line for each ref or header refused."""
+
+    url: str
+    tasks: list[RemoteTask]
+    problems: dict[str, str]
+
+
 def list_remote(
     session: Session, remote: str | None = None, repo: str | os.PathLike[str] = "."
-) -> tuple[str, list[RemoteTask]]:
+) -> RemoteListing:
     """Tasks and checkpoints on a remote, from its refs and plain headers alone."""
     source, store_repo = open_store_repo(session, repo)
     url = resolve_url(session, remote, source.toplevel)
@@ -63,20 +79,26 @@ def list_remote(
     # the remote dropped; the tracking refs then say what the remote holds.
     tracking = f"{tracking_root(url)}ledger/"
     transport.fetch(store_repo, url, [f"+{PREFIX}ledger/*:{tracking}*"], prune=True)
-    ledgers = {
-        ref.removeprefix(tracking): oid
-        for ref, oid in plumbing.refs_under(store_repo, tracking).items()
-    }
-    raw = plumbing.read_objects(store_repo, [f"{oid}:{TASK_FILE}" for oid in ledgers.values()])
+    ledgers, problems = task_refs(plumbing.refs_under(store_repo, tracking), tracking)
+    with plumbing.session(store_repo):
+        raw, oversized = task_headers(store_repo, ledgers)
+    problems.update(oversized)
     me = identity.load_identity_or_none()
     local_ids = store.task_ids(session.db)
     listing: list[RemoteTask] = []
-    for task_id, oid in sorted(ledgers.items()):
-        header = parse_task_header(raw.get(f"{oid}:{TASK_FILE}"))
-        if header:
+    for task_id in sorted(raw):
+        try:
+            header = parse_task_header(raw[task_id], task_id)
+            if not header:
+                problems[task_id] = "its ledger holds no task header; it is ignored"
+                continue
             listing.append(_remote_task(session, task_id, header, me, local_ids))
+        except PitstopError as exc:
+            problems[task_id] = exc.message
     _remember_listing(session, snapshot.strip_url_credentials(url), listing)
-    return snapshot.strip_url_credentials(url), listing
+    return RemoteListing(
+        snapshot.strip_url_credentials(url), listing, dict(sorted(problems.items()))
+    )
 
 
 def _remote_task(
@@ -92,19 +114,19 @@ def _remote_task(
         local_seqs = {c.seq for c in store.list_checkpoints(session.db, task_id)}
     checkpoints = tuple(
         RemoteCheckpoint(
-            seq=int(c["seq"]),
-            created_at=str(c["created_at"]),
-            reason=str(c.get("reason", "")),
-            local=int(c["seq"]) in local_seqs,
+            seq=c["seq"],
+            created_at=c["created_at"],
+            reason=c["reason"],
+            local=c["seq"] in local_seqs,
         )
-        for c in header.get("checkpoints", [])
+        for c in header["checkpoints"]
     )
-    recipients = list(header.get("recipients", []))
+    recipients = header["recipients"]
     return RemoteTask(
         task_id=task_id,
-        status=str(header.get("status", "")),
-        created_at=str(header.get("created_at", "")),
-        updated_at=str(header.get("updated_at", "")),
+        status=header["status"],
+        created_at=header["created_at"],
+        updated_at=header["updated_at"],
         checkpoints=checkpoints,
         readable=me is not None and me.recipient in recipients,
         local=task_id in local_ids,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.git import plumbing
-from core.ledger.fact_format import ROSTER_DIR, parse_each
+from core.ledger.fact_format import MAX_FACT_BYTES, ROSTER_DIR, parse_each
 from core.ledger.roster import Roster, resolve
 
 
@@ -27,6 +27,9 @@ def roster_in(
     }
     if not entries:
         return None
-    blobs = plumbing.read_objects(store_repo, list(entries.values()))
-    facts, _refused = parse_each({path: blobs.get(oid) or b"" for path, oid in entries.items()})
+    blobs = plumbing.read_capped(store_repo, {oid: MAX_FACT_BYTES for oid in entries.values()})
+    readable = {
+        path: data for path, oid in entries.items() if isinstance(data := blobs.get(oid), bytes)
+    }  # an oversized roster fact is never read; the fetch reports it
+    facts, _refused = parse_each(readable)
     return resolve(task_id, facts, pinned=pinned).roster

@@ -9,9 +9,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import json
 from typing import TYPE_CHECKING, Any
 
+from core.sharing import remote_input
 from core.sharing.layout import canonical
 
 if TYPE_CHECKING:
@@ -31,6 +31,8 @@ def seal_json(session: Session, task_id: str, item: str, document: Any) -> tuple
 
 
 def open_json(session: Session, task_id: str, item: str, sealed: str, what: str) -> Any:
-    """Open a document `seal_json` sealed for `item` (`what` names it in errors)."""
-    envelope = base64.b64decode(sealed)
-    return json.loads(session.keys.open(task_id, item, envelope, what))["v"]
+    """Open a document `seal_json` sealed for `item` (`what` names it in errors); what it
+    holds is checked like any remote JSON before the caller checks its fields."""
+    envelope = base64.b64decode(remote_input.sealed(sealed, what, len(sealed)))
+    plain = session.keys.open(task_id, item, envelope, what)
+    return remote_input.mapping(remote_input.parse_json(plain, what, len(plain)), what).get("v")

@@ -3,16 +3,21 @@
 After a fetch, `refs/pitstop/remotes/<hash of url>/<kind>/<task>` says what the remote held;
 push leases on these (it refuses when the remote moved since), fetch and listing read them
 without another connection.
+
+A remote's ref names are input like any other: only refs named for a valid task id
+(`remote_input.is_task_id`) are ever read as tasks; the others are reported, one line each.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from core.errors import UsageError
 from core.git import plumbing, transport
 from core.sharing.layout import KINDS, PREFIX
+from core.sharing.remote_input import is_task_id, shown
 
 
 def tracking_ref(url: str, kind: str, task_id: str) -> str:
@@ -33,6 +38,9 @@ def fetch_task_refs(
     remote dropped, in one connection; return every Pitstop ref of the store repository after
     it (this remote's tracking refs and our own ledgers alike, read without a process)."""
     root = tracking_root(url)
+    for task_id in task_ids:  # a name with `*` or `:` would be another refspec
+        if not is_task_id(task_id):
+            raise UsageError(f"invalid task id {shown(task_id)}: no remote holds a task by it")
     if task_ids:
         # patterns, not exact refs: an exact one fails on a ref the remote lacks, a pattern
         # just matches nothing, so one fetch also tells which of the tasks the remote holds
@@ -43,3 +51,22 @@ def fetch_task_refs(
         refspecs = [f"+{PREFIX}{kind}/*:{root}{kind}/*" for kind in kinds]
     transport.fetch(store_repo, url, refspecs, prune=True)
     return plumbing.refs_under(store_repo, PREFIX)
+
+
+def task_refs(refs: Mapping[str, str], prefix: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The refs below `prefix` by task id (task → id), and one line for each ref below it
+    that names no valid task (never read as a task)."""
+    tasks: dict[str, str] = {}
+    refused: dict[str, str] = {}
+    for ref, oid in refs.items():
+        if not ref.startswith(prefix):
+            continue
+        name = ref.removeprefix(prefix)
+        if is_task_id(name):
+            tasks[name] = oid
+        else:
+            refused[shown(name)] = (
+                "the remote holds a ref for this name, which is not a valid task id "
+                "(1-64 lowercase letters, digits, '.', '_' or '-'); it is ignored"
+            )
+    return tasks, refused

@@ -95,7 +95,7 @@ def test_push_list_fetch_validate_resume_on_another_machine(
     assert refs.split() == [f"refs/pitstop/checkpoints/{task_id}", f"refs/pitstop/ledger/{task_id}"]
 
     with Engine(tmp_path / "store-b") as b:
-        _url, listing = b.list_remote(repo=world["other"])
+        listing = b.list_remote(repo=world["other"]).tasks
         assert [t.task_id for t in listing] == [task_id]
         assert listing[0].readable and not listing[0].local
         assert [c.seq for c in listing[0].checkpoints] == [1]
@@ -129,7 +129,7 @@ def test_push_list_fetch_validate_resume_on_another_machine(
         plan = b.resume(f"{task_id}@1", into=tmp_path / "resumed", offline=True)
         assert (Path(plan.workdir) / "src/new_module.py").read_text() == "NEW = True\n"
 
-        _, listing = b.list_remote(repo=world["other"])
+        listing = b.list_remote(repo=world["other"]).tasks
         assert listing[0].local and listing[0].checkpoints[0].local
 
     # every object Pitstop wrote itself is well-formed, here and on the remote
@@ -164,7 +164,7 @@ def test_a_non_recipient_sees_no_key_until_shared(
     stranger = _identity()
     monkeypatch.setenv("PITSTOP_IDENTITY", stranger)
     with Engine(tmp_path / "store-c") as c:
-        _, listing = c.list_remote(repo=world["other"])
+        listing = c.list_remote(repo=world["other"]).tasks
         assert listing[0].readable is False
         result = c.fetch([task_id], repo=world["other"])
         assert result.no_key == [task_id] and result.fetched == {}
@@ -272,7 +272,7 @@ def test_through_git_daemon(world: dict[str, Path], daemon: str, tmp_path: Path)
         a.add_remote("shared", daemon, world["author"])
         assert a.push([task_id], "shared").tasks[task_id]["checkpoints_sent"] == 1
     with Engine(tmp_path / "store-b") as b:
-        _, listing = b.list_remote(daemon, repo=world["other"])
+        listing = b.list_remote(daemon, repo=world["other"]).tasks
         assert [t.task_id for t in listing] == [task_id]
         result = b.fetch([task_id], daemon, repo=world["other"])
         assert result.fetched[task_id]["checkpoints"] == 1
@@ -429,7 +429,7 @@ def test_an_ssh_ed25519_recipient_reads_with_their_own_ssh_key(
         a.push([task_id])
     monkeypatch.setenv("PITSTOP_IDENTITY", str(key))
     with Engine(tmp_path / "store-d") as d:
-        _, listing = d.list_remote(repo=world["other"])
+        listing = d.list_remote(repo=world["other"]).tasks
         assert listing[0].readable
         assert d.fetch([task_id], repo=world["other"]).fetched[task_id]["checkpoints"] == 1
         assert d.get_task(task_id).objective.endswith(OBJECTIVE_MARK)

@@ -219,7 +219,7 @@ async def test_capital_s_pushes_a_local_change_and_pulls_a_remote_one(
         decided = mine.get_approval(approval.id)
         assert decided.state is ApprovalState.APPROVED and decided.decided_by == "bob"
     with Engine(team.colleague_store) as colleague:
-        _, listing = colleague.list_remote(str(team.remote), team.colleague_repo)
+        listing = colleague.list_remote(str(team.remote), team.colleague_repo).tasks
         assert [c.seq for c in listing[0].checkpoints] == [1, 2]
 
 

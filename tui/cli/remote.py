@@ -11,6 +11,7 @@ you hold no key for is listed as `no key` and nothing of it is imported.
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import click
@@ -89,11 +90,12 @@ def fetch(
         for task_id, info in result.fetched.items():
             verb = "new task" if info["adopted"] else "updated"
             lines.append(f"  {task_id}: {verb}, {info['checkpoints']} new checkpoint(s)")
+            lines += [f"  {task_id}: {line}" for line in info.get("refused", [])]
         for task_id in result.no_key:
             lines.append(
                 f"  {task_id}: no key — you are not a recipient; ask its operator to run "
-                f"`pitstop task share {task_id} --recipient <your key>` and push again "
-                "(`pitstop key show` prints your key)"
+                f"`pitstop task share {shlex.quote(task_id)} --recipient <your key>` and push "
+                "again (`pitstop key show` prints your key)"
             )
         for task_id, problem in result.problems.items():
             lines.append(f"  {task_id}: not fetched: {problem}")
@@ -147,8 +149,13 @@ def remote_group() -> None:
 @json_option
 @pass_ctx
 def remote_list(ctx: Context, remote: str | None, repo: str, as_json: bool) -> None:
-    """Tasks and checkpoints on a remote, from refs and plain headers alone."""
-    url, tasks = ctx.engine().list_remote(remote, repo)
+    """Tasks and checkpoints on a remote, from refs and plain headers alone.
+
+    A ref or header the remote holds that cannot be read is left out with one line each.
+    Exit codes: 0 listed; 1 listed, but some task on the remote could not be read; 2 bad input.
+    """
+    listed = ctx.engine().list_remote(remote, repo)
+    url, tasks = listed.url, listed.tasks
     document: dict[str, Any] = {
         "url": url,
         "tasks": [
@@ -171,11 +178,13 @@ def remote_list(ctx: Context, remote: str | None, repo: str, as_json: bool) -> N
             }
             for task in tasks
         ],
+        "problems": listed.problems,
     }
 
     def human() -> str:
+        refused = [f"  {name}: not listed: {why}" for name, why in listed.problems.items()]
         if not tasks:
-            return f"{url} holds no Pitstop tasks"
+            return "\n".join([f"{url} holds no Pitstop tasks", *refused])
         lines = [f"{url}: {len(tasks)} task(s)"]
         for task in tasks:
             local_seqs = sum(1 for c in task.checkpoints if c.local)
@@ -186,9 +195,11 @@ def remote_list(ctx: Context, remote: str | None, repo: str, as_json: bool) -> N
                 f"  {task.task_id:<32} {task.status:<9} {len(task.checkpoints):>3} checkpoint(s) "
                 f"({local_seqs} here)  latest {latest}  {where}{key}"
             )
-        return "\n".join(lines)
+        return "\n".join([*lines, *refused])
 
     emit(as_json, document, human)
+    if listed.problems:
+        raise SystemExit(1)
 
 
 @remote_group.command("add")
