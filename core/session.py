@@ -38,6 +38,7 @@ class Session:
         interface: Interface = Interface.API,
         actor: str | None = None,
         config: Config | None = None,
+        signing_key: SigningKey | None = None,
     ) -> None:
         self.paths = StorePaths(resolve_store_root(store_root))
         self.interface = interface
@@ -53,7 +54,7 @@ class Session:
         for private in (self.paths.tmp, self.paths.repos):
             ensure_private_dir(private)
         self.keys = TaskKeys(self.db)
-        self._signing_key: SigningKey | None = None
+        self._signing_key: SigningKey | None = signing_key
 
     def signing_key(self) -> SigningKey:
         """The operator's signing key, loaded on first use (a SigningError when there is none).
@@ -69,7 +70,11 @@ class Session:
     def reopen(self) -> Session:
         """The same store, actor and interface, on a new connection for another thread."""
         return Session(
-            self.paths.root, interface=self.interface, actor=self.actor, config=self.config
+            self.paths.root,
+            interface=self.interface,
+            actor=self.actor,
+            config=self.config,
+            signing_key=self._signing_key,
         )
 
     def close(self) -> None:

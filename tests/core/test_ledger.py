@@ -20,6 +20,7 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
+import pyrage
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -55,11 +56,17 @@ MARK = "zqxmarker"  # every piece of content below carries it; no exported byte 
 # --- two stores holding one task ----------------------------------------------------------------
 
 
-def _twin(a: Engine, b_root: Path) -> Engine:
-    """Store B holding A's task, as a fetch leaves it: same id, content bound to A's store."""
-    b = Engine(b_root)
+def _twin(a: Engine, b_root: Path, label: str = "bob") -> Engine:
+    """Store B holding A's task, as a fetch leaves it: same id, content bound to A's store, and
+    B's operator a member of the task's roster with a signing key of their own."""
+    key = signing.create_signing_key()
+    b = Engine(b_root, signing_key=key)
+    recipient = str(pyrage.x25519.Identity.generate().to_public())
+    a.share_task(TASK, [recipient], signer=key.public, label=label)
     task = a.get_task(TASK)
     b.adopt_task(task, origin_store=a.keys.store_id, data_key=a.keys.data_key(TASK, create=True))
+    roster = {p: d for p, d in a.export_ledger(TASK).items() if p.startswith("roster/")}
+    b.apply_ledger(TASK, roster)  # a fetch takes the roster first: B knows whom to trust
     return b
 
 
@@ -95,7 +102,7 @@ def make_twin() -> Iterator[Callable[[Engine], Engine]]:
     def factory(a: Engine) -> Engine:
         root = tempfile.TemporaryDirectory()
         dirs.append(root)
-        twin = _twin(a, Path(root.name) / "c")
+        twin = _twin(a, Path(root.name) / "c", label=f"carol{len(opened)}")
         opened.append(twin)
         return twin
 

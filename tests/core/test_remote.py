@@ -284,17 +284,24 @@ def test_through_git_daemon(world: dict[str, Path], daemon: str, tmp_path: Path)
 
 
 def test_ledger_decisions_travel_and_merge_through_sync(
-    world: dict[str, Path], tmp_path: Path
+    world: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from core.models import ApprovalState, EffectState
+    from core.security import signing
 
+    alice, bob = os.environ["PITSTOP_IDENTITY"], _identity()
+    monkeypatch.setenv("PITSTOP_IDENTITY", bob)
+    bob_key = signing.load_signing_key()
+    monkeypatch.setenv("PITSTOP_IDENTITY", alice)
     with Engine(tmp_path / "store-a", actor="alice") as a:
         task_id = _work(a, world["author"], tmp_path)
         approval = a.request_approval(task_id, f"deploy preview {REASON_MARK}")
         a.propose_effect(task_id, "deploy-1", "deploy", target="preview")
         a.move_effect(task_id, "deploy-1", EffectState.IN_PROGRESS)
+        a.share_task(task_id, [_recipient(bob)], signer=bob_key.public, label="bob")
         a.push([task_id])
 
+    monkeypatch.setenv("PITSTOP_IDENTITY", bob)
     with Engine(tmp_path / "store-b", actor="bob") as b:
         b.fetch([task_id], repo=world["other"])
         assert b.get_approval(approval.id).state is ApprovalState.PENDING
@@ -307,6 +314,7 @@ def test_ledger_decisions_travel_and_merge_through_sync(
     raw = _all_remote_bytes(world["remote"])
     assert REASON_MARK.encode() not in raw and b"saw it live" not in raw
 
+    monkeypatch.setenv("PITSTOP_IDENTITY", alice)
     with Engine(tmp_path / "store-a", actor="alice") as a:
         a.sync([task_id])
         decided = a.get_approval(approval.id)

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pyrage
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -555,12 +556,19 @@ def test_a_decision_overruled_by_ledger_sync_shows_its_conflict(
     """Approved here, rejected first elsewhere: show, list and --json all name the conflict."""
     from core.engine import Engine
     from core.models import EffectState
+    from core.security import signing
 
     monkeypatch.setenv("PITSTOP_KEY", MASTER_KEY)
     repo = make_repo(tmp_path / "repo")
     pitstop = Pitstop(tmp_path, tmp_path / "store-a")
-    with Engine(pitstop.store, actor="alice") as a, Engine(tmp_path / "store-b", actor="bob") as b:
+    bob_key = signing.create_signing_key()  # Bob is his own person: his own signing key
+    with (
+        Engine(pitstop.store, actor="alice") as a,
+        Engine(tmp_path / "store-b", actor="bob", signing_key=bob_key) as b,
+    ):
         task = a.start_task(repo=repo, objective="ship", task_id="ship")
+        bob_recipient = str(pyrage.x25519.Identity.generate().to_public())
+        a.share_task("ship", [bob_recipient], signer=bob_key.public, label="bob")
         b.adopt_task(
             task, origin_store=a.keys.store_id, data_key=a.keys.data_key("ship", create=True)
         )
