@@ -51,10 +51,14 @@ def adopt_fetched(
     header: Mapping[str, Any],
     origin: str,
     keys: TaskKeySet,
+    *,
+    may_rotate: bool = True,
 ) -> bool:
     """Create the local record of a fetched task (once); False when it was here already.
 
-    A task here already takes the keys it lacks (a rotation made elsewhere).
+    A task here already takes the keys it lacks (a rotation made elsewhere), but only from a
+    header an owner signed (`may_rotate`): rotating is an owner's act, so a removed member who
+    can still push cannot hand the others a key of their own.
     """
     if task_id in store.task_ids(session.db):
         scope = session.keys.scope(task_id)
@@ -63,6 +67,8 @@ def adopt_fetched(
                 f"this store has a different task with id {task_id!r}; it cannot take the "
                 "remote one (fetch into another store with --store)"
             )
+        if not may_rotate:  # only an owner rotates: a member's key file cannot move ours
+            return False
         with write_txn(session.db):
             session.keys.merge_keys(task_id, keys.keys, keys.current)
         return False

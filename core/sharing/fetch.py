@@ -203,7 +203,10 @@ def _import_task(
     origin = str(header["origin_store"])
     adopted = False
     if keys is not None:
-        adopted = adopt_fetched(session, source, task_id, header, origin, keys)
+        owner_signed = screening.roster.is_owner(header.get("by"))
+        adopted = adopt_fetched(
+            session, source, task_id, header, origin, keys, may_rotate=owner_signed
+        )
     imported = 0
     if tips.checkpoints is not None:
         imported, newest = import_checkpoints(session, store_repo, task_id, tips.checkpoints)
