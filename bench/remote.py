@@ -498,6 +498,67 @@ def profile_once(
 # --- the benchmark -------------------------------------------------------------------------
 
 
+def signing_costs(count: int) -> dict[str, float]:
+    """Seconds per fact to write and read `count` ledger facts, with signing and verifying and
+    without (the canonical JSON and uid alone), measured side by side in this run."""
+    from core.ledger.fact_format import (
+        SCHEMA,
+        canonical,
+        encode_fact,
+        fact_path,
+        fact_uid,
+        parse_fact,
+    )
+    from core.security import signing
+
+    key = signing.create_signing_key()
+    plains = [
+        {"schema": SCHEMA, "kind": "effect", "task": "bench-task", "key": f"deploy-{n}",
+         "effect_kind": "deploy", "state": "confirmed", "attempts": 1,
+         "at": "2026-01-01T00:00:00.000000Z", "created_at": "2026-01-01T00:00:00.000000Z",
+         "needs_approval": False, "exit_code": 0, "started_at": None, "finished_at": None}
+        for n in range(count)
+    ]  # fmt: skip
+    started = time.perf_counter()
+    unsigned = [canonical({**plain, "uid": fact_uid(plain)}) for plain in plains]
+    plain_write = time.perf_counter() - started
+    started = time.perf_counter()
+    signed = [encode_fact(plain, None, key) for plain in plains]
+    signed_write = time.perf_counter() - started
+    paths = [fact_path(fact_uid(plain)) for plain in plains]
+    started = time.perf_counter()
+    for data in unsigned:
+        json.loads(data)
+    plain_read = time.perf_counter() - started
+    started = time.perf_counter()
+    for path, data in zip(paths, signed, strict=True):
+        if not parse_fact(path, data).signature_holds():
+            raise SystemExit("bench: a fact signed here does not verify")
+    signed_read = time.perf_counter() - started
+    return {
+        "write_plain": plain_write / count,
+        "write_signed": signed_write / count,
+        "read_plain": plain_read / count,
+        "read_verified": signed_read / count,
+    }
+
+
+def report_signing_costs(count: int) -> None:
+    """Print what signing and verifying cost per ledger fact."""
+    costs = signing_costs(count)
+    print(f"ledger facts, per fact ({count:,} facts, Ed25519):")
+    print(
+        f"  write: {costs['write_signed'] * 1e6:8.1f} us signed   vs "
+        f"{costs['write_plain'] * 1e6:6.1f} us canonical JSON alone  "
+        f"(signing adds {(costs['write_signed'] - costs['write_plain']) * 1e6:.1f} us)"
+    )
+    print(
+        f"  read:  {costs['read_verified'] * 1e6:8.1f} us verified vs "
+        f"{costs['read_plain'] * 1e6:6.1f} us JSON parse alone       "
+        f"(verifying adds {(costs['read_verified'] - costs['read_plain']) * 1e6:.1f} us)"
+    )
+
+
 def row(label: str, samples: Sequence[float], ratio: str = "", target: str = "") -> str:
     spread = f"[{ms(min(samples))} .. {ms(max(samples))}]"
     return (
@@ -641,6 +702,8 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     )
     print(row("list again, nothing new (information)", relist))
     print()
+    report_signing_costs(args.facts)
+    print()
     print("notes:")
     print(
         f"  - the branch's tree is identical to the checkpoint's worktree/ tree: "
@@ -714,6 +777,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--tmpfs",
         action="store_true",
         help="work in /dev/shm: no disk flushes, so process and CPU costs show",
+    )
+    parser.add_argument(
+        "--facts", type=int, default=2000, help="ledger facts to sign and verify (default 2000)"
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args(argv)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 import os
@@ -69,7 +70,7 @@ class SigningKey:
     @property
     def public(self) -> str:
         """The public key as rosters and facts write it: `ed25519:<base64>`."""
-        return public_text(self._private().public_key().public_bytes_raw())
+        return _public_text_of(self.seed)
 
     @property
     def fingerprint(self) -> str:
@@ -82,13 +83,29 @@ class SigningKey:
         return SECRET_PREFIX + base64.b32encode(self.seed).decode("ascii").rstrip("=").lower()
 
     def _private(self) -> Any:
-        return _ed25519().Ed25519PrivateKey.from_private_bytes(self.seed)
+        return _private_key(self.seed)
 
     def sign(self, schema: str, task_id: str, body: bytes) -> str:
         """The base64 signature of `body` as a document of `schema` about `task_id`."""
         return base64.b64encode(
             self._private().sign(signed_message(schema, task_id, body))
         ).decode()
+
+
+@functools.lru_cache(maxsize=64)
+def _private_key(seed: bytes) -> Any:
+    # building the key object from its seed costs more than signing: do it once per key
+    return _ed25519().Ed25519PrivateKey.from_private_bytes(seed)
+
+
+@functools.lru_cache(maxsize=64)
+def _public_text_of(seed: bytes) -> str:
+    return public_text(_private_key(seed).public_key().public_bytes_raw())
+
+
+@functools.lru_cache(maxsize=4096)
+def _public_key(raw: bytes) -> Any:
+    return _ed25519().Ed25519PublicKey.from_public_bytes(raw)
 
 
 def signed_message(schema: str, task_id: str, body: bytes) -> bytes:
@@ -154,8 +171,7 @@ def verify(public: str, signature: str, schema: str, task_id: str, body: bytes) 
     if len(sig) != _SIGNATURE_BYTES:
         return False
     try:
-        key = _ed25519().Ed25519PublicKey.from_public_bytes(raw)
-        key.verify(sig, signed_message(schema, task_id, body))
+        _public_key(raw).verify(sig, signed_message(schema, task_id, body))
     except (InvalidSignature, ValueError):
         return False
     return True
