@@ -114,7 +114,7 @@ def isolate_environment(workdir: Path) -> dict[str, str]:
             "PITSTOP_CONFIG_DIR": str(workdir / "config"),
             "PITSTOP_KEY": base64.b64encode(os.urandom(32)).decode(),
             "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
-            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CONFIG_GLOBAL": str(_empty_gitconfig(workdir)),
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_AUTHOR_NAME": "Bench",
             "GIT_AUTHOR_EMAIL": "bench@example.invalid",
@@ -380,3 +380,11 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def _empty_gitconfig(workdir: Path) -> Path:
+    """An empty global git config of the bench's own (never /dev/null, which root's git could
+    replace with a file)."""
+    path = workdir / "gitconfig"
+    path.touch()
+    return path

@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             "GIT_AUTHOR_EMAIL": "bench@example.com",
             "GIT_COMMITTER_NAME": "Bench",
             "GIT_COMMITTER_EMAIL": "bench@example.com",
-            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CONFIG_GLOBAL": str(_empty_gitconfig(repo.parent)),
         }
         for command in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "i"]):
             subprocess.run(["git", *command], cwd=repo, env=git_env, check=True)
@@ -153,3 +153,11 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _empty_gitconfig(where: Path) -> Path:
+    """An empty global git config of the bench's own (never /dev/null, which root's git could
+    replace with a file)."""
+    path = where / "gitconfig"
+    path.touch()
+    return path

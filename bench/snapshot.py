@@ -64,7 +64,11 @@ def isolate_environment(workdir: Path) -> None:
     os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
     # Checkpoint content is encrypted at rest: a throwaway master key for the bench's store.
     os.environ["PITSTOP_KEY"] = base64.b64encode(secrets.token_bytes(32)).decode()
-    os.environ["GIT_CONFIG_GLOBAL"] = os.devnull
+    # an empty file of the bench's own, never /dev/null (a `git config --global` run as root
+    # would replace /dev/null with a file)
+    gitconfig = workdir / "gitconfig"
+    gitconfig.touch()
+    os.environ["GIT_CONFIG_GLOBAL"] = str(gitconfig)
     os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
     os.environ["GIT_TERMINAL_PROMPT"] = "0"
     os.environ.update(GIT_IDENTITY)

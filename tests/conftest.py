@@ -7,7 +7,6 @@ Pitstop store can never leak into (or be touched by) the suite.
 from __future__ import annotations
 
 import base64
-import os
 import secrets
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pyrage
 import pytest
 
 from core.git.run import REPO_LOCATION_VARS
+from tests.gitconfig import EMPTY_GITCONFIG
 
 # Variables that would point git or Pitstop somewhere other than the test's own directories.
 _SCRUBBED = (
@@ -70,7 +70,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, P
     monkeypatch.setenv("PITSTOP_KEY", TEST_MASTER_KEY)
     # Likewise every operator has an identity; tests about having none remove it themselves.
     monkeypatch.setenv("PITSTOP_IDENTITY", TEST_IDENTITY)
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", EMPTY_GITCONFIG)
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Test Author")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "author@example.com")

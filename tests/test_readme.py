@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.gitconfig import EMPTY_GITCONFIG
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -34,7 +36,7 @@ def test_readme_example_session_runs(tmp_path: Path) -> None:
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
             "PITSTOP_HOME": str(tmp_path / "store"),
             "PITSTOP_CONFIG_DIR": str(tmp_path / "config"),
-            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CONFIG_GLOBAL": EMPTY_GITCONFIG,
             "GIT_CONFIG_NOSYSTEM": "1",
             "GITHUB_TOKEN": "ghp_readme_example_token_value",
             "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
@@ -65,7 +67,7 @@ def test_readme_remote_example_runs(tmp_path: Path) -> None:
         {
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
             "PITSTOP_CONFIG_DIR": str(tmp_path / "config"),
-            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CONFIG_GLOBAL": EMPTY_GITCONFIG,
             "GIT_CONFIG_NOSYSTEM": "1",
             "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
         }

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from core.redaction.redact import redact_text
+from tests.gitconfig import EMPTY_GITCONFIG
 
 CORPUS = (
     Path(__file__).resolve().parents[3]
@@ -47,7 +48,7 @@ def env(tmp_path: Path) -> dict[str, str]:
             "PITSTOP_CONFIG_DIR": str(tmp_path / "config"),
             "PITSTOP_KEY": fresh_key(),
             "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
-            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CONFIG_GLOBAL": EMPTY_GITCONFIG,
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_AUTHOR_NAME": "Test",
             "GIT_AUTHOR_EMAIL": "test@example.com",

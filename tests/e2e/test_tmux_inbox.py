@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from core.demo import INVOICE_CURRENCY, RELEASE
+from tests.gitconfig import EMPTY_GITCONFIG
 
 pytestmark = [
     pytest.mark.e2e,
@@ -93,7 +94,7 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
             "PITSTOP_CONFIG_DIR": str(tmp_path / "config"),
             "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
             "PITSTOP_KEY": base64.b64encode(b"pitstop-e2e-tmux-master-key-32b!").decode(),
-            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CONFIG_GLOBAL": EMPTY_GITCONFIG,
             "GIT_CONFIG_NOSYSTEM": "1",
             "XDG_CACHE_HOME": str(tmp_path / "cache"),
             "PYTHONPATH": str(ROOT),

@@ -25,6 +25,7 @@ from types import SimpleNamespace
 from unittest import mock
 
 from core.demo import build_demo_store
+from tests.gitconfig import EMPTY_GITCONFIG
 
 FROZEN_NOW = "2026-03-02T15:04:05Z"
 BUILD_ROOT = Path("/tmp/pitstop-tui-demo")
@@ -49,7 +50,7 @@ def isolated_env(scratch: Path) -> dict[str, str]:
         "PITSTOP_FROZEN_NOW": FROZEN_NOW,
         "PITSTOP_HOME": str(scratch / "default-store"),
         "PITSTOP_CONFIG_DIR": str(scratch / "config"),
-        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_GLOBAL": EMPTY_GITCONFIG,
         "GIT_CONFIG_NOSYSTEM": "1",
         "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
         "PITSTOP_KEY": MASTER_KEY,

@@ -17,12 +17,14 @@ from typing import Any
 
 import pytest
 
+from tests.gitconfig import EMPTY_GITCONFIG
+
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test",
     "GIT_AUTHOR_EMAIL": "test@example.com",
     "GIT_COMMITTER_NAME": "Test",
     "GIT_COMMITTER_EMAIL": "test@example.com",
-    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_GLOBAL": EMPTY_GITCONFIG,
     "GIT_CONFIG_NOSYSTEM": "1",
 }
 

@@ -19,6 +19,8 @@ from typing import Any
 import pyrage
 import pytest
 
+from tests.gitconfig import EMPTY_GITCONFIG
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -38,7 +40,7 @@ def env(tmp_path: Path) -> dict[str, str]:
             "PITSTOP_CONFIG_DIR": str(tmp_path / "config"),
             "PITSTOP_KEY": base64.b64encode(os.urandom(32)).decode(),
             "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
-            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CONFIG_GLOBAL": EMPTY_GITCONFIG,
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_AUTHOR_NAME": "Test",
             "GIT_AUTHOR_EMAIL": "test@example.com",

@@ -22,6 +22,8 @@ from typing import Any
 import pyrage
 import pytest
 
+from tests.gitconfig import EMPTY_GITCONFIG
+
 ROOT = Path(__file__).resolve().parents[2]
 # Content is encrypted at rest: every store these tests make needs a master key.
 MASTER_KEY = base64.b64encode(secrets.token_bytes(32)).decode()
@@ -30,7 +32,7 @@ GIT_ENV = {
     "GIT_AUTHOR_EMAIL": "test@example.com",
     "GIT_COMMITTER_NAME": "Test",
     "GIT_COMMITTER_EMAIL": "test@example.com",
-    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_GLOBAL": EMPTY_GITCONFIG,
     "GIT_CONFIG_NOSYSTEM": "1",
 }
 

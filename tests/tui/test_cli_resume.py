@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from tests.gitconfig import EMPTY_GITCONFIG
+
 
 @pytest.fixture()
 def cli_env(tmp_path: Path) -> dict[str, str]:
@@ -31,7 +33,7 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
             "GIT_AUTHOR_EMAIL": "test@example.com",
             "GIT_COMMITTER_NAME": "Test",
             "GIT_COMMITTER_EMAIL": "test@example.com",
-            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CONFIG_GLOBAL": EMPTY_GITCONFIG,
             "GIT_CONFIG_NOSYSTEM": "1",
             "PITSTOP_HOME": str(tmp_path / "store"),
             "PITSTOP_CONFIG_DIR": str(tmp_path / "config"),

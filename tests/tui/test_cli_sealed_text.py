@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.gitconfig import EMPTY_GITCONFIG
+
 UNREADABLE = "[encrypted: the key to read it is not available]"
 MARKERS = {
     "target": "MARK-TARGET",
@@ -36,7 +38,7 @@ def env(tmp_path: Path) -> dict[str, str]:
         PITSTOP_HOME=str(tmp_path / "store"),
         PITSTOP_CONFIG_DIR=str(tmp_path / "config"),
         PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring",
-        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_CONFIG_GLOBAL=EMPTY_GITCONFIG,
         GIT_CONFIG_NOSYSTEM="1",
         GIT_AUTHOR_NAME="Test",
         GIT_AUTHOR_EMAIL="test@example.com",
