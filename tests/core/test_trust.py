@@ -407,3 +407,32 @@ def test_signatures_are_bound_to_task_and_schema() -> None:
     assert not signing.verify(other.public, sig, SCHEMA, "a", b"body")
     assert not signing.verify("ed25519:!!", sig, SCHEMA, "a", b"body")
     assert json.dumps(signing.fingerprint(key.public)).count("-") == 3
+
+
+def test_a_replayed_old_ledger_changes_nothing_and_the_next_push_restores_it(
+    world: World,
+) -> None:
+    _shared(world)
+    ref = trustkit.ledger_ref(TASK)
+    old_tip = subprocess.run(
+        ["git", "rev-parse", ref], cwd=world.remote, capture_output=True, check=True, text=True
+    ).stdout.strip()
+    with world.store("alice") as a:
+        a.decide_approval(f"{TASK}:2", True, "rotate it")
+        a.push([TASK])
+        alice_state = _state(a)
+    with world.store("bob") as b:
+        b.fetch([TASK], repo=world.bob_repo)
+        bob_state = _state(b)
+    # Mallory rolls the remote ledger back to before the decision (a force-push of old facts)
+    subprocess.run(["git", "update-ref", ref, old_tip], cwd=world.remote, check=True)
+    with world.store("bob") as b:
+        report = b.sync([TASK])
+        assert report["fetched"][TASK]["ledger"]["rejected"] == []
+        assert _state(b)[3:5] == bob_state[3:5]
+        assert b.get_approval(f"{TASK}:2").state.value == "approved"
+    with world.store("alice") as a:
+        a.sync([TASK])
+        assert _state(a)[3:5] == alice_state[3:5]
+    files = trustkit.read_files(world.remote, ref)
+    assert _first(files, "approval-decision", approval=f"{TASK}:2")["state"] == "approved"
