@@ -1,5 +1,13 @@
-"""Recording the checkpoints fetched from a remote: each checked against its manifest hash,
-its evidence re-bound, and a sealed worktree unpacked into a local commit.
+"""Recording the checkpoints fetched from a remote: each verified against its signed
+attestation and its sealed manifest, its evidence re-bound, and a sealed worktree unpacked into a
+local commit.
+
+Whoever can push can rewrite a checkpoint's plain parts, so a fetched checkpoint is taken only
+when an attestation the task's roster admits names exactly its commit and every byte read
+matches it, and the commit's snapshot trees are those its sealed manifest records
+(`core.sharing.attestation`). All of it is checked before anything of the checkpoint is written;
+one that fails is refused with one line and leaves nothing here, and neither the checkpoints
+before it nor the task's ledger are held back (those after it build on it and wait with it).
 
 A fetched checkpoint that this store already has must be the same commit; a different one means
 the task diverged, which is refused rather than merged.
@@ -10,61 +18,108 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Set
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import clock, snapshot, store
-from core.errors import ConflictError
+from core.errors import ConflictError, PitstopError
 from core.git import plumbing
+from core.ledger.fact_format import Fact
 from core.models import CheckpointState
+from core.sharing.attestation import (
+    CheckpointRefused,
+    attestations,
+    describe_commit,
+    manifest_mismatch,
+    mismatch,
+)
 from core.sharing.evidence_transfer import insert_evidence, read_evidence
 from core.sharing.layout import (
     CHECKPOINT_FILE,
     CHECKPOINT_SCHEMA,
     NOTE_FILE,
     PACK_FILE,
-    RemoteFormatError,
 )
 from core.sharing.sealing import open_json
+from core.snapshot import manifest
 from core.store.db import write_txn
 
 if TYPE_CHECKING:
     from core.session import Session
 
 
+@dataclass
+class Imported:
+    """What importing a task's fetched checkpoints did."""
+
+    count: int = 0
+    newest: str | None = None
+    refused: list[str] = field(default_factory=list)
+
+
 def import_checkpoints(
-    session: Session, store_repo: Path, task_id: str, tip: str
-) -> tuple[int, str | None]:
-    """Record every fetched checkpoint this store lacks, oldest first; return how many, and
-    the local commit the task's checkpoint ref must move to (None when nothing new)."""
+    session: Session,
+    store_repo: Path,
+    task_id: str,
+    tip: str,
+    offered: Mapping[str, bytes] = {},
+) -> Imported:
+    """Record every fetched checkpoint this store lacks, oldest first, that an admitted
+    attestation vouches for (those held here, and `offered`: the facts this fetch admitted).
+
+    Returns how many, the local commit the task's checkpoint ref must move to (None when
+    nothing new), and one line for a checkpoint refused (the ones after it wait with it).
+    """
     have = {c.seq: c for c in store.list_checkpoints(session.db, task_id)}
     exports = store.export_commits(session.db, task_id)
-    count = 0
-    newest: str | None = None
-    for oid, facts in reversed(checkpoint_chain(store_repo, tip, set(exports.values()))):
-        seq = int(facts["seq"])
-        if seq in have:
-            if exports.get(seq) not in (None, oid):
-                raise ConflictError(
-                    f"checkpoint {task_id}@{seq} here differs from the remote's; the task "
-                    "diverged, resume one of them as a new task"
-                )
-            if exports.get(seq) is None:
-                with write_txn(session.db):
-                    store.record_export(session.db, task_id, seq, oid)
-            continue
-        newest = _import_checkpoint(session, store_repo, task_id, oid, facts)
-        count += 1
-    return count, newest if count else None
+    vouched = attestations(session, task_id, offered)
+    result = Imported()
+    chain = list(reversed(checkpoint_chain(store_repo, tip, set(exports.values()))))
+    for position, (oid, facts) in enumerate(chain):
+        seq = facts.get("seq") if isinstance(facts.get("seq"), int) else "?"
+        try:
+            if not isinstance(seq, int) or oid not in vouched:
+                raise CheckpointRefused(mismatch([], {"commit": oid}) or "")
+            if seq in have:
+                _already_held(session, task_id, seq, oid, exports)
+                continue
+            result.newest = _import_checkpoint(
+                session, store_repo, task_id, oid, facts, vouched[oid]
+            )
+        except CheckpointRefused as exc:
+            later = len(chain) - position - 1
+            after = f" (nor the {later} after it, which build on it)" if later else ""
+            result.refused.append(
+                f"checkpoint {task_id}@{seq} refused: {exc}; nothing of it was taken{after}"
+            )
+            break
+        result.count += 1
+    return result
+
+
+def _already_held(
+    session: Session, task_id: str, seq: int, oid: str, exports: Mapping[int, str]
+) -> None:
+    """A fetched checkpoint whose seq this store holds: the same commit, or a divergence."""
+    if exports.get(seq) not in (None, oid):
+        raise ConflictError(
+            f"checkpoint {task_id}@{seq} here differs from the remote's; the task "
+            "diverged, resume one of them as a new task"
+        )
+    if exports.get(seq) is None:
+        with write_txn(session.db):
+            store.record_export(session.db, task_id, seq, oid)
 
 
 def checkpoint_chain(
     store_repo: Path, tip: str, known: Set[str] = frozenset()
 ) -> list[tuple[str, dict[str, Any]]]:
     """The checkpoint commits from `tip` back along first parents, newest first, with their
-    `checkpoint.json`. The walk stops at a commit in `known` (this store has it and all
-    before it) or at the first commit that is not a checkpoint (the first checkpoint's first
-    parent is its base commit). Reads go through the session's `cat-file`."""
+    `checkpoint.json` (empty when it is unreadable). The walk stops at a commit in `known`
+    (this store has it and all before it) or at the first commit that is not a checkpoint (the
+    first checkpoint's first parent is its base commit). Reads go through the session's
+    `cat-file`."""
     chain: list[tuple[str, dict[str, Any]]] = []
     oid: str | None = tip
     while oid is not None and oid not in known:
@@ -72,24 +127,55 @@ def checkpoint_chain(
         data = raw.get(f"{oid}:{CHECKPOINT_FILE}")
         if data is None:
             break
-        facts = json.loads(data)
-        schema = facts.get("schema") if isinstance(facts, dict) else None
-        if schema != CHECKPOINT_SCHEMA:
-            raise RemoteFormatError(
-                f"remote checkpoint commit {oid[:12]} uses schema {schema!r}, not "
-                f"{CHECKPOINT_SCHEMA!r}; upgrade pitstop"
-            )
-        chain.append((oid, facts))
+        try:
+            facts = json.loads(data)
+        except ValueError:
+            facts = {}
+        chain.append((oid, facts if isinstance(facts, dict) else {}))
         parents = plumbing.commit_parents(raw.get(oid) or b"")
         oid = parents[0] if parents else None
     return chain
 
 
+def _verify(
+    session: Session, store_repo: Path, task_id: str, oid: str, facts: Mapping[str, Any],
+    vouching: list[Fact],
+) -> Mapping[str, Any]:  # fmt: skip
+    """What the fetched commit is, once an attestation vouches for all of it and its trees are
+    those of its sealed manifest; a CheckpointRefused saying why not. Writes nothing."""
+    seq = int(facts["seq"])
+    try:
+        actual = describe_commit(session, store_repo, task_id, oid)
+        why = mismatch(vouching, actual)
+        if why is None and facts.get("schema") != CHECKPOINT_SCHEMA:
+            why = f"it uses schema {facts.get('schema')!r}, not {CHECKPOINT_SCHEMA!r}"
+        if why is None:
+            blob = plumbing.read_objects(store_repo, [f"{oid}:{snapshot.MANIFEST_FILE}"])
+            plain = session.keys.open(
+                task_id, f"checkpoint/{seq}/manifest", blob[f"{oid}:{snapshot.MANIFEST_FILE}"]
+                or b"", f"the manifest of {task_id}@{seq}",
+            )  # fmt: skip
+            why = manifest_mismatch(manifest.parse(plain, f"{task_id}@{seq}"), actual)
+    except CheckpointRefused:
+        raise
+    except (PitstopError, ValueError) as exc:
+        why = f"it cannot be read ({exc})"
+    if why is not None:
+        raise CheckpointRefused(why)
+    return actual
+
+
 def _import_checkpoint(
-    session: Session, store_repo: Path, task_id: str, oid: str, facts: Mapping[str, Any]
+    session: Session,
+    store_repo: Path,
+    task_id: str,
+    oid: str,
+    facts: Mapping[str, Any],
+    vouching: list[Fact],
 ) -> str:
-    """Record one fetched checkpoint; return its local commit (the fetched one itself, or for
-    a sealed worktree, a local commit built once its pack is opened)."""
+    """Verify and record one fetched checkpoint; return its local commit (the fetched one
+    itself, or for a sealed worktree, a local commit built once its pack is opened)."""
+    _verify(session, store_repo, task_id, oid, facts, vouching)
     seq = int(facts["seq"])
     top = plumbing.top_entries(store_repo, oid)
     blobs = plumbing.read_objects(
@@ -100,9 +186,7 @@ def _import_checkpoint(
     if manifest_blob is None or hashlib.sha256(manifest_blob).hexdigest() != facts.get(
         "manifest_sha256"
     ):
-        raise RemoteFormatError(
-            f"remote checkpoint {task_id}@{seq} fails its manifest hash; the remote is damaged"
-        )
+        raise CheckpointRefused("its manifest does not match the hash its checkpoint.json gives")
     sealed = open_json(
         session, task_id, f"remote/checkpoint/{seq}", str(facts["sealed"]), f"{task_id}@{seq}"
     )
@@ -159,7 +243,7 @@ def _open_sealed_worktree(
     envelope = blobs.get(f"{oid}:{PACK_FILE}")
     worktree_tree, index_tree = sealed.get("worktree_tree"), sealed.get("index_tree")
     if envelope is None or not worktree_tree or not index_tree:
-        raise RemoteFormatError(f"remote checkpoint {task_id}@{seq} lacks its sealed snapshot")
+        raise CheckpointRefused("it lacks its sealed snapshot")
     pack = session.keys.open(
         task_id, f"remote/checkpoint/{seq}/pack", envelope, f"the snapshot of {task_id}@{seq}"
     )
