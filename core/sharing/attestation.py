@@ -145,8 +145,8 @@ def mismatch(candidates: list[Fact], actual: Mapping[str, Any]) -> str | None:
     if not candidates:
         return (
             f"no attestation signed by a member of the task names commit "
-            f"{str(actual.get('commit'))[:12]} (it was pushed by someone the task does not "
-            "admit, or its author has not pushed its ledger yet)"
+            f"{str(actual.get('commit'))[:12]} (someone the task does not admit pushed it, or "
+            "an older Pitstop did: its author's next push attests it)"
         )
     first: str | None = None
     for fact in candidates:

@@ -148,7 +148,7 @@ def _verify(
         actual = describe_commit(session, store_repo, task_id, oid)
         why = mismatch(vouching, actual)
         if why is None and facts.get("schema") != CHECKPOINT_SCHEMA:
-            why = f"it uses schema {facts.get('schema')!r}, not {CHECKPOINT_SCHEMA!r}"
+            why = f"it uses schema {facts.get('schema')!r}, not {CHECKPOINT_SCHEMA!r}: upgrade"
         if why is None:
             blob = plumbing.read_objects(store_repo, [f"{oid}:{snapshot.MANIFEST_FILE}"])
             plain = session.keys.open(
