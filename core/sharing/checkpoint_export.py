@@ -2,6 +2,9 @@
 
 A checkpoint's remote commit never changes once built (history never changes under a remote),
 so pushing twice sends nothing, and a checkpoint that has expired here since keeps its commit.
+Each one is attested as it is built: a signed ledger fact naming the commit and the hashes of its
+plain parts (`core.sharing.attestation`), without which no other store takes it. A commit built
+by an older Pitstop is attested on the next push, before the ledger that carries the fact.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from core import clock, snapshot, store
 from core.errors import ConflictError
 from core.git import plumbing
 from core.models import Checkpoint, CheckpointState, Task
+from core.sharing.attestation import attest, attested_commits
 from core.sharing.evidence_transfer import export_evidence
 from core.sharing.layout import (
     CHECKPOINT_FILE,
@@ -38,11 +42,15 @@ def export_chain(
     """
     known = store.export_commits(session.db, task.id)
     present = plumbing.read_objects(store_repo, list(known.values()))  # one process for all
+    attested = attested_commits(session, task.id)
     chain: list[str] = []
     for checkpoint in store.list_checkpoints(session.db, task.id):
         exported = known.get(checkpoint.seq)
         if exported is not None and present.get(exported) is not None:
             chain.append(exported)
+            if exported not in attested:  # built before checkpoints were attested
+                with write_txn(session.db):
+                    attest(session, store_repo, task.id, exported)
             continue
         if checkpoint.state is not CheckpointState.COMPLETE:
             continue
@@ -103,6 +111,7 @@ def export_checkpoint(
     )
     with write_txn(session.db):
         store.record_export(session.db, task.id, seq, commit)
+        attest(session, store_repo, task.id, commit)
     return commit
 
 

@@ -19,7 +19,7 @@ from core.git import plumbing
 from core.ledger.facts import apply_facts, screen_facts
 from core.security import identity, signing
 from core.sharing.adoption import adopt_fetched, refresh_task
-from core.sharing.checkpoint_import import import_checkpoints
+from core.sharing.checkpoint_import import Imported, import_checkpoints
 from core.sharing.key_file import open_key_file
 from core.sharing.layout import (
     KEY_FILE,
@@ -207,11 +207,13 @@ def _import_task(
         adopted = adopt_fetched(
             session, source, task_id, header, origin, keys, may_rotate=owner_signed
         )
-    imported = 0
+    imported = Imported()
     if tips.checkpoints is not None:
-        imported, newest = import_checkpoints(session, store_repo, task_id, tips.checkpoints)
-        if newest is not None:
-            refs[f"{PREFIX}checkpoints/{task_id}"] = newest
+        imported = import_checkpoints(
+            session, store_repo, task_id, tips.checkpoints, screening.taken
+        )
+        if imported.newest is not None:
+            refs[f"{PREFIX}checkpoints/{task_id}"] = imported.newest
     applied = apply_facts(session, task_id, facts_of(files), screening=screening)
     if problem is not None:
         applied.rejected.append(f"{task_id}: refused its task header: {problem}")
@@ -225,7 +227,8 @@ def _import_task(
         session.record_event(None, "remote", task_id, "fetch", None, None, None, now)
     outcome = {
         "adopted": adopted,
-        "checkpoints": imported,
+        "checkpoints": imported.count,
+        "refused_checkpoints": imported.refused,
         "ledger": _describe(applied),
         "owner": signing.fingerprint(screening.roster.genesis_key),
     }

@@ -126,6 +126,28 @@ def _refused_alone(world: World, words: str) -> None:
         assert [c.seq for c in victim.list_checkpoints(HEALTHY)] == [1]
 
 
+def _checkpoint_refused_alone(world: World, words: str) -> None:
+    """The target task's forged checkpoint is refused with one line naming `words` while the
+    task's ledger still comes in; nothing of the checkpoint is recorded, and the healthy task
+    on the same remote still lists and fetches."""
+    with Engine(world.tmp / "victim") as victim:
+        outcome = victim.fetch([TARGET], world.url, world.clone).fetched[TARGET]
+        (line,) = outcome["refused_checkpoints"]
+        assert words in line and "\n" not in line and "refused" in line
+        assert outcome["checkpoints"] == 0
+        assert victim.list_checkpoints(TARGET) == []
+        assert victim.list_evidence(TARGET) == []
+        assert not victim.db.execute(
+            "SELECT 1 FROM remote_exports WHERE task_id = ?", [TARGET]
+        ).fetchall()
+        listing = victim.list_remote(world.url, world.clone)
+        assert HEALTHY in [t.task_id for t in listing.tasks]
+        result = victim.fetch([], world.url, world.clone)
+        assert HEALTHY in result.fetched
+        victim.gc()  # retention works on what came in
+        assert [c.seq for c in victim.list_checkpoints(HEALTHY)] == [1]
+
+
 # --- task.json ---------------------------------------------------------------------------------
 
 HEADER_CASES: dict[str, tuple[Callable[[dict[str, Any]], bytes], str]] = {
@@ -203,7 +225,7 @@ CHECKPOINT_CASES: dict[str, tuple[Callable[[dict[str, Any]], bytes], str]] = {
 def test_a_forged_checkpoint_is_refused_alone(world: World, case: str) -> None:
     forge, words = CHECKPOINT_CASES[case]
     replace_file(world.remote, CHECKPOINTS, "checkpoint.json", forge(_checkpoint(world)))
-    _refused_alone(world, words)
+    _checkpoint_refused_alone(world, words)
 
 
 # --- evidence item.json ------------------------------------------------------------------------
@@ -240,12 +262,12 @@ def test_a_forged_evidence_item_is_refused_alone(world: World, case: str) -> Non
     forge, words = ITEM_CASES[case]
     path = f"{_evidence_dir(world)}/item.json"
     replace_file(world.remote, CHECKPOINTS, path, forge(_item(world)))
-    _refused_alone(world, words)
+    _checkpoint_refused_alone(world, words)
 
 
 def test_an_evidence_file_naming_another_column_is_refused(world: World) -> None:
     replace_file(world.remote, CHECKPOINTS, f"{_evidence_dir(world)}/task_id.enc", b"x")
-    _refused_alone(world, "unknown file")
+    _checkpoint_refused_alone(world, "unknown file")
 
 
 # --- ledger facts ------------------------------------------------------------------------------

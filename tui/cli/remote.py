@@ -91,6 +91,7 @@ def fetch(
             verb = "new task" if info["adopted"] else "updated"
             lines.append(f"  {task_id}: {verb}, {info['checkpoints']} new checkpoint(s)")
             lines += [f"  {task_id}: {line}" for line in info.get("refused", [])]
+            lines += [f"  {line}" for line in info.get("refused_checkpoints", [])]
         for task_id in result.no_key:
             lines.append(
                 f"  {task_id}: no key — you are not a recipient; ask its operator to run "
@@ -124,6 +125,7 @@ def sync(
         lines = []
         for task_id, info in report["fetched"].items():
             lines.append(f"  {task_id}: fetched {info['checkpoints']} new checkpoint(s)")
+            lines += [f"  {line}" for line in info.get("refused_checkpoints", [])]
         for task_id, info in report["pushed"].items():
             ledger = "ledger updated" if info["ledger_updated"] else "ledger unchanged"
             lines.append(f"  {task_id}: pushed {info['checkpoints_sent']} checkpoint(s), {ledger}")
