@@ -27,6 +27,7 @@ from textual.widgets import Static
 from core.engine import CheckpointRequest, Engine
 from core.errors import NotFoundError
 from core.models import ApprovalState, CheckpointReason
+from core.security import signing
 from tui.app import PitstopApp
 from tui.messages import RemoteFinished, RemoteProgress
 from tui.remotes import RemoteSummary
@@ -181,16 +182,24 @@ async def test_enter_on_a_remote_task_fetches_it_rather_than_opening_it(
 async def test_capital_s_pushes_a_local_change_and_pulls_a_remote_one(
     team: TeamRemote, tmp_path: Path
 ) -> None:
-    # Ours: a task with an approval request, pushed to the team remote.
+    # Ours: a task with an approval request, shared with a colleague (by their own keys) and
+    # pushed to the team remote.
+    bob = pyrage.x25519.Identity.generate()
+    bob_key = signing.create_signing_key()
     store = tmp_path / "mine"
     with Engine(store, actor="alice") as mine:
         task_id = mine.start_task(repo=team.clone, objective="Upgrade the payment SDK").id
         (team.clone / "search_2.py").write_text("RANK = 'sdk'\n", encoding="utf-8")
         mine.checkpoint(task_id, CheckpointRequest(reason=CheckpointReason.MILESTONE))
         approval = mine.request_approval(task_id, "deploy a preview")
+        mine.share_task(task_id, [str(bob.to_public())], signer=bob_key.public, label="bob")
         mine.push([task_id], str(team.remote))
     # A colleague fetches it and approves the request (a remote change)…
-    with Engine(team.colleague_store, actor="bob") as colleague:
+    with (
+        pytest.MonkeyPatch.context() as as_bob,
+        Engine(team.colleague_store, actor="bob", signing_key=bob_key) as colleague,
+    ):
+        as_bob.setenv("PITSTOP_IDENTITY", str(bob))
         colleague.fetch([task_id], str(team.remote), team.colleague_repo)
         colleague.decide_approval(approval.id, True, "preview is fine")
         colleague.sync([task_id], str(team.remote))

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pyrage
 import pytest
 from demo_env import TERMINAL_SIZE
 from textual.app import App
@@ -23,6 +24,7 @@ from core.demo import INVOICE_CURRENCY
 from core.engine import CheckpointRequest, Engine
 from core.evidence.storage import EvidenceLimits
 from core.models import ApprovalState, EffectState, Interface, Risk, Task
+from core.security import signing
 from tui.app import PitstopApp
 from tui.screens.modals import ConfirmModal, ReasonModal
 from tui.screens.task import TaskScreen
@@ -238,8 +240,14 @@ async def test_an_approval_requested_meanwhile_appears_when_the_store_changes(
         assert view.approvals[-1].action == "Drop the legacy currency table"
 
 
+_BOB_KEY = signing.create_signing_key()  # the second store's operator is a person of their own
+
+
 def _shared(here: Engine, there: Engine) -> Task:
-    """The demo's invoice task, adopted by a second store with its data key (as a fetch does)."""
+    """The demo's invoice task, adopted by a second store with its data key (as a fetch does),
+    its operator a member of the task's roster by their own signing key."""
+    bob = str(pyrage.x25519.Identity.generate().to_public())
+    here.share_task(INVOICE_CURRENCY, [bob], signer=there.signing_key().public, label="bob")
     task = here.get_task(INVOICE_CURRENCY)
     key = here.keys.data_key(task.id, create=False)
     there.adopt_task(task, origin_store=here.keys.scope(task.id), data_key=key)
@@ -249,7 +257,10 @@ def _shared(here: Engine, there: Engine) -> Task:
 async def test_an_approval_decided_differently_elsewhere_shows_the_conflict(
     ledger_store: Path, tmp_path: Path
 ) -> None:
-    with Engine(ledger_store, actor="alice") as here, Engine(tmp_path / "b", actor="bob") as there:
+    with (
+        Engine(ledger_store, actor="alice") as here,
+        Engine(tmp_path / "b", actor="bob", signing_key=_BOB_KEY) as there,
+    ):
         task = _shared(here, there)
         there.apply_ledger(task.id, here.export_ledger(task.id))
         (asked,) = [a for a in here.list_approvals(task.id) if a.action == EMAIL]
@@ -270,7 +281,10 @@ async def test_an_approval_decided_differently_elsewhere_shows_the_conflict(
 async def test_an_effect_settled_differently_elsewhere_shows_the_conflict(
     ledger_store: Path, tmp_path: Path
 ) -> None:
-    with Engine(ledger_store, actor="alice") as here, Engine(tmp_path / "b", actor="bob") as there:
+    with (
+        Engine(ledger_store, actor="alice") as here,
+        Engine(tmp_path / "b", actor="bob", signing_key=_BOB_KEY) as there,
+    ):
         task = _shared(here, there)
         here.move_effect(task.id, "notify-finance", EffectState.IN_PROGRESS)
         here.move_effect(task.id, "notify-finance", EffectState.UNCERTAIN)
@@ -540,7 +554,10 @@ async def test_another_stores_check_is_shown_and_not_run_on_cancel(
 ) -> None:
     marker = tmp_path / "foreign-check-ran"
     check = f"touch {marker}"
-    with Engine(ledger_store, actor="alice") as here, Engine(tmp_path / "b", actor="bob") as there:
+    with (
+        Engine(ledger_store, actor="alice") as here,
+        Engine(tmp_path / "b", actor="bob", signing_key=_BOB_KEY) as there,
+    ):
         task = _shared(here, there)
         there.apply_ledger(task.id, here.export_ledger(task.id))
         there.propose_effect(task.id, "purge-cache", "cdn", target="cdn", check=check)
