@@ -32,10 +32,7 @@ def refused_hint(task_id: str, count: int) -> str:
     if not count:
         return ""
     noun = "fact" if count == 1 else "facts"
-    return (
-        f"{count} refused {noun} from elsewhere — "
-        f"pitstop task refused {shlex.quote(task_id)}"
-    )
+    return f"{count} refused {noun} from elsewhere — pitstop task refused {shlex.quote(task_id)}"
 
 
 def role(member: Mapping[str, Any]) -> str:
@@ -84,7 +81,7 @@ def roster_lines(roster: Mapping[str, Any] | None, task_id: str, shared: bool) -
 def refused_line(row: Mapping[str, Any], labels: Mapping[str, str]) -> str:
     """One refused fact: kind, uid, who signed it, why, when."""
     uid = str(row.get("uid") or row.get("body_sha256") or "?")[:12]
-    author = row.get("author")
+    author = str(row.get("author"))
     signed = row.get("signed_by")
     if signed and author in labels:
         signed = f"{signed} ({labels[author]})"

@@ -124,8 +124,7 @@ def test_key_init_print_gives_both_secrets_ready_for_the_shell(env: dict[str, st
         [
             "bash",
             "-c",
-            printed
-            + '\nprintf "%s\\n" "$PITSTOP_KEY" "$PITSTOP_IDENTITY" "$PITSTOP_SIGNING_KEY"',
+            printed + '\nprintf "%s\\n" "$PITSTOP_KEY" "$PITSTOP_IDENTITY" "$PITSTOP_SIGNING_KEY"',
         ],
         capture_output=True,
         text=True,

@@ -118,8 +118,13 @@ def world(tmp_path: Path) -> World:
     alice_repo = tmp_path / "alice-repo"
     alice_repo.mkdir()
     (alice_repo / "app.py").write_text("print('v1')\n")
-    for args in (("init", "-q", "-b", "main"), ("add", "-A"), ("commit", "-qm", "init"),
-                 ("remote", "add", "origin", str(remote)), ("push", "-q", "origin", "main")):
+    for args in (
+        ("init", "-q", "-b", "main"),
+        ("add", "-A"),
+        ("commit", "-qm", "init"),
+        ("remote", "add", "origin", str(remote)),
+        ("push", "-q", "origin", "main"),
+    ):
         _git(alice_repo, base, *args)  # fmt: skip
     _git(tmp_path, base, "clone", "-q", str(remote), str(tmp_path / "bob-repo"))
     operators = []
@@ -167,8 +172,11 @@ def test_key_init_print_and_key_show_give_both_public_halves_and_a_line_to_paste
         "recipient": shown["recipient"],
         "source": "environment variable PITSTOP_IDENTITY",
         "kind": "age",
-        "signing": {"public": key, "fingerprint": fp,
-                    "source": "environment variable PITSTOP_SIGNING_KEY"},  # fmt: skip
+        "signing": {
+            "public": key,
+            "fingerprint": fp,
+            "source": "environment variable PITSTOP_SIGNING_KEY",
+        },
         "share_command": f"pitstop task share TASK --recipient {shown['recipient']} "
         f"--signer {key} --name alice",
     }
@@ -407,7 +415,7 @@ def test_remote_list_names_each_owner_and_survives_unsigned_and_contested_tasks(
     ]
 
 
-# --- bad input -------------------------------------------------------------------------------------
+# --- bad input ----------------------------------------------------------------------------------
 
 BAD: dict[str, tuple[Callable[[World], list[str]], str]] = {
     "malformed fingerprint": (
@@ -415,19 +423,41 @@ BAD: dict[str, tuple[Callable[[World], list[str]], str]] = {
         "is not a fingerprint",
     ),
     "malformed signer": (
-        lambda w: ["task", "share", TASK, "--recipient", w.bob.public["recipient"],
-                   "--signer", "ed25519:AAAA"],  # fmt: skip
+        lambda w: [
+            "task",
+            "share",
+            TASK,
+            "--recipient",
+            w.bob.public["recipient"],
+            "--signer",
+            "ed25519:AAAA",
+        ],
         "--signer: signing key 'ed25519:AAAA' is not 32 bytes long",
     ),
     "not a signing key": (
-        lambda w: ["task", "share", TASK, "--recipient", w.bob.public["recipient"],
-                   "--signer", w.bob.public["recipient"]],  # fmt: skip
+        lambda w: [
+            "task",
+            "share",
+            TASK,
+            "--recipient",
+            w.bob.public["recipient"],
+            "--signer",
+            w.bob.public["recipient"],
+        ],
         "is not a signing key",
     ),
     "signer for two recipients": (
-        lambda w: ["task", "share", TASK, "--recipient", w.bob.public["recipient"],
-                   "--recipient", w.alice.public["recipient"],
-                   "--signer", w.bob.public["signing"]["public"]],  # fmt: skip
+        lambda w: [
+            "task",
+            "share",
+            TASK,
+            "--recipient",
+            w.bob.public["recipient"],
+            "--recipient",
+            w.alice.public["recipient"],
+            "--signer",
+            w.bob.public["signing"]["public"],
+        ],
         "exactly one --recipient",
     ),
     "share unknown task": (

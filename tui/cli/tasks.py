@@ -246,7 +246,7 @@ def task_share(
     after = engine.share_task(task_id, recipients, signer=key, label=label)
     roster = engine.roster(task_id)
     added = [recipient for recipient in after if recipient not in before]
-    changed = bool(roster) and (roster_before or {}).get("version") != roster["version"]
+    changed = roster is not None and (roster_before or {}).get("version") != roster["version"]
     summary = (
         f"task {task_id} shared with {len(added)} more recipient(s)"
         if added

@@ -94,7 +94,8 @@ class TaskPreview(Static):
                 "[dim]· S syncs · f fetches its newest checkpoints[/]"
             )
         if refused:
-            lines.append(f"[dim]trust[/]     [b $error]⚠[/] {escape(refused_hint(task.id, refused))}")
+            hint = escape(refused_hint(task.id, refused))
+            lines.append(f"[dim]trust[/]     [b $error]⚠[/] {hint}")
         self.update(Content.from_markup("\n".join(lines)))
 
 
