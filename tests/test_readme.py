@@ -91,3 +91,29 @@ def test_readme_remote_example_runs(tmp_path: Path) -> None:
         check=True,
     ).stdout
     assert b"Port the parser" not in hub and b"half done" not in hub
+
+
+def test_readme_trust_commands_exist_with_the_options_shown() -> None:
+    """Every `pitstop …` the Threat model and Comparing fingerprints sections show is a real
+    command, and every option they give it is one it takes (the flow itself runs in
+    tests/tui/test_cli_trust.py)."""
+    start = README.index("### Threat model")
+    section = README[start : README.index("## Where things live", start)]
+    commands = re.findall(r"`(pitstop [^`]+)`", section.replace("\n   ", " "))
+    assert len(commands) >= 5, commands
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PITSTOP_")}
+    for command in commands:
+        words = command.split()[1:]
+        path = [w for w in words if re.fullmatch(r"[a-z]+", w)][:2]
+        if len(path) == 2 and path[0] not in ("task", "key", "remote", "approval", "effect"):
+            path = path[:1]
+        shown = subprocess.run(
+            [sys.executable, "-m", "tui.cli", *path, "--help"],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        assert shown.returncode == 0, (command, shown.stderr)
+        for option in re.findall(r"--[a-z-]+", command):
+            assert option in shown.stdout, (command, option)

@@ -69,6 +69,19 @@ class CheckpointsLoaded(Message):
         self.checkpoints = checkpoints
 
 
+class TrustLoaded(Message):
+    """A task's roster (None: it has none) and how many facts from elsewhere were refused."""
+
+    def __init__(
+        self, task_id: str, roster: dict[str, Any] | None, refused: int, shared: bool
+    ) -> None:
+        super().__init__()
+        self.task_id = task_id
+        self.roster = roster
+        self.refused = refused
+        self.shared = shared
+
+
 class CheckpointLoaded(Message):
     """One checkpoint with its manifest, for the overview."""
 

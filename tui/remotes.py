@@ -55,6 +55,7 @@ class RemoteView:
     rows: list[RemoteSummary] = field(default_factory=list)
     links: dict[str, tuple[str, ...]] = field(default_factory=dict)  # shared task -> its URLs
     remote_urls: tuple[str, ...] = ()  # named remotes, linked and listed URLs
+    refused: dict[str, int] = field(default_factory=dict)  # task -> facts refused from elsewhere
 
     @property
     def is_empty(self) -> bool:
@@ -92,8 +93,9 @@ def read_remote_view(engine: Engine) -> RemoteView:
         shared[task_id] = (*shared.get(task_id, ()), str(link["url"]))
     listed = engine.remote_only_tasks()
     remotes = engine.remotes()
+    refused = engine.rejected_counts()
     if not (links or listed or remotes):
-        return RemoteView()
+        return RemoteView(refused=refused)
     names = {str(r["url"]): str(r["name"]) for r in remotes}
     repos = _repos_by_url(engine, links)
     rows = []
@@ -126,7 +128,7 @@ def read_remote_view(engine: Engine) -> RemoteView:
             )
         )
     urls = dict.fromkeys([*names, *(str(link["url"]) for link in links), *(r.url for r in rows)])
-    return RemoteView(rows=rows, links=shared, remote_urls=tuple(urls))
+    return RemoteView(rows=rows, links=shared, remote_urls=tuple(urls), refused=refused)
 
 
 def one_line(text: str) -> str:

@@ -174,12 +174,15 @@ def unshare_task(session: Session, task_id: str, recipients: Sequence[str]) -> l
     matches = []
     for text in recipients:
         matches.append(_normal_member_text(text))
-    _roster, removed = trust.remove_members(session, task_id, matches)
+    roster, removed = trust.remove_members(session, task_id, matches)
     if not removed:
         raise UsageError(f"task {task_id}'s roster names none of {', '.join(recipients)}")
     now = clock.now_iso()
+    # a member removed by key or label takes their recipient with them
+    left = set(roster.recipients())
+    gone = [r for r in store.list_task_recipients(session.db, task_id) if r not in left]
     with write_txn(session.db):
-        for text in matches:
+        for text in dict.fromkeys([*matches, *gone]):
             if store.remove_task_recipient(session.db, task_id, text):
                 session.record_event(task_id, "task", task_id, "unshare", text, None, None, now)
     from core.sharing.key_rotation import rotate_for_removal

@@ -214,7 +214,9 @@ def _import_task(
         )
         if imported.newest is not None:
             refs[f"{PREFIX}checkpoints/{task_id}"] = imported.newest
-    applied = apply_facts(session, task_id, facts_of(files), screening=screening)
+    applied = apply_facts(
+        session, task_id, facts_of(files), screening=screening, expect_fingerprint=expected
+    )
     if problem is not None:
         applied.rejected.append(f"{task_id}: refused its task header: {problem}")
     if _ledger_moves_forward(store_repo, tips):

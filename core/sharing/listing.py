@@ -28,7 +28,11 @@ from core.sharing.tracking import task_refs, tracking_root
 from core.store.db import write_txn
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from core.session import Session
+
+UNSIGNED = "unsigned (older Pitstop)"
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,8 @@ class RemoteTask:
     readable: bool
     local: bool
     recipients: int
+    owner: str | None = None  # the founder's fingerprint, from the signed roster
+    owner_note: str = UNSIGNED
 
     @property
     def latest(self) -> RemoteCheckpoint | None:
@@ -85,16 +91,20 @@ def list_remote(
     problems.update(oversized)
     me = identity.load_identity_or_none()
     local_ids = store.task_ids(session.db)
+    pins = store.trust_pins(session.db)
     listing: list[RemoteTask] = []
-    for task_id in sorted(raw):
-        try:
-            header = parse_task_header(raw[task_id], task_id)
-            if not header:
-                problems[task_id] = "its ledger holds no task header; it is ignored"
-                continue
-            listing.append(_remote_task(session, task_id, header, me, local_ids))
-        except PitstopError as exc:
-            problems[task_id] = exc.message
+    with plumbing.session(store_repo):  # one cat-file for every roster read
+        for task_id in sorted(raw):
+            try:
+                header = parse_task_header(raw[task_id], task_id)
+                if not header:
+                    problems[task_id] = "its ledger holds no task header; it is ignored"
+                    continue
+                pinned = pins.get(task_id, {}).get("genesis_key")
+                owner = _owner(store_repo, task_id, ledgers[task_id], pinned)
+                listing.append(_remote_task(session, task_id, header, me, local_ids, owner))
+            except PitstopError as exc:
+                problems[task_id] = exc.message
     _remember_listing(session, snapshot.strip_url_credentials(url), listing)
     return RemoteListing(
         snapshot.strip_url_credentials(url), listing, dict(sorted(problems.items()))
@@ -107,6 +117,7 @@ def _remote_task(
     header: dict[str, Any],
     me: identity.Identity | None,
     local_ids: set[str],
+    owner: tuple[str | None, str] = (None, UNSIGNED),
 ) -> RemoteTask:
     """One listed task from its plain header."""
     local_seqs: set[int] = set()
@@ -131,7 +142,24 @@ def _remote_task(
         readable=me is not None and me.recipient in recipients,
         local=task_id in local_ids,
         recipients=len(recipients),
+        owner=owner[0],
+        owner_note=owner[1],
     )
+
+
+def _owner(store_repo: Path, task_id: str, oid: str, pinned: str | None) -> tuple[str | None, str]:
+    """Who founded a listed task (fingerprint) and what that means here; one task's bad roster
+    says so on its own line and never breaks the listing."""
+    from core.security import signing
+    from core.sharing.roster_reading import roster_in
+
+    try:
+        roster = roster_in(store_repo, task_id, oid, pinned)
+    except PitstopError:
+        return None, "competing owners: fetch with --expect-owner FINGERPRINT"
+    if roster is None:
+        return None, "no roster by the owner pinned here" if pinned else UNSIGNED
+    return signing.fingerprint(roster.genesis_key), "pinned here" if pinned else "not pinned yet"
 
 
 def _remember_listing(session: Session, url: str, listing: list[RemoteTask]) -> None:
@@ -146,7 +174,7 @@ def _remember_listing(session: Session, url: str, listing: list[RemoteTask]) -> 
             "latest_seq": task.latest.seq if task.latest else None,
             "latest_at": task.latest.created_at if task.latest else None,
             "readable": int(task.readable),
-            "header": json.dumps({"recipients": task.recipients}),
+            "header": json.dumps({"recipients": task.recipients, "owner": task.owner}),
             "seen_at": now,
         }
         for task in listing

@@ -22,7 +22,7 @@ def roster_in(
     without a pin are a TrustError."""
     entries = {
         path: oid
-        for path, (kind, oid) in plumbing.list_tree(store_repo, ledger_commit).items()
+        for path, (kind, oid) in plumbing.list_tree(store_repo, ledger_commit, ROSTER_DIR).items()
         if kind == "blob" and path.startswith(ROSTER_DIR)
     }
     if not entries:

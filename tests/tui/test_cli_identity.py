@@ -19,6 +19,7 @@ from typing import Any
 import pyrage
 import pytest
 
+from core.security import signing
 from tests.gitconfig import EMPTY_GITCONFIG
 
 HERE = Path(__file__).resolve().parent
@@ -114,27 +115,47 @@ def exports(printed: str) -> dict[str, str]:
 def test_key_init_print_gives_both_secrets_ready_for_the_shell(env: dict[str, str]) -> None:
     printed = ok(env, "key", "init", "--print")
     secrets = exports(printed)
-    assert set(secrets) == {"PITSTOP_KEY", "PITSTOP_IDENTITY"}
+    assert set(secrets) == {"PITSTOP_KEY", "PITSTOP_IDENTITY", "PITSTOP_SIGNING_KEY"}
     assert secrets["PITSTOP_IDENTITY"].startswith("AGE-SECRET-KEY-1")
+    assert secrets["PITSTOP_SIGNING_KEY"].startswith("pitstop-sign-1")
     assert 'eval "$(pitstop key init --print)"' in printed
     # Evaluated by a real shell, the lines set variables `pitstop` then uses.
     shell = subprocess.run(
-        ["bash", "-c", printed + '\nprintf "%s\\n" "$PITSTOP_KEY" "$PITSTOP_IDENTITY"'],
+        [
+            "bash",
+            "-c",
+            printed + '\nprintf "%s\\n" "$PITSTOP_KEY" "$PITSTOP_IDENTITY" "$PITSTOP_SIGNING_KEY"',
+        ],
         capture_output=True,
         text=True,
         check=True,
     )
-    assert shell.stdout.split() == [secrets["PITSTOP_KEY"], secrets["PITSTOP_IDENTITY"]]
+    assert shell.stdout.split() == [
+        secrets["PITSTOP_KEY"], secrets["PITSTOP_IDENTITY"], secrets["PITSTOP_SIGNING_KEY"]
+    ]  # fmt: skip
     env.update(secrets)
-    recipient = ok(env, "key", "show").strip()
+    shown = ok_json(env, "key", "show")
+    recipient = shown["recipient"]
     assert recipient.startswith("age1") and recipient in printed
-    assert ok_json(env, "key", "show") == {
+    assert f"age recipient  {recipient}\n" in ok(env, "key", "show")
+    signer = shown["signing"]
+    assert shown == {
         "recipient": recipient,
         "source": "environment variable PITSTOP_IDENTITY",
         "kind": "age",
+        "signing": {
+            "public": signer["public"],
+            "fingerprint": signer["fingerprint"],
+            "source": "environment variable PITSTOP_SIGNING_KEY",
+        },
+        "share_command": f"pitstop task share TASK --recipient {recipient} "
+        f"--signer {signer['public']} --name {shown['share_command'].split()[-1]}",
     }
+    assert signer["public"] in printed and signer["fingerprint"] in printed
     document = ok_json(env, "key", "init", "--print")
-    assert set(document) == {"key", "id", "identity", "recipient"}
+    assert set(document) == {
+        "key", "id", "identity", "recipient", "signing_key", "signer", "fingerprint"
+    }  # fmt: skip
     assert document["identity"] != secrets["PITSTOP_IDENTITY"]
 
 
@@ -154,8 +175,12 @@ def test_key_show_accepts_the_users_ssh_ed25519_key(env: dict[str, str], tmp_pat
     )
     env["PITSTOP_IDENTITY"] = str(key)
     key_type, body, _ = Path(f"{key}.pub").read_text().split()
-    assert ok(env, "key", "show") == f"{key_type} {body}\n"
-    assert ok_json(env, "key", "show")["kind"] == "ssh"
+    assert ok(env, "key", "show").startswith(f"age recipient  {key_type} {body}\n")
+    shown = ok_json(env, "key", "show")
+    assert shown["kind"] == "ssh" and shown["recipient"] == f"{key_type} {body}"
+    # the ssh-ed25519 identity signs with itself: its public key is the signing key
+    assert shown["signing"]["public"] == signing.parse_public_key(f"{key_type} {body}")
+    assert shown["signing"]["source"].endswith("(signs with itself)")
 
 
 def test_key_status_names_the_identity_and_its_source(env: dict[str, str]) -> None:
@@ -188,9 +213,12 @@ def test_key_init_keeps_both_in_a_real_keyring_and_never_overwrites(
     assert document["stored_in"] == "keyring_file.JsonFileKeyring"
     assert len(document["id"]) == 12 and document["recipient"].startswith("age1")
     saved = file_keyring.read_text()
-    assert json.loads(saved).keys() == {"pitstop/master-key", "pitstop/age-identity"}
+    assert json.loads(saved).keys() == {
+        "pitstop/master-key", "pitstop/age-identity", "pitstop/signing-key"
+    }  # fmt: skip
 
-    assert ok(env, "key", "show").strip() == document["recipient"]
+    assert ok_json(env, "key", "show")["recipient"] == document["recipient"]
+    assert ok_json(env, "key", "show")["signing"]["public"] == document["signer"]
     status = ok(env, "key", "status")
     assert f"master key {document['id']} from keyring keyring_file.JsonFileKeyring" in status
     assert f"identity {document['recipient']} from keyring keyring_file.JsonFileKeyring" in status
@@ -207,7 +235,7 @@ def test_key_init_adds_an_identity_beside_an_existing_master_key(
     file_keyring.write_text(json.dumps({"pitstop/master-key": master}))
     human = ok(env, "key", "init")
     assert "master key: the one already in keyring_file.JsonFileKeyring is kept" in human
-    recipient = ok(env, "key", "show").strip()
+    recipient = ok_json(env, "key", "show")["recipient"]
     assert f"your recipient: {recipient}" in human
     assert json.loads(file_keyring.read_text())["pitstop/master-key"] == master
 
@@ -237,7 +265,9 @@ def test_task_start_and_share_record_recipients(
     carol_file = tmp_path / "carol.pub"
     carol_file.write_text(f"{carol}\n")
     shared = ok_json(env, "task", "share", "t1", "--recipient", str(carol_file), "--recipient", bob)
-    assert shared == {"task": "t1", "recipients": [bob, mine, carol], "added": [carol]}
+    assert shared == {
+        "task": "t1", "recipients": [bob, mine, carol], "added": [carol], "roster": None
+    }  # fmt: skip
     again = ok(env, "task", "share", "t1", "--recipient", carol)
     assert "nothing changed" in again
 

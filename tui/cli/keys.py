@@ -1,7 +1,10 @@
-"""`pitstop key …`: the master key that encrypts a store's data, and your identity.
+"""`pitstop key …`: the master key that encrypts a store's data, your identity and signing key.
 
 The master key lives in the OS keyring (or PITSTOP_KEY); the identity (age or ssh-ed25519) is
-what others encrypt shared tasks to. `key init --print` is for machines without a keyring.
+what others encrypt shared tasks to; the signing key (Ed25519) is what a task's roster admits
+you by, and what every fact you write is signed with. `key init --print` is for machines
+without a keyring. `key show` prints the public halves and the fingerprint people compare by
+voice, because a key pasted over chat is only as good as the check that it arrived unchanged.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from tui.cli.base import Context, emit, json_option, pass_ctx
 
 @click.group()
 def key() -> None:
-    """Create, inspect and back up the master key and your identity (age or ssh-ed25519)."""
+    """Create, inspect and back up the master key, your identity and your signing key."""
 
 
 @key.command("init")
@@ -23,38 +26,27 @@ def key() -> None:
     "--print",
     "print_only",
     is_flag=True,
-    help="Print a new master key and identity as PITSTOP_KEY and PITSTOP_IDENTITY exports.",
+    help="Print a new master key, identity and signing key as PITSTOP_KEY, PITSTOP_IDENTITY "
+    "and PITSTOP_SIGNING_KEY exports.",
 )
 @json_option
 def key_init(print_only: bool, as_json: bool) -> None:
-    """Create a master key and your identity and keep them in the OS keyring (or --print them)."""
-    from core.security import crypto, identity
-
+    """Create a master key, your identity and your signing key and keep them in the OS keyring
+    (or --print them); what is there already is kept."""
     if print_only:
-        new_key = crypto.generate_key()
-        new_identity = identity.create_identity()
-        text = crypto.encode_key(new_key)
-        emit(
-            as_json,
-            {
-                "key": text,
-                "id": crypto.key_id(new_key),
-                "identity": new_identity.secret_text,
-                "recipient": new_identity.recipient,
-            },
-            "\n".join(
-                [
-                    "# keep both secret and backed up; set them in your shell with: "
-                    'eval "$(pitstop key init --print)"',
-                    f"export {crypto.KEY_ENV}='{text}'",
-                    f"export {identity.IDENTITY_ENV}='{new_identity.secret_text}'",
-                    f"# your recipient (public; give it to whoever shares tasks with you): "
-                    f"{new_identity.recipient}",
-                ]
-            ),
-        )
+        _print_new_secrets(as_json)
         return
+    from core.security import identity, signing
+
+    # Whatever signing key is in force now (an env var, the keyring, or one derived from an
+    # identity) stays in force: a new one would make this operator a stranger to every roster
+    # that names the old one.
+    before = signing.load_signing_key_or_none()
     setup = identity.init_keyring()
+    signer: signing.SigningKey | None = None
+    if before is None:
+        signer = signing.create_signing_key()
+        signing.store_signing_key_in_keyring(signer)
     lines = [
         f"master key {setup.master_key_id} stored in {setup.backend}; back it up with "
         "`pitstop key export`"
@@ -63,15 +55,55 @@ def key_init(print_only: bool, as_json: bool) -> None:
         f"identity stored in {setup.backend}; your recipient: {setup.recipient}"
         if setup.recipient
         else f"identity: the one already in {setup.backend} is kept (`pitstop key show`)",
+        f"signing key stored in {setup.backend}; your fingerprint: {signer.fingerprint}"
+        if signer
+        else f"signing key: yours is kept ({before.source if before else 'none'})",
     ]
+    kept = signer or before
     emit(
         as_json,
         {
             "id": setup.master_key_id,
             "stored_in": setup.backend,
             "recipient": setup.recipient,
+            "signer": signer.public if signer else None,
+            "fingerprint": kept.fingerprint if kept else None,
         },
         "\n".join(lines),
+    )
+
+
+def _print_new_secrets(as_json: bool) -> None:
+    from core.security import crypto, identity, signing
+
+    new_key = crypto.generate_key()
+    new_identity = identity.create_identity()
+    new_signer = signing.create_signing_key()
+    text = crypto.encode_key(new_key)
+    emit(
+        as_json,
+        {
+            "key": text,
+            "id": crypto.key_id(new_key),
+            "identity": new_identity.secret_text,
+            "recipient": new_identity.recipient,
+            "signing_key": new_signer.secret_text,
+            "signer": new_signer.public,
+            "fingerprint": new_signer.fingerprint,
+        },
+        "\n".join(
+            [
+                "# keep all three secret and backed up; set them in your shell with: "
+                'eval "$(pitstop key init --print)"',
+                f"export {crypto.KEY_ENV}='{text}'",
+                f"export {identity.IDENTITY_ENV}='{new_identity.secret_text}'",
+                f"export {signing.SIGNING_ENV}='{new_signer.secret_text}'",
+                f"# your recipient (public; give it to whoever shares tasks with you): "
+                f"{new_identity.recipient}",
+                f"# your signing key (public): {new_signer.public}",
+                f"# your fingerprint (compare it by voice): {new_signer.fingerprint}",
+            ]
+        ),
     )
 
 
@@ -116,15 +148,12 @@ def key_status(ctx: Context, as_json: bool) -> None:
 @key.command("show")
 @json_option
 def key_show(as_json: bool) -> None:
-    """Print your public recipient: what others give to `--recipient` to share tasks with you."""
-    from core.security import identity
+    """Print your public recipient, your public signing key and its fingerprint, and the line
+    an owner runs to share a task with you."""
+    from tui.cli.key_text import public_halves, show_lines
 
-    operator = identity.load_identity()
-    emit(
-        as_json,
-        {"recipient": operator.recipient, "source": operator.source, "kind": operator.kind},
-        operator.recipient,
-    )
+    document = public_halves()
+    emit(as_json, document, lambda: "\n".join(show_lines(document)))
 
 
 @key.command("export")

@@ -67,17 +67,31 @@ def push(
     type=click.Path(file_okay=False),
     help="Your clone of the task's repository (default: the current directory).",
 )
+@click.option(
+    "--expect-owner",
+    metavar="FINGERPRINT",
+    help="Take a task met for the first time only if this key founded it (XXXX-XXXX-XXXX-XXXX, "
+    "as its owner's `pitstop key show` prints it).",
+)
 @json_option
 @pass_ctx
 def fetch(
-    ctx: Context, task_ids: tuple[str, ...], remote: str | None, repo: str | None, as_json: bool
+    ctx: Context,
+    task_ids: tuple[str, ...],
+    remote: str | None,
+    repo: str | None,
+    expect_owner: str | None,
+    as_json: bool,
 ) -> None:
     """Bring remote tasks into this store (all the remote holds when no TASK is named).
 
-    Only missing objects move; fetching again changes nothing. Exit codes: 0 done; 1 a task
+    Only missing objects move; fetching again changes nothing. A task met for the first time
+    pins its founder's key (trust on first use, or --expect-owner); facts whose signature or
+    author the roster does not admit are refused, one line each. Exit codes: 0 done; 1 a task
     could not be imported; 2 bad input.
     """
-    result = ctx.engine().fetch(task_ids, remote, repo)
+    expected = _fingerprint_option(expect_owner)
+    result = ctx.engine().fetch(task_ids, remote, repo, expect_owner=expected)
     document = {
         "url": result.url,
         "fetched": result.fetched,
@@ -89,9 +103,11 @@ def fetch(
         lines = [f"fetched from {result.url}"]
         for task_id, info in result.fetched.items():
             verb = "new task" if info["adopted"] else "updated"
-            lines.append(f"  {task_id}: {verb}, {info['checkpoints']} new checkpoint(s)")
+            owner = f", owner {info['owner']}" if info.get("owner") else ""
+            lines.append(f"  {task_id}: {verb}, {info['checkpoints']} new checkpoint(s){owner}")
             lines += [f"  {task_id}: {line}" for line in info.get("refused", [])]
             lines += [f"  {line}" for line in info.get("refused_checkpoints", [])]
+        lines += refused_lines(result.fetched)
         for task_id in result.no_key:
             lines.append(
                 f"  {task_id}: no key — you are not a recipient; ask its operator to run "
@@ -126,6 +142,7 @@ def sync(
         for task_id, info in report["fetched"].items():
             lines.append(f"  {task_id}: fetched {info['checkpoints']} new checkpoint(s)")
             lines += [f"  {line}" for line in info.get("refused_checkpoints", [])]
+        lines += refused_lines(report["fetched"])
         for task_id, info in report["pushed"].items():
             ledger = "ledger updated" if info["ledger_updated"] else "ledger unchanged"
             lines.append(f"  {task_id}: pushed {info['checkpoints_sent']} checkpoint(s), {ledger}")
@@ -138,6 +155,34 @@ def sync(
     emit(as_json, report, human)
     if report["problems"]:
         raise SystemExit(1)
+
+
+def _fingerprint_option(text: str | None) -> str | None:
+    """`--expect-owner` in its normal form; a malformed one is a usage error (exit 2)."""
+    if text is None:
+        return None
+    from core.errors import UsageError
+    from core.security import signing
+
+    try:
+        return signing.normal_fingerprint(text)
+    except signing.SigningError as exc:
+        raise UsageError(f"--expect-owner: {exc.message}") from exc
+
+
+def refused_lines(fetched: dict[str, Any]) -> list[str]:
+    """One line per fact newly refused in a fetch or sync, then how many and where to look."""
+    lines: list[str] = []
+    for task_id, info in fetched.items():
+        rejected = list((info.get("ledger") or {}).get("rejected") or [])
+        if not rejected:
+            continue
+        lines += [f"  {' '.join(str(line).split())}" for line in rejected]
+        lines.append(
+            f"  {task_id}: {len(rejected)} fact(s) refused and not applied; "
+            f"`pitstop task refused {task_id}` lists every one"
+        )
+    return lines
 
 
 @click.group("remote")
@@ -168,6 +213,8 @@ def remote_list(ctx: Context, remote: str | None, repo: str, as_json: bool) -> N
                 "readable": task.readable,
                 "local": task.local,
                 "recipients": task.recipients,
+                "owner": task.owner,
+                "owner_note": task.owner_note,
                 "checkpoints": [
                     {
                         "seq": c.seq,
@@ -197,6 +244,8 @@ def remote_list(ctx: Context, remote: str | None, repo: str, as_json: bool) -> N
                 f"  {task.task_id:<32} {task.status:<9} {len(task.checkpoints):>3} checkpoint(s) "
                 f"({local_seqs} here)  latest {latest}  {where}{key}"
             )
+            owner = f"{task.owner}, {task.owner_note}" if task.owner else task.owner_note
+            lines.append(f"  {'':<32} owner {owner}")
         return "\n".join([*lines, *refused])
 
     emit(as_json, document, human)

@@ -154,13 +154,29 @@ def _task_json(task_obj: Any) -> dict[str, Any]:
 @json_option
 @pass_ctx
 def task_show(ctx: Context, task_id: str, as_json: bool) -> None:
-    """Show one task and the recipients its remote copies are encrypted to."""
+    """Show one task, the recipients its remote copies are encrypted to, its roster (owner
+    fingerprint, members, who may decide) and how many facts from elsewhere were refused."""
     from tui.render import task_detail
+    from tui.trust_text import refused_hint, roster_lines
 
     engine = ctx.engine()
     found = engine.get_task(task_id)
     shared = engine.task_recipients(task_id)
-    emit(as_json, {**_task_json(found), "recipients": shared}, lambda: task_detail(found, shared))
+    roster = engine.roster(task_id)
+    refused = len(engine.rejected_facts(task_id))
+    travels = bool(engine.remote_links(task_id))
+
+    def human() -> str:
+        lines = [task_detail(found, shared), *roster_lines(roster, task_id, travels)]
+        if refused:
+            lines.append(f"refused     {refused_hint(task_id, refused)}")
+        return "\n".join(lines)
+
+    emit(
+        as_json,
+        {**_task_json(found), "recipients": shared, "roster": roster, "refused": refused},
+        human,
+    )
 
 
 def _finish(
@@ -202,23 +218,51 @@ def task_cancel(ctx: Context, task_id: str, reason: str | None, as_json: bool) -
     metavar="KEY",
     help="Public key (age1…, ssh-ed25519 …, or a .pub file) to share with. Repeatable.",
 )
+@click.option(
+    "--signer",
+    metavar="KEY",
+    help="That person's public signing key (ed25519:… from their `pitstop key show`): they may "
+    "then write facts too. Needs exactly one --recipient.",
+)
+@click.option("--name", "label", metavar="LABEL", help="How the roster names them (a label only).")
 @json_option
 @pass_ctx
-def task_share(ctx: Context, task_id: str, recipients: tuple[str, ...], as_json: bool) -> None:
-    """Let more people read a task's remote copies (adding a key twice changes nothing)."""
+def task_share(
+    ctx: Context,
+    task_id: str,
+    recipients: tuple[str, ...],
+    signer: str | None,
+    label: str | None,
+    as_json: bool,
+) -> None:
+    """Let more people read a task's remote copies and, with --signer, write to it (adding a
+    key twice changes nothing). Once the task has a roster, this is a change signed by you."""
+    from tui.cli.trust import signing_key_option
+
+    key = signing_key_option(signer, "--signer")
     engine = ctx.engine()
     before = engine.task_recipients(task_id)
-    after = engine.share_task(task_id, recipients)
+    roster_before = engine.roster(task_id)
+    after = engine.share_task(task_id, recipients, signer=key, label=label)
+    roster = engine.roster(task_id)
     added = [recipient for recipient in after if recipient not in before]
+    changed = roster is not None and (roster_before or {}).get("version") != roster["version"]
     summary = (
         f"task {task_id} shared with {len(added)} more recipient(s)"
         if added
+        else f"task {task_id}: its roster was updated"
+        if changed
         else f"task {task_id} already had every recipient given; nothing changed"
     )
+    members = (roster or {}).get("members", [])
+    writer = next((m for m in members if key and m.get("key") == key), None)
+    lines = [summary]
+    if writer is not None:
+        lines.append(f"  {writer['label']} ({writer['fingerprint']}) may write facts to it")
     emit(
         as_json,
-        {"task": task_id, "recipients": after, "added": added},
-        lambda: "\n".join([summary, *(f"  {recipient}" for recipient in after)]),
+        {"task": task_id, "recipients": after, "added": added, "roster": roster},
+        lambda: "\n".join([*lines, *(f"  {recipient}" for recipient in after)]),
     )
 
 
@@ -246,3 +290,15 @@ def task_accept(ctx: Context, task_id: str, reason: str, as_json: bool) -> None:
 def task_reject(ctx: Context, task_id: str, reason: str, as_json: bool) -> None:
     """Record that the resumed work was rejected."""
     _judge(ctx, task_id, False, reason, as_json)
+
+
+def _register_trust_commands() -> None:
+    """`task unshare`, `task approver` and `task refused` live in `tui.cli.trust`."""
+    from tui.cli import trust
+
+    task.add_command(trust.task_unshare)
+    task.add_command(trust.task_approver)
+    task.add_command(trust.task_refused)
+
+
+_register_trust_commands()

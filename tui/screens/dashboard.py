@@ -181,7 +181,8 @@ class DashboardScreen(Screen[None]):
         table = self.query_one(TaskTable)
         summary = table.selected_summary
         shared_with = table.remote.links.get(summary.task.id, ()) if summary else ()
-        self.query_one(TaskPreview).show(summary, shared_with)
+        refused = table.remote.refused.get(summary.task.id, 0) if summary else 0
+        self.query_one(TaskPreview).show(summary, shared_with, refused)
 
     @on(TaskTable.RowHighlighted, "#tasks")
     def _row_highlighted(self) -> None:

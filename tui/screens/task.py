@@ -17,13 +17,19 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from core.errors import PitstopError
 from core.models import Checkpoint, CheckpointState, Task
-from tui.messages import CheckpointLoaded, CheckpointsLoaded, DiffLoaded, LoadFailed
+from tui.messages import (
+    CheckpointLoaded,
+    CheckpointsLoaded,
+    DiffLoaded,
+    LoadFailed,
+    TrustLoaded,
+)
 from tui.widgets.approvals_view import ApprovalsTable, ApprovalsView
 from tui.widgets.diff_view import DiffView
 from tui.widgets.effects_view import EffectsTable, EffectsView
 from tui.widgets.evidence_view import EvidenceTable, EvidenceView
 from tui.widgets.formatting import counted, repo_name, status_markup
-from tui.widgets.overview import CheckpointOverview
+from tui.widgets.overview import CheckpointOverview, trust_markup
 from tui.widgets.resume_view import ResumeView
 from tui.widgets.timeline import CheckpointTimeline
 from tui.widgets.validation_view import ValidationView
@@ -171,11 +177,15 @@ class TaskScreen(Screen[None]):
             with self.pitstop.engine.for_thread() as engine:
                 task = engine.get_task(self.task_id)
                 checkpoints = engine.list_checkpoints(self.task_id)
+                roster = engine.roster(self.task_id)
+                refused = len(engine.rejected_facts(self.task_id))
+                shared = bool(engine.remote_links(self.task_id))
         except PitstopError as exc:
             self.post_message(LoadFailed("task", exc.message))
             return
         if not get_current_worker().is_cancelled:
             self.post_message(CheckpointsLoaded(task, checkpoints))
+            self.post_message(TrustLoaded(self.task_id, roster, refused, shared))
 
     @work(thread=True, exit_on_error=False, group="checkpoint", exclusive=True)
     def load_checkpoint(self, ref: str) -> None:
@@ -226,6 +236,12 @@ class TaskScreen(Screen[None]):
             self.query_one(EffectsView).load(self.task_id)
         elif active == "approvals":
             self.query_one(ApprovalsView).load(self.task_id)
+
+    @on(TrustLoaded)
+    def _show_trust(self, event: TrustLoaded) -> None:
+        self.query_one(CheckpointOverview).show_trust(
+            trust_markup(event.task_id, event.roster, event.refused, event.shared)
+        )
 
     @on(OptionList.OptionHighlighted, "#timeline")
     def _checkpoint_highlighted(self, event: OptionList.OptionHighlighted) -> None:

@@ -165,6 +165,33 @@ def _left_out(manifest: dict[str, Any]) -> list[str]:
     return lines
 
 
+_PINNED_SHORT = {
+    "created": "founded here",
+    "first-use": "trusted on first fetch",
+    "expected": "pinned as expected",
+}
+
+
+def trust_markup(task_id: str, roster: dict[str, Any] | None, refused: int, shared: bool) -> str:
+    """Who founded the task (fingerprint, how it is trusted) and any refused facts; empty for
+    a task that never left this store and has nothing refused."""
+    from tui.trust_text import UNSIGNED, refused_hint, who_decides
+
+    lines = []
+    if roster is not None:
+        pinned = _PINNED_SHORT.get(str(roster.get("pinned")), "not pinned")
+        lines.append(
+            f"[b $primary]Owner[/] [b]{escape(str(roster['owner']))}[/] [dim]{pinned} · "
+            f"{counted(len(roster['members']), 'member')} · may decide: "
+            f"{escape(who_decides(roster))}[/]"
+        )
+    elif shared:
+        lines.append(f"[b $primary]Owner[/] [$warning]{UNSIGNED}[/]")
+    if refused:
+        lines.append(f"[b $error]⚠[/] {escape(refused_hint(task_id, refused))}")
+    return "\n".join(lines)
+
+
 def overview_sections(task: Task, checkpoint: Checkpoint) -> OverviewSections:
     """The overview of one checkpoint as Textual content markup, by section."""
     head = _head(checkpoint)
@@ -196,6 +223,7 @@ class CheckpointOverview(VerticalScroll):
 
     def compose(self) -> ComposeResult:
         yield Static(id="overview-head", classes="overview-section")
+        yield Static(id="overview-trust", classes="overview-section")
         with Horizontal(classes="overview-row"):
             yield Static(id="overview-steps", classes="overview-section")
             yield Static(id="overview-agent", classes="overview-section")
@@ -215,6 +243,15 @@ class CheckpointOverview(VerticalScroll):
             widget.display = bool(markup)
         self.scroll_home(animate=False)
 
+    def on_mount(self) -> None:
+        self.query_one("#overview-trust", Static).display = False
+
+    def show_trust(self, markup: str) -> None:
+        """Show the task's owner and refused facts above every checkpoint (empty: nothing)."""
+        widget = self.query_one("#overview-trust", Static)
+        widget.update(Content.from_markup(markup))
+        widget.display = bool(markup)
+
     def show_message(self, markup: str) -> None:
         """Replace the overview with one message (loading, or an error)."""
         self.query_one("#overview-head", Static).update(Content.from_markup(markup))
@@ -225,6 +262,8 @@ class CheckpointOverview(VerticalScroll):
     def text(self) -> str:
         """Everything the overview shows, as plain text (for tests and copying)."""
         shown = [self.query_one("#overview-head", Static)]
+        if (trust := self.query_one("#overview-trust", Static)).display:
+            shown.append(trust)
         shown += [
             widget
             for name in _SECTION_IDS

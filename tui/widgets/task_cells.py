@@ -72,6 +72,7 @@ VERDICT_LABELS = {
 REMOTE_BADGE = "↓ remote"
 NO_KEY_BADGE = "no key"
 SHARED_MARK = "⇅"
+REFUSED_MARK = "⚠"  # followed by how many facts from elsewhere were refused
 
 
 def last_activity(summary: DashboardRow) -> str:
@@ -136,9 +137,10 @@ def budget_cell(summary: DashboardRow, colour: Colour) -> tuple[str, Style | Non
 
 
 def row_badges(
-    summary: DashboardRow, on_cursor: bool, shared: bool, colour: Colour
+    summary: DashboardRow, on_cursor: bool, shared: bool, colour: Colour, refused: int = 0
 ) -> list[tuple[str, Style]]:
-    """What a row's objective cell starts with: `↓ remote` (and `no key`), or `⇅` shared.
+    """What a row's objective cell starts with: `↓ remote` (and `no key`), or `⇅` shared, and
+    `⚠3` when facts from elsewhere were refused (`pitstop task refused` lists them).
 
     On the cursor row they keep the cursor's colours (an accent badge would vanish on an
     accent cursor) and stand out in bold.
@@ -149,9 +151,12 @@ def row_badges(
         if not summary.readable:
             badges.append((NO_KEY_BADGE, bold if on_cursor else colour("warning") + bold))
         return badges
+    badges = []
+    if refused:
+        badges.append((f"{REFUSED_MARK}{refused}", bold if on_cursor else colour("error") + bold))
     if shared:
-        return [(SHARED_MARK, bold if on_cursor else colour("accent"))]
-    return []
+        badges.append((SHARED_MARK, bold if on_cursor else colour("accent")))
+    return badges
 
 
 def badged_cell(

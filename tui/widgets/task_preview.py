@@ -10,6 +10,7 @@ from textual.widgets import Static
 
 from core import clock
 from tui.remotes import DashboardRow, RemoteSummary, no_key_help
+from tui.trust_text import refused_hint
 from tui.widgets.formatting import (
     bar_markup,
     counted,
@@ -55,9 +56,11 @@ def budget_lines(
 class TaskPreview(Static):
     """Objective, agent, repository and budgets of one task (or where a remote one lives)."""
 
-    def show(self, summary: DashboardRow | None, shared_with: tuple[str, ...] = ()) -> None:
+    def show(
+        self, summary: DashboardRow | None, shared_with: tuple[str, ...] = (), refused: int = 0
+    ) -> None:
         """Describe `summary`'s task, or say that nothing is selected; `shared_with` lists the
-        remotes a local task travels through."""
+        remotes a local task travels through, `refused` how many facts from them were refused."""
         if summary is None:
             self.update(Content.from_markup("[dim]No task selected.[/]"))
             return
@@ -90,6 +93,9 @@ class TaskPreview(Static):
                 f"[dim]shared[/]    [$accent]⇅[/] {escape(', '.join(shared_with))} "
                 "[dim]· S syncs · f fetches its newest checkpoints[/]"
             )
+        if refused:
+            hint = escape(refused_hint(task.id, refused))
+            lines.append(f"[dim]trust[/]     [b $error]⚠[/] {hint}")
         self.update(Content.from_markup("\n".join(lines)))
 
 

@@ -274,6 +274,8 @@ class TaskTable(ScrollView, can_focus=True):
             if repo is None:
                 repo = repos[task.repo_root] = repo_name(task)
             text = f"{task.id} {task.status.value} {repo} {task.objective}"
+            if task.id in self.remote.refused:
+                text += " refused"
             if shared and task.id in shared:
                 text += " shared " + " ".join(shared[task.id])
             elif isinstance(summary, RemoteSummary):
@@ -540,7 +542,8 @@ class TaskTable(ScrollView, can_focus=True):
             if column.key == "objective":
                 on_cursor = row == self.cursor_row
                 shared = summary.task.id in self.remote.links
-                badges = row_badges(summary, on_cursor, shared, self._colour)
+                refused = self.remote.refused.get(summary.task.id, 0)
+                badges = row_badges(summary, on_cursor, shared, self._colour, refused)
                 if badges:
                     segments += badged_cell(badges, text, cells, style, cell_style)
                     continue
