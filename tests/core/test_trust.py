@@ -443,3 +443,34 @@ def test_a_replayed_old_ledger_changes_nothing_and_the_next_push_restores_it(
         assert _state(a)[3:5] == alice_state[3:5]
     files = trustkit.read_files(world.remote, ref)
     assert _first(files, "approval-decision", approval=f"{TASK}:2")["state"] == "approved"
+
+
+def test_through_git_daemon_a_forged_decision_is_refused_and_the_flow_converges(
+    world: World,
+) -> None:
+    """The same over the network: everyone, Mallory included, talks to `git daemon`."""
+    with trustkit.git_daemon(world.remote.parent) as port:
+        url = f"git://127.0.0.1:{port}/{world.remote.name}"
+        bob_key = world.signing_key_of(world.bob)
+        with world.store("alice") as a:
+            a.start_task(repo=world.alice_repo, objective="over the wire", task_id=TASK,
+                         approvers=["alice"])  # fmt: skip
+            a.request_approval(TASK, "drop the users table", risk=Risk.HIGH)
+            a.share_task(TASK, [_recipient(world.bob)], signer=bob_key.public, label="bob")
+            a.checkpoint(TASK, CheckpointRequest(reason=CheckpointReason.MILESTONE))
+            a.push([TASK], url)
+        with world.store("bob") as b:
+            assert b.fetch([TASK], url, world.bob_repo).fetched[TASK]["adopted"] is True
+        mallory = world.signing_key_of(world.mallory)
+
+        trustkit.push_forgery(url, world.tmp, TASK, lambda f: _forged_decision(f, mallory))
+        with world.store("bob") as b:
+            (line,) = b.sync([TASK], url)["fetched"][TASK]["ledger"]["rejected"]
+            assert "does not admit" in line
+            assert b.get_approval(f"{TASK}:1").state.value == "pending"
+        with world.store("alice") as a:
+            a.decide_approval(f"{TASK}:1", False, "never")
+            a.sync([TASK], url)
+        with world.store("bob") as b:
+            b.sync([TASK], url)
+            assert b.get_approval(f"{TASK}:1").state.value == "rejected"

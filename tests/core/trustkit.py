@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -114,3 +117,42 @@ def header(files: Files) -> dict[str, Any]:
 
 def set_header(files: Files, document: Mapping[str, Any]) -> None:
     files["task.json"] = json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+
+
+@contextmanager
+def git_daemon(base: Path) -> Iterator[int]:
+    """`git daemon` serving every repository under `base` on 127.0.0.1, pushes enabled."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    process = subprocess.Popen(
+        ["git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
+         f"--base-path={base}", "--listen=127.0.0.1", f"--port={port}", str(base)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        else:
+            raise RuntimeError("git daemon did not start")
+        yield port
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def push_forgery(url: str, workdir: Path, task_id: str, edit: Callable[[Files], None]) -> None:
+    """What an attacker does over the network: fetch the task's ledger into a bare repository
+    of their own, rewrite it, and force-push it back."""
+    mine = workdir / "mallory.git"
+    if not mine.exists():
+        subprocess.run(["git", "init", "-q", "--bare", str(mine)], check=True)
+    ref = ledger_ref(task_id)
+    _git(mine, "fetch", "-q", url, f"+{ref}:{ref}")
+    tamper(mine, task_id, edit)
+    _git(mine, "push", "-q", "--force", url, f"{ref}:{ref}")
