@@ -171,9 +171,11 @@ def unshare_task(session: Session, task_id: str, recipients: Sequence[str]) -> l
     if not recipients:
         raise UsageError("give at least one --recipient to remove from the task")
     store.get_task(session.db, task_id)
-    matches = []
-    for text in recipients:
-        matches.append(_normal_member_text(text))
+    matches = [_normal_member_text(text) for text in recipients]
+    if trust.local_roster(session, task_id) is None and not set(matches) & set(
+        store.list_task_recipients(session.db, task_id)
+    ):  # refused before a roster is founded: a bad input changes nothing
+        raise UsageError(f"task {task_id} is shared with none of {', '.join(recipients)}")
     roster, removed = trust.remove_members(session, task_id, matches)
     if not removed:
         raise UsageError(f"task {task_id}'s roster names none of {', '.join(recipients)}")

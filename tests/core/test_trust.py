@@ -18,6 +18,7 @@ from typing import Any
 import pyrage
 import pytest
 
+from core import store
 from core.engine import CheckpointRequest, Engine
 from core.errors import NotAllowedError, PitstopError
 from core.ledger.fact_format import LEGACY_SCHEMA, SCHEMA, canonical, fact_path, fact_uid
@@ -474,3 +475,12 @@ def test_through_git_daemon_a_forged_decision_is_refused_and_the_flow_converges(
         with world.store("bob") as b:
             b.sync([TASK], url)
             assert b.get_approval(f"{TASK}:1").state.value == "rejected"
+
+
+def test_unsharing_someone_the_task_never_had_changes_nothing(world: World) -> None:
+    with world.store("alice") as a:
+        a.start_task(repo=world.alice_repo, objective="never shared", task_id=TASK)
+        with pytest.raises(PitstopError, match="shared with none of nobody"):
+            a.unshare_task(TASK, ["nobody"])
+        assert a.roster(TASK) is None  # no roster was founded on the way to the refusal
+        assert store.ledger_fact_records(a.db, TASK) == {}
