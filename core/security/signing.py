@@ -216,7 +216,7 @@ def _from_identity() -> SigningKey | None:
         )
         return SigningKey(f"{own.source} (signs with itself)", seed)
     seed = hmac.new(_DERIVE_LABEL, own.secret_text.strip().encode(), hashlib.sha256).digest()
-    return SigningKey(f"derived from the age identity ({own.source})", seed)
+    return SigningKey(f"the age identity in {own.source}, through a key derived from it", seed)
 
 
 def _from_keyring() -> SigningKey | None:

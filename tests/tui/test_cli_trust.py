@@ -199,7 +199,7 @@ def test_key_show_with_only_an_identity_signs_through_the_derived_key(world: Wor
     del alice.env["PITSTOP_SIGNING_KEY"]
     shown = alice.json("key", "show")
     assert shown["signing"]["source"] == (
-        "derived from the age identity (environment variable PITSTOP_IDENTITY)"
+        "the age identity in environment variable PITSTOP_IDENTITY, through a key derived from it"
     )
     del alice.env["PITSTOP_IDENTITY"]
     line = one_line_error(alice.run("key", "show"), 1)
@@ -247,8 +247,8 @@ def test_key_init_never_gives_an_operator_who_already_signs_a_new_key(
     before = alice.json("key", "show")["signing"]
     said = alice.ok("key", "init").splitlines()
     assert said[-1] == (
-        "signing key: yours is kept (derived from the age identity (environment variable "
-        "PITSTOP_IDENTITY))"
+        "signing key: yours is kept (the age identity in environment variable PITSTOP_IDENTITY, "
+        "through a key derived from it)"
     )
     assert "pitstop/signing-key" not in json.loads(path.read_text())
     assert alice.json("key", "show")["signing"] == before
