@@ -162,12 +162,15 @@ def test_key_init_print_gives_a_usable_key(env: dict[str, str], task: str) -> No
     exports = dict(
         line.removeprefix("export ").split("=", 1) for line in lines if line.startswith("export ")
     )
-    assert set(exports) == {"PITSTOP_KEY", "PITSTOP_IDENTITY"}
+    assert set(exports) == {"PITSTOP_KEY", "PITSTOP_IDENTITY", "PITSTOP_SIGNING_KEY"}
     printed = exports["PITSTOP_KEY"].strip("'")
     assert len(base64.b64decode(printed, validate=True)) == 32
     assert exports["PITSTOP_IDENTITY"].strip("'").startswith("AGE-SECRET-KEY-1")
+    assert exports["PITSTOP_SIGNING_KEY"].strip("'").startswith("pitstop-sign-1")
     document = ok_json(env, "key", "init", "--print")
-    assert set(document) == {"key", "id", "identity", "recipient"} and document["key"] != printed
+    assert set(document) == {
+        "key", "id", "identity", "recipient", "signing_key", "signer", "fingerprint"
+    } and document["key"] != printed  # fmt: skip
     assert len(base64.b64decode(document["key"], validate=True)) == 32
     # The printed key works as PITSTOP_KEY.
     env["PITSTOP_KEY"] = printed
