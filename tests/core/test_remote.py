@@ -9,9 +9,7 @@ from __future__ import annotations
 import filecmp
 import os
 import shutil
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +19,7 @@ import pytest
 from core.engine import CheckpointRequest, Engine
 from core.errors import PitstopError
 from core.models import CheckpointReason
+from tests.core import trustkit
 from tests.core.corekit import git, init_repo, write
 
 OBJECTIVE_MARK = "OBJECTIVE-MARK-b7c1e9"
@@ -222,48 +221,13 @@ def test_unknown_task_and_bad_remote_are_one_line_errors(
             b.list_remote(str(tmp_path / "missing.git"), repo=world["other"])
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def daemon(world: dict[str, Path]) -> Iterator[str]:
     """`git daemon` serving the bare remote on 127.0.0.1 with pushes enabled."""
     if shutil.which("git") is None:
         pytest.skip("git missing")
-    port = _free_port()
-    base = world["remote"].parent
-    process = subprocess.Popen(
-        [
-            "git",
-            "daemon",
-            "--reuseaddr",
-            "--export-all",
-            "--enable=receive-pack",
-            f"--base-path={base}",
-            "--listen=127.0.0.1",
-            f"--port={port}",
-            str(base),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.05)
-    else:
-        process.kill()
-        pytest.fail("git daemon did not start")
-    try:
+    with trustkit.git_daemon(world["remote"].parent) as port:
         yield f"git://127.0.0.1:{port}/{world['remote'].name}"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def test_through_git_daemon(world: dict[str, Path], daemon: str, tmp_path: Path) -> None:
