@@ -6,8 +6,9 @@ from their files; everything else goes through one `cat-file --batch` kept open 
 operation (`session()`).
 
 What came from a remote is read with a cap (`read_capped`): its size is asked first (a loose
-object's header, or one `cat-file --batch-check` kept beside the reader), so an oversized blob
-is refused without its content ever being read, let alone held in memory.
+object's header, or an `info` command to the same `cat-file --batch-command` process), so an
+oversized blob is refused without its content ever being read, let alone held in memory. A git
+older than 2.36 has no `--batch-command`: it gets `--batch` and a `--batch-check` beside it.
 """
 
 from __future__ import annotations
@@ -53,19 +54,43 @@ class ObjectReader:
         self._objects = store_repo / "objects"
         self._process: subprocess.Popen[bytes] | None = None
         self._checker: subprocess.Popen[bytes] | None = None
+        self._commands = True  # one `--batch-command` answers reads and sizes alike
+
+    def _command_process(self) -> subprocess.Popen[bytes] | None:
+        """The `cat-file --batch-command` process, started on first need; None on a git too
+        old to have it (then `--batch` and `--batch-check` serve, as two processes)."""
+        if self._commands and self._process is None:
+            started = start_git(
+                ["cat-file", "--batch-command"], env={"GIT_DIR": str(self.store_repo)}, fed=True
+            )
+            try:
+                assert started.stdin is not None and started.stdout is not None
+                started.stdin.write(b"info HEAD\n")  # a probe: any answer means it is there
+                started.stdin.flush()
+                answered = bool(started.stdout.readline())
+            except (BrokenPipeError, OSError):
+                answered = False
+            if answered:
+                self._process = started
+            else:
+                started.kill()
+                started.wait()
+                self._commands = False
+        return self._process if self._commands else None
 
     def read(self, spec: str) -> tuple[str, bytes] | None:
         """An object's type and content, or None when it is missing."""
         return self._read_loose(spec) or self._read_batch(spec)
 
     def _read_batch(self, spec: str) -> tuple[str, bytes] | None:
+        prefix = b"contents " if self._command_process() is not None else b""
         if self._process is None:
             self._process = start_git(
                 ["cat-file", "--batch"], env={"GIT_DIR": str(self.store_repo)}, fed=True
             )
         stdin, stdout = self._process.stdin, self._process.stdout
         assert stdin is not None and stdout is not None
-        stdin.write(spec.encode() + b"\n")
+        stdin.write(prefix + spec.encode() + b"\n")
         stdin.flush()
         header = stdout.readline().decode().split()
         if len(header) != 3:  # "<spec> missing" (or ambiguous)
@@ -106,16 +131,20 @@ class ObjectReader:
         return out
 
     def _check_batch(self, specs: Sequence[str]) -> dict[str, tuple[str, int] | None]:
-        """One round trip to `cat-file --batch-check`: id and size of each spec."""
-        if self._checker is None:
-            self._checker = start_git(
-                ["cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"],
-                env={"GIT_DIR": str(self.store_repo)},
-                fed=True,
-            )
-        stdin, stdout = self._checker.stdin, self._checker.stdout
+        """One round trip: id and size of each spec (`info` commands, or `--batch-check`)."""
+        process = self._command_process()
+        prefix = b"info "
+        if process is None:
+            if self._checker is None:
+                self._checker = start_git(
+                    ["cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"],
+                    env={"GIT_DIR": str(self.store_repo)},
+                    fed=True,
+                )
+            process, prefix = self._checker, b""
+        stdin, stdout = process.stdin, process.stdout
         assert stdin is not None and stdout is not None
-        stdin.write(b"".join(spec.encode() + b"\n" for spec in specs))
+        stdin.write(b"".join(prefix + spec.encode() + b"\n" for spec in specs))
         stdin.flush()
         out: dict[str, tuple[str, int] | None] = {}
         for spec in specs:
