@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -368,9 +369,33 @@ def test_the_cli_prints_one_line_per_bad_task_and_exits_1(world: World) -> None:
 # --- the capped reader itself ------------------------------------------------------------------
 
 
+@pytest.fixture(params=["git", "git before 2.36"])
+def git_kind(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """This git, or one without `cat-file --batch-command` (a wrapper that refuses it as a git
+    before 2.36 does), so the reader's fallback to `--batch` and `--batch-check` runs too."""
+    if request.param == "git before 2.36":
+        real = shutil.which("git")
+        assert real is not None
+        bin_dir = tmp_path / "old-git"
+        bin_dir.mkdir()
+        wrapper = bin_dir / "git"
+        wrapper.write_text(
+            "#!/bin/sh\n"
+            'case "$*" in *--batch-command*) echo "error: unknown option" >&2; exit 129;; esac\n'
+            f'exec {real} "$@"\n'
+        )
+        wrapper.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+        refused = subprocess.run(["git", "cat-file", "--batch-command"], capture_output=True)
+        assert refused.returncode == 129  # the reader meets what an old git says
+    return str(request.param)
+
+
 @pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
 def test_read_capped_refuses_an_oversized_blob_unread(
-    tmp_path: Path, packed: bool, largest_read: list[int]
+    tmp_path: Path, packed: bool, largest_read: list[int], git_kind: str
 ) -> None:
     repo = tmp_path / "objects.git"
     subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
