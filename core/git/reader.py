@@ -80,7 +80,32 @@ class ObjectReader:
 
     def read(self, spec: str) -> tuple[str, bytes] | None:
         """An object's type and content, or None when it is missing."""
-        return self._read_loose(spec) or self._read_batch(spec)
+        found = self._read_loose(spec)
+        if found is not None:
+            return found
+        if self._absent_from_loose_tree(spec):
+            return None  # its loose tree has no such entry: nothing to ask cat-file
+        return self._read_batch(spec)
+
+    def _absent_from_loose_tree(self, spec: str) -> bool:
+        """Whether `ID:PATH` names no entry of trees that are all loose (a checkpoint without
+        a note, say): then it is missing for certain, and no cat-file is started to say so."""
+        oid, colon, path = spec.partition(":")
+        names = [name for name in path.split("/") if name]
+        if not colon or not names:
+            return False
+        found = self._loose(oid)
+        if found is not None and found[0] == "commit" and found[1][:5] == b"tree ":
+            found = self._loose(found[1][5:45].decode("ascii"))
+        for position, name in enumerate(names):
+            if found is None or found[0] != "tree":
+                return False
+            entry = next((e for e in parse_tree(found[1]) if e[1] == name), None)
+            if entry is None:
+                return True
+            if position < len(names) - 1:
+                found = self._loose(entry[2])
+        return False
 
     def _read_batch(self, spec: str) -> tuple[str, bytes] | None:
         prefix = b"contents " if self._command_process() is not None else b""
@@ -124,6 +149,8 @@ class ObjectReader:
             size = self._loose_size(oid) if oid is not None else None
             if oid is not None and size is not None:
                 out[spec] = (oid, size)
+            elif self._absent_from_loose_tree(spec):
+                out[spec] = None
             else:
                 asked.append(spec)
         for start in range(0, len(asked), _CHECK_BATCH):

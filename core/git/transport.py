@@ -55,6 +55,9 @@ def ls_remote(store_repo: Path, url: str, pattern: str) -> dict[str, str]:
     return refs
 
 
+UNPACK_LIMIT = 500  # objects: below this a fetch is unpacked into loose objects
+
+
 def fetch(store_repo: Path, url: str, refspecs: Sequence[str], *, prune: bool = False) -> None:
     """Fetch `refspecs` from `url` into the store repository (only missing objects move).
 
@@ -62,7 +65,11 @@ def fetch(store_repo: Path, url: str, refspecs: Sequence[str], *, prune: bool = 
     has are deleted, so one fetch both updates and lists what the remote holds.
     """
     if refspecs:
-        args = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"]
+        # A small fetch (a checkpoint, a ledger commit) lands as loose objects, which the
+        # object reader opens from their files: reading what came in then starts no cat-file.
+        # A large one still lands as one pack.
+        args = ["-c", f"fetch.unpackLimit={UNPACK_LIMIT}", "fetch", "--quiet", "--no-tags",
+                "--no-write-fetch-head"]  # fmt: skip
         if prune:
             args.append("--prune")
         _network([*args, url, *refspecs], store_repo, url)
@@ -110,5 +117,6 @@ def _network(args: list[str], store_repo: Path, url: str) -> bytes:
             if line.strip() and not line.startswith("hint:")
         ]
         detail = " / ".join(lines[-3:]) if lines else f"exit code {proc.returncode}"
-        raise NetworkError(f"git {args[0]} to {url} failed: {detail}", "\n".join(lines))
+        verb = next((a for a in args if a in ("fetch", "push", "ls-remote")), args[0])
+        raise NetworkError(f"git {verb} to {url} failed: {detail}", "\n".join(lines))
     return proc.stdout

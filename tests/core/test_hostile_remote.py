@@ -420,3 +420,29 @@ def test_read_capped_refuses_an_oversized_blob_unread(
         assert found["f" * 40] is None
         assert plumbing.read_capped(repo, {small: 5})[small] == plumbing.Oversized(6, 5)
     assert max(largest_read) < MIB
+
+
+def test_a_path_missing_from_a_loose_tree_is_known_missing_without_cat_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.git import reader
+
+    repo = tmp_path / "objects.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
+    small = blob(repo, b"small\n")
+    tree = with_file(repo, EMPTY_TREE, "a/small.txt", small)
+
+    def no_process(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a cat-file was started to learn what the loose trees already say")
+
+    monkeypatch.setattr(reader, "start_git", no_process)
+    found = plumbing.read_objects(
+        repo, [f"{tree}:note.enc", f"{tree}:a/none", f"{tree}:a/small.txt"]
+    )
+    assert found == {
+        f"{tree}:note.enc": None,
+        f"{tree}:a/none": None,
+        f"{tree}:a/small.txt": b"small\n",
+    }
+    capped = plumbing.read_capped(repo, {f"{tree}:note.enc": 10, f"{tree}:a/small.txt": 10})
+    assert capped == {f"{tree}:note.enc": None, f"{tree}:a/small.txt": b"small\n"}
