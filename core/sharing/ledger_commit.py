@@ -32,7 +32,7 @@ from core.sharing.layout import (
 )
 from core.sharing.remote_documents import parse_task_header
 from core.sharing.sealing import seal_json
-from core.sharing.signed_header import key_file_digest, sign_header
+from core.sharing.signed_header import key_file_digest, sign_header, signature_holds
 from core.store.db import write_txn
 
 if TYPE_CHECKING:
@@ -198,12 +198,7 @@ def _header_and_key(
 
 def _signed_by_us(session: Session, task_id: str, header: Mapping[str, Any]) -> bool:
     """Whether `header` is one this operator signed (so the key file it names is ours)."""
-    from core.security import signing
-
-    body = canonical({name: value for name, value in header.items() if name != "sig"})
-    return header.get("by") == session.signing_key().public and signing.verify(
-        str(header.get("by")), str(header.get("sig")), TASK_SCHEMA, task_id, body
-    )
+    return header.get("by") == session.signing_key().public and signature_holds(task_id, header)
 
 
 def task_header(

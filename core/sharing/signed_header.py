@@ -30,17 +30,25 @@ def sign_header(session: Session, task_id: str, header: Mapping[str, Any]) -> di
     return document
 
 
-def header_problem(
-    task_id: str, header: Mapping[str, Any], roster: Roster, key_file: bytes | None
-) -> str | None:
-    """Why the header may not be taken (None: a member signed it and it names this key file)."""
+def signature_holds(task_id: str, header: Mapping[str, Any]) -> bool:
+    """Whether the header's `sig` is its `by` key's signature over the rest of it."""
     from core.security import signing
 
     by, sig = header.get("by"), header.get("sig")
     if not isinstance(by, str) or not isinstance(sig, str):
-        return "its task header is not signed (written by an older Pitstop, or forged)"
+        return False
     body = canonical({name: value for name, value in header.items() if name != "sig"})
-    if not signing.verify(by, sig, TASK_SCHEMA, task_id, body):
+    return signing.verify(by, sig, TASK_SCHEMA, task_id, body)
+
+
+def header_problem(
+    task_id: str, header: Mapping[str, Any], roster: Roster, key_file: bytes | None
+) -> str | None:
+    """Why the header may not be taken (None: a member signed it and it names this key file)."""
+    by, sig = header.get("by"), header.get("sig")
+    if not isinstance(by, str) or not isinstance(sig, str):
+        return "its task header is not signed (written by an older Pitstop, or forged)"
+    if not signature_holds(task_id, header):
         return "its task header's signature does not verify: it was altered or forged"
     if header.get("task") != task_id:
         return f"its task header is about task {header.get('task')!r}"
