@@ -7,6 +7,7 @@ process costs more than the objects themselves. The ids are the ones git would g
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import zlib
@@ -28,19 +29,23 @@ def write_object(store_repo: Path, kind: str, body: bytes) -> str:
     SHA-1, read-only, moved into place whole); return its id."""
     data = f"{kind} {len(body)}\0".encode() + body
     oid = hashlib.sha1(data, usedforsecurity=False).hexdigest()
-    directory = store_repo / "objects" / oid[:2]
-    final = directory / oid[2:]
-    if final.exists():
+    directory = f"{store_repo}/objects/{oid[:2]}"
+    final = f"{directory}/{oid[2:]}"
+    if os.path.exists(final):
         return oid
-    directory.mkdir(mode=0o700, exist_ok=True)
-    temp = directory / f"tmp_obj_{os.getpid()}_{os.urandom(6).hex()}"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
+    temp = f"{directory}/tmp_obj_{os.getpid()}_{os.urandom(6).hex()}"
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
+    except FileNotFoundError:  # the first object of its fan-out directory
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(zlib.compress(data, 1))
         os.replace(temp, final)
     except BaseException:
-        temp.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
         raise
     return oid
 

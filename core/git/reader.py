@@ -14,6 +14,7 @@ older than 2.36 has no `--batch-command`: it gets `--batch` and a `--batch-check
 from __future__ import annotations
 
 import contextvars
+import re
 import subprocess
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -30,6 +31,10 @@ from core.git.run import run_git, start_git
 _CHECK_BATCH = 256
 # A loose object's header (`<kind> <size>\0`) is shorter than this.
 _HEADER_MAX = 32
+# Loose objects kept once read: each at most this big, all together at most this much.
+_MEMO_OBJECT_MAX = 1 << 20
+_MEMO_TOTAL_MAX = 32 << 20
+_is_sha1 = re.compile(r"[0-9a-f]{40}").fullmatch
 
 
 class Oversized(NamedTuple):
@@ -51,7 +56,11 @@ class ObjectReader:
 
     def __init__(self, store_repo: Path) -> None:
         self.store_repo = store_repo
-        self._objects = store_repo / "objects"
+        self._objects = f"{store_repo}/objects/"
+        # Loose objects read so far, by id (an id names its content forever): a push or fetch
+        # reads the same commit and trees several times over. Small ones only, to a total cap.
+        self._memo: dict[str, tuple[str, bytes]] = {}
+        self._memo_bytes = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._checker: subprocess.Popen[bytes] | None = None
         self._commands = True  # one `--batch-command` answers reads and sizes alike
@@ -196,10 +205,12 @@ class ObjectReader:
 
     def _loose_size(self, oid: str) -> int | None:
         """A loose object's size from its header alone; None when it is not a loose object."""
-        if len(oid) != 40 or not all(c in "0123456789abcdef" for c in oid):
+        if oid in self._memo:
+            return len(self._memo[oid][1])
+        if not _is_sha1(oid):
             return None
         try:
-            with open(self._objects / oid[:2] / oid[2:], "rb") as handle:
+            with open(self._objects + oid[:2] + "/" + oid[2:], "rb") as handle:
                 start = zlib.decompressobj().decompress(handle.read(256), _HEADER_MAX)
         except (OSError, zlib.error):
             return None
@@ -228,10 +239,13 @@ class ObjectReader:
 
     def _loose(self, oid: str) -> tuple[str, bytes] | None:
         """A loose object by its full SHA-1 id; None when it is not a readable loose object."""
-        if len(oid) != 40 or not all(c in "0123456789abcdef" for c in oid):
+        known = self._memo.get(oid)
+        if known is not None:
+            return known
+        if not _is_sha1(oid):
             return None
         try:
-            with open(self._objects / oid[:2] / oid[2:], "rb") as handle:
+            with open(self._objects + oid[:2] + "/" + oid[2:], "rb") as handle:
                 data = zlib.decompress(handle.read())
         except (OSError, zlib.error):
             return None
@@ -239,6 +253,9 @@ class ObjectReader:
         kind, _, size = header.decode("ascii", "replace").partition(" ")
         if not nul or not size.isdigit() or int(size) != len(body):
             return None
+        if len(body) <= _MEMO_OBJECT_MAX and self._memo_bytes + len(body) <= _MEMO_TOTAL_MAX:
+            self._memo[oid] = (kind, body)
+            self._memo_bytes += len(body)
         return kind, body
 
     def close(self) -> None:

@@ -7,7 +7,9 @@ more than the work. A repository with another ref storage (reftable) is left to 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -56,47 +58,98 @@ def refs_under(store_repo: Path, prefix: str) -> dict[str, str]:
     return dict(sorted(refs.items()))
 
 
+# A ref name part written as a file here: what git's check-ref-format takes, narrowed to plain
+# characters (no "..", no leading or trailing ".", no ".lock"); anything else is git's to judge.
+_PLAIN_PART = re.compile(r"[A-Za-z0-9_-](?:[A-Za-z0-9_-]|\.(?!\.))*(?<!\.)(?<!\.lock)")
+
+
 def set_ref(store_repo: Path, ref: str, oid: str) -> None:
     """Point a local ref at `oid` (a lock left by a killed writer is cleared first)."""
-    lock = store_repo / f"{ref}.lock"
-    lock.unlink(missing_ok=True)
-    run_git(["update-ref", ref, oid], git_dir=store_repo)
+    set_refs(store_repo, {ref: oid})
 
 
 def set_refs(store_repo: Path, refs: Mapping[str, str]) -> None:
-    """Point several local refs at once (one `update-ref --stdin`, in one transaction)."""
+    """Point several local refs at once, the way git's "files" ref storage does it: every
+    `<ref>.lock` is taken before any ref moves, then each is renamed over its ref.
+
+    Written here rather than by `update-ref`, which push and fetch would otherwise start on
+    every call. Pitstop holds its own lock on what it moves, so a lock file found here can only
+    be a killed writer's and is removed first. Whatever the files cannot say safely — a ref
+    outside `refs/pitstop/`, a reftable store, a reflog to append to, a file where a directory
+    must be — is left to one `update-ref --stdin`, in one transaction.
+    """
     if not refs:
         return
     for ref in refs:
-        (store_repo / f"{ref}.lock").unlink(missing_ok=True)
-    script = "".join(f"update {ref} {oid}\n" for ref, oid in sorted(refs.items()))
-    run_git(["update-ref", "--stdin"], git_dir=store_repo, input=script.encode())
+        if _is_plain(ref):  # never a path built from a name git would refuse
+            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                (store_repo / f"{ref}.lock").unlink()
+    if not _write_loose_refs(store_repo, refs):
+        script = "".join(f"update {ref} {oid}\n" for ref, oid in sorted(refs.items()))
+        run_git(["update-ref", "--stdin"], git_dir=store_repo, input=script.encode())
 
 
 def write_ref_file(store_repo: Path, ref: str, oid: str) -> None:
-    """Point a ref three levels deep (`refs/<a>/<b>/<name>`) at `oid`, the way git writes a
-    loose ref (`<ref>.lock` created exclusively, then renamed over the ref): no `update-ref`
-    process. The caller holds its own lock on the ref, so a lock file left here can only be a
-    killed writer's and is removed first. Any other ref, or a reftable store, is left to git.
-    """
-    lock = store_repo / f"{ref}.lock"
-    lock.unlink(missing_ok=True)  # git would refuse forever until it is removed
-    *directories, name = ref.split("/")
-    if (store_repo / "reftable").exists() or len(directories) != 3:
-        run_git(["update-ref", ref, oid], git_dir=store_repo)
-        return
-    directory = store_repo
-    for part in directories:
-        directory = directory / part
-        directory.mkdir(mode=0o700, exist_ok=True)
-    fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    """Point one ref at `oid` without an `update-ref` process (`set_refs` of one)."""
+    set_refs(store_repo, {ref: oid})
+
+
+def _is_plain(ref: str) -> bool:
+    return all(_PLAIN_PART.fullmatch(part) for part in ref.split("/"))
+
+
+def _write_loose_refs(store_repo: Path, refs: Mapping[str, str]) -> bool:
+    """Write `refs` as loose ref files; False (nothing written) where git must do it."""
+    if (store_repo / "reftable").exists():
+        return False
+    targets: list[tuple[Path, str]] = []
+    for ref, oid in sorted(refs.items()):
+        if (
+            not ref.startswith("refs/pitstop/")
+            or not _is_plain(ref)
+            or len(oid) not in (40, 64)
+            or oid.strip("0123456789abcdef")
+            or (store_repo / "logs" / ref).exists()
+        ):
+            return False
+        targets.append((store_repo / ref, oid))
+    taken: list[tuple[Path, Path]] = []
     try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(f"{oid}\n")
-        os.replace(lock, directory / name)
-    except BaseException:
-        lock.unlink(missing_ok=True)
-        raise
+        for final, oid in targets:
+            _private_directories(store_repo, final.parent)
+            if final.is_dir():  # a ref named like a directory of refs: git says what is wrong
+                raise IsADirectoryError(final)
+            lock = final.with_name(final.name + ".lock")
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            taken.append((lock, final))
+            with os.fdopen(fd, "w") as handle:
+                handle.write(f"{oid}\n")
+    except OSError:  # a file where a directory must be, a lock taken meanwhile: leave it to git
+        for lock, _final in taken:
+            lock.unlink(missing_ok=True)
+        return False
+    try:
+        for lock, final in taken:
+            os.replace(lock, final)
+    finally:
+        for lock, _final in taken:
+            lock.unlink(missing_ok=True)
+    return True
+
+
+def _private_directories(store_repo: Path, directory: Path) -> None:
+    """Create `directory` and any missing parents below the repository, each private (0700)."""
+    if directory.is_dir():
+        return
+    missing = []
+    while not directory.is_dir() and directory != store_repo:
+        missing.append(directory)
+        directory = directory.parent
+    for path in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile by another writer
+            path.mkdir(mode=0o700)
+        if not path.is_dir():
+            raise NotADirectoryError(path)
 
 
 def is_ancestor(store_repo: Path, older: str, newer: str) -> bool:

@@ -32,7 +32,7 @@ from core.sharing.layout import (
 from core.sharing.ledger_commit import facts_of
 from core.sharing.remote_documents import parse_task_header
 from core.sharing.remote_reads import COMMIT_CAP, read_capped, read_ledger_files
-from core.sharing.remotes import open_store_repo, resolve_url
+from core.sharing.remotes import open_remote
 from core.sharing.roster_reading import roster_in
 from core.sharing.signed_header import header_problem
 from core.sharing.tracking import fetch_task_refs, task_refs, tracking_root
@@ -81,8 +81,7 @@ def fetch(
     if repo is None:
         local = [t for t in task_ids if t in store.task_ids(session.db)]
         repo = store.get_task(session.db, local[0]).repo_root if local else "."
-    source, store_repo = open_store_repo(session, repo)
-    url = resolve_url(session, remote, source.toplevel)
+    source, store_repo, url = open_remote(session, remote, repo)
     me = identity.load_identity_or_none()
     wanted, present, tracked = _fetch_refs(session, store_repo, url, task_ids, me, missing_ok)
     root = tracking_root(url)

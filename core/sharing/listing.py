@@ -23,7 +23,7 @@ from core.security import identity
 from core.sharing.layout import PREFIX
 from core.sharing.remote_documents import parse_task_header
 from core.sharing.remote_reads import task_headers
-from core.sharing.remotes import open_store_repo, resolve_url
+from core.sharing.remotes import open_remote
 from core.sharing.tracking import task_refs, tracking_root
 from core.store.db import write_txn
 
@@ -79,8 +79,7 @@ def list_remote(
     session: Session, remote: str | None = None, repo: str | os.PathLike[str] = "."
 ) -> RemoteListing:
     """Tasks and checkpoints on a remote, from its refs and plain headers alone."""
-    source, store_repo = open_store_repo(session, repo)
-    url = resolve_url(session, remote, source.toplevel)
+    _source, store_repo, url = open_remote(session, remote, repo)
     # One connection: fetch every ledger ref (only what moved transfers) and prune the ones
     # the remote dropped; the tracking refs then say what the remote holds.
     tracking = f"{tracking_root(url)}ledger/"

@@ -6,7 +6,8 @@ a ref since, the remote refuses the whole push, and we fetch, merge and push aga
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ from core.models import Task
 from core.sharing.checkpoint_export import export_chain
 from core.sharing.layout import PREFIX, checkpoint_ref, ledger_ref, local_ledger_ref
 from core.sharing.ledger_commit import ledger_commit
-from core.sharing.remotes import resolve_url
+from core.sharing.remotes import PendingUrl, resolving_url
 from core.sharing.tracking import fetch_task_refs, tracking_ref
 from core.store.db import batch_txn, write_txn
 
@@ -53,57 +54,77 @@ def push(
     tasks = [store.get_task(session.db, task_id) for task_id in task_ids]
     if not tasks:
         raise UsageError("no task to push; name one (`pitstop task list` shows them)")
-    groups: dict[tuple[str, str], list[Task]] = {}
+    by_repo: dict[str, list[Task]] = {}
     for task in tasks:
-        url = resolve_url(session, remote, task.repo_root)
-        groups.setdefault((url, task.store_repo), []).append(task)
-    results = [
-        _push_group(session, url, session.paths.repos / repo, group, seal_worktree)
-        for (url, repo), group in groups.items()
-    ]
+        by_repo.setdefault(task.store_repo, []).append(task)
+    with ExitStack() as lookups:  # git looks up the remotes' URLs while the commits are built
+        pending = {
+            root: lookups.enter_context(resolving_url(session, remote, root))
+            for root in dict.fromkeys(task.repo_root for task in tasks)
+        }
+        results = [
+            result
+            for repo, group in by_repo.items()
+            for result in _push_repo(
+                session, pending, session.paths.repos / repo, group, seal_worktree
+            )
+        ]
     merged = PushResult(url=results[0].url)
     for result in results:
         merged.tasks.update(result.tasks)
     return merged
 
 
-def _push_group(
-    session: Session, url: str, store_repo: Path, tasks: list[Task], seal_worktree: bool
-) -> PushResult:
-    """Push on what we last saw of the remote (one connection), again on a moved remote."""
-    for attempt in range(3):
-        try:
-            with plumbing.session(store_repo):  # one cat-file for every read of the push
-                return _push_once(
-                    session, url, store_repo, tasks, seal_worktree, refresh=attempt > 0
-                )
-        except transport.RemoteMovedError:
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
+def _push_repo(
+    session: Session,
+    pending: Mapping[str, PendingUrl],
+    store_repo: Path,
+    tasks: list[Task],
+    seal_worktree: bool,
+) -> list[PushResult]:
+    """Push the tasks of one store repository, one connection per remote URL.
+
+    Their remote commits are built first, while git still looks up the URL; what is recorded
+    before the push (remote commits built, ledger facts) commits once, and a remote that
+    cannot be found undoes it all.
+    """
+    with plumbing.session(store_repo):  # one cat-file for every read of the push
+        with batch_txn(session.db):
+            chains = {t.id: export_chain(session, store_repo, t, seal_worktree) for t in tasks}
+            groups: dict[str, list[Task]] = {}
+            for task in tasks:
+                url = pending[task.repo_root].url(Path(task.repo_root))
+                groups.setdefault(url, []).append(task)
+            plans = {
+                url: _plan(session, url, store_repo, group, chains) for url, group in groups.items()
+            }
+        return [
+            _send(session, url, store_repo, group, chains, plans[url])
+            for url, group in groups.items()
+        ]
 
 
-def _push_once(
+def _send(
     session: Session,
     url: str,
     store_repo: Path,
     tasks: list[Task],
-    seal_worktree: bool,
-    *,
-    refresh: bool,
+    chains: Mapping[str, list[str]],
+    planned: tuple[_Plan, PushResult],
 ) -> PushResult:
-    if refresh:
+    """Push on what we last saw of the remote (one connection); on a remote that moved since,
+    fetch its refs, plan again and push again."""
+    plan, result = planned
+    for attempt in range(3):
+        try:
+            transport.push(store_repo, url, plan.updates)
+            break
+        except transport.RemoteMovedError:
+            if attempt == 2:
+                raise
         fetch_task_refs(store_repo, url, [t.id for t in tasks])
-    refs = plumbing.refs_under(store_repo, PREFIX)
-    plan = _Plan()
-    result = PushResult(url=snapshot.strip_url_credentials(url))
-    # what is recorded before the push (remote commits built, ledger facts) commits once
-    with batch_txn(session.db):
-        for task in tasks:
-            result.tasks[task.id] = _plan_task(
-                session, url, store_repo, task, refs, seal_worktree, plan, result.url
-            )
-    transport.push(store_repo, url, plan.updates)
+        with batch_txn(session.db):
+            plan, result = _plan(session, url, store_repo, tasks, chains)
     plumbing.set_refs(store_repo, plan.moved)
     now = clock.now_iso()
     with write_txn(session.db):
@@ -115,20 +136,39 @@ def _push_once(
     return result
 
 
+def _plan(
+    session: Session,
+    url: str,
+    store_repo: Path,
+    tasks: list[Task],
+    chains: Mapping[str, list[str]],
+) -> tuple[_Plan, PushResult]:
+    """The ref updates that send `tasks` to `url`, from what we last saw of it (inside the
+    caller's transaction)."""
+    refs = plumbing.refs_under(store_repo, PREFIX)
+    plan = _Plan()
+    result = PushResult(url=snapshot.strip_url_credentials(url))
+    for task in tasks:
+        result.tasks[task.id] = _plan_task(
+            session, url, store_repo, task, refs, chains[task.id], plan, result.url
+        )
+    return plan, result
+
+
 def _plan_task(
     session: Session,
     url: str,
     store_repo: Path,
     task: Task,
     refs: dict[str, str],
-    seal_worktree: bool,
+    chain: list[str],
     plan: _Plan,
     shown_url: str,
 ) -> dict[str, Any]:
-    """Build one task's commits and add its ref updates to `plan`; return what it sends."""
+    """Build one task's ledger commit and add its ref updates to `plan` (its checkpoints'
+    remote commits are `chain`); return what it sends."""
     remote_cp = refs.get(tracking_ref(url, "checkpoints", task.id))
     remote_ledger = refs.get(tracking_ref(url, "ledger", task.id))
-    chain = export_chain(session, store_repo, task, seal_worktree)
     tip = chain[-1] if chain else None
     sent = 0
     if tip is not None and tip != remote_cp:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import clock, snapshot, store
-from core.errors import NotFoundError, UsageError
-from core.git.run import clean_env
+from core.errors import GitError, NotFoundError, UsageError
+from core.git.run import finish_git, start_git
 from core.store.db import write_txn
 
 if TYPE_CHECKING:
@@ -32,25 +34,71 @@ def _looks_like_url(text: str) -> bool:
 
 def resolve_url(session: Session, remote: str | None, repo_root: str | Path) -> str:
     """The URL behind `--remote NAME|URL` (default: the repository's own `origin`)."""
+    with resolving_url(session, remote, repo_root) as pending:
+        return pending.url(Path(repo_root))
+
+
+class PendingUrl:
+    """A remote's URL, known already or still being asked of git (`resolving_url`)."""
+
+    def __init__(self, name: str, known: str | None, process: subprocess.Popen[bytes] | None):
+        self.name = name
+        self._known = known
+        self._process = process
+
+    def url(self, repo_root: Path) -> str:
+        """The URL; a git remote's relative path is anchored at `repo_root` (the toplevel)."""
+        if self._known is not None:
+            return self._known
+        try:
+            if self._process is None:  # no repository to ask
+                raise GitError("no repository")
+            out = finish_git(self._process, "remote get-url")
+        except GitError:
+            raise UsageError(
+                f"no remote {self.name!r}: not a Pitstop remote (`pitstop remote add "
+                f"{self.name} URL`) and not a git remote of {repo_root}"
+            ) from None
+        finally:
+            self._process = None
+        self._known = _anchor(out.decode().strip(), repo_root)
+        return self._known
+
+    def close(self) -> None:
+        """Stop a lookup nobody waited for (the caller failed first)."""
+        if self._process is not None:
+            self._process.kill()
+            self._process.communicate()
+            self._process = None
+
+
+@contextmanager
+def resolving_url(
+    session: Session, remote: str | None, repo: str | os.PathLike[str]
+) -> Iterator[PendingUrl]:
+    """Resolve `--remote NAME|URL` beside the caller's own work.
+
+    A name is looked up among Pitstop's remotes, then taken as a URL or a path; only a git
+    remote of `repo` needs git, whose `remote get-url` then runs while the block goes on (a
+    fetch finds its repository meanwhile, a push builds its commits) and is waited for at
+    `url()`. A lookup nobody waited for is stopped when the block ends.
+    """
     name = remote or "origin"
     row = store.get_remote(session.db, name)
     if row is not None:
-        return str(row["url"])
-    if _looks_like_url(name) or Path(name).exists():
+        pending = PendingUrl(name, str(row["url"]), None)
+    elif _looks_like_url(name) or Path(name).exists():
         path = Path(name).expanduser()
-        return str(path.resolve()) if path.exists() else name
-    proc = subprocess.run(
-        ["git", "-C", str(repo_root), "remote", "get-url", name],
-        capture_output=True,
-        check=False,
-        env=clean_env(),
-    )
-    if proc.returncode != 0:
-        raise UsageError(
-            f"no remote {name!r}: not a Pitstop remote (`pitstop remote add {name} URL`) and "
-            f"not a git remote of {repo_root}"
-        )
-    return _anchor(proc.stdout.decode().strip(), Path(repo_root))
+        pending = PendingUrl(name, str(path.resolve()) if path.exists() else name, None)
+    elif Path(repo).is_dir():
+        process = start_git(["remote", "get-url", name], cwd=Path(repo))
+        pending = PendingUrl(name, None, process)
+    else:
+        pending = PendingUrl(name, None, None)
+    try:
+        yield pending
+    finally:
+        pending.close()
 
 
 def _anchor(url: str, base: Path) -> str:
@@ -100,3 +148,13 @@ def open_store_repo(
     """The source repository at `repo` and the store's own repository that mirrors it."""
     source = snapshot.resolve_source_repo(repo)
     return source, snapshot.ensure_store_repo(session.paths.repos, source)
+
+
+def open_remote(
+    session: Session, remote: str | None, repo: str | os.PathLike[str]
+) -> tuple[snapshot.SourceRepo, Path, str]:
+    """The source repository at `repo`, the store's repository mirroring it, and the URL of
+    `--remote NAME|URL`: git finds the repository and the remote's URL side by side."""
+    with resolving_url(session, remote, repo) as pending:
+        source, store_repo = open_store_repo(session, repo)
+        return source, store_repo, pending.url(source.toplevel)
