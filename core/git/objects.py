@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import GitError
+from core.git.pack_writer import pending_objects
 from core.git.run import PITSTOP_IDENT
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -31,7 +32,11 @@ def write_object(store_repo: Path, kind: str, body: bytes) -> str:
     oid = hashlib.sha1(data, usedforsecurity=False).hexdigest()
     directory = f"{store_repo}/objects/{oid[:2]}"
     final = f"{directory}/{oid[2:]}"
-    if os.path.exists(final):
+    pending = pending_objects(store_repo)
+    if oid in (pending or ()) or os.path.exists(final):
+        return oid
+    if pending is not None:  # inside `batched()`: one pack for all, when the block ends
+        pending[oid] = (kind, body)
         return oid
     temp = f"{directory}/tmp_obj_{os.getpid()}_{os.urandom(6).hex()}"
     try:

@@ -2,12 +2,14 @@
 
 Sharing and the engine work with the store's repositories through this one import; each piece
 lives in its own module (`objects` writes git's format, `reader` reads through one `cat-file`
-session, `refs` reads and moves refs, `packs` moves objects between repositories).
+session, `refs` reads and moves refs, `packs` moves objects between repositories, `pack_writer`
+gathers what one operation writes into one pack).
 """
 
 from __future__ import annotations
 
 from core.git.objects import build_tree, commit, commit_parents, parse_tree, write_blobs
+from core.git.pack_writer import batched
 from core.git.packs import index_pack, pack_objects
 from core.git.reader import (
     ObjectReader,
@@ -25,6 +27,7 @@ from core.git.refs import first_parent_chain, is_ancestor, read_ref, refs_under,
 __all__ = [
     "ObjectReader",
     "Oversized",
+    "batched",
     "build_tree",
     "commit",
     "commit_parents",

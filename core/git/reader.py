@@ -24,6 +24,8 @@ from typing import NamedTuple
 
 from core.errors import GitError
 from core.git.objects import parse_tree
+from core.git.pack_reader import PackedObjects
+from core.git.pack_writer import pending_object
 from core.git.run import run_git, start_git
 
 # How many specs one round trip asks `cat-file --batch-check` about: its answers (a line each)
@@ -34,6 +36,8 @@ _HEADER_MAX = 32
 # Loose objects kept once read: each at most this big, all together at most this much.
 _MEMO_OBJECT_MAX = 1 << 20
 _MEMO_TOTAL_MAX = 32 << 20
+# A loose object file this small is read whole when only its size was asked.
+_WHOLE_READ_MAX = 64 << 10
 _is_sha1 = re.compile(r"[0-9a-f]{40}").fullmatch
 
 
@@ -61,6 +65,7 @@ class ObjectReader:
         # reads the same commit and trees several times over. Small ones only, to a total cap.
         self._memo: dict[str, tuple[str, bytes]] = {}
         self._memo_bytes = 0
+        self._packed = PackedObjects(self._objects)  # whole objects in packs, read here too
         self._process: subprocess.Popen[bytes] | None = None
         self._checker: subprocess.Popen[bytes] | None = None
         self._commands = True  # one `--batch-command` answers reads and sizes alike
@@ -130,7 +135,15 @@ class ObjectReader:
         if len(header) != 3:  # "<spec> missing" (or ambiguous)
             return None
         data = stdout.read(int(header[2]))
-        stdout.read(1)  # the newline after the content
+        if len(data) != int(header[2]) or stdout.read(1) != b"\n":
+            # cat-file died inside the object: it could not inflate what it had announced
+            self._process.kill()
+            self._process.wait()
+            self._process = None
+            raise GitError(
+                f"the store repository {self.store_repo} holds a damaged object ({spec}); "
+                "run `git fsck` there, and fetch the task again"
+            )
         return header[1], data
 
     def read_capped(self, specs: Mapping[str, int]) -> dict[str, bytes | Oversized | None]:
@@ -193,7 +206,7 @@ class ObjectReader:
         """The id `ID` or `ID:PATH` names, through loose trees only; None: ask `cat-file`."""
         oid, colon, path = spec.partition(":")
         if not colon:
-            return oid if self._loose_size(oid) is not None else None
+            return oid if _is_sha1(oid) else None  # loose or not: `_loose_size` tells
         parent, _, name = path.rstrip("/").rpartition("/")
         if not name:
             return None
@@ -204,19 +217,30 @@ class ObjectReader:
         return entry[2] if entry else None
 
     def _loose_size(self, oid: str) -> int | None:
-        """A loose object's size from its header alone; None when it is not a loose object."""
-        if oid in self._memo:
-            return len(self._memo[oid][1])
+        """A loose object's size, from its header alone when it is large; None when it is not a
+        loose object. A small one is read whole on the way (and kept): its read comes next."""
+        known = self._memo.get(oid) or pending_object(self.store_repo, oid)
+        if known is not None:
+            return len(known[1])
         if not _is_sha1(oid):
             return None
         try:
             with open(self._objects + oid[:2] + "/" + oid[2:], "rb") as handle:
-                start = zlib.decompressobj().decompress(handle.read(256), _HEADER_MAX)
+                raw = handle.read(_WHOLE_READ_MAX + 1)
+            # at most this much comes out, however well the file compresses
+            start = zlib.decompressobj().decompress(raw, _HEADER_MAX + _MEMO_OBJECT_MAX)
+        except FileNotFoundError:
+            entry = self._packed.find(oid)  # stored whole in a pack: its header says
+            return entry.size if entry is not None else None
         except (OSError, zlib.error):
             return None
-        header, nul, _ = start.partition(b"\0")
-        _kind, _, size = header.decode("ascii", "replace").partition(" ")
-        return int(size) if nul and size.isdigit() else None
+        header, nul, body = start.partition(b"\0")
+        kind, _, size = header.decode("ascii", "replace").partition(" ")
+        if not nul or not size.isdigit():
+            return None
+        if len(raw) <= _WHOLE_READ_MAX and len(body) == int(size):
+            self._remember(oid, kind, body)
+        return int(size)
 
     def _read_loose(self, spec: str) -> tuple[str, bytes] | None:
         """`ID`, `ID^{tree}` or `ID:PATH` from loose objects only; None: ask `cat-file`."""
@@ -239,7 +263,7 @@ class ObjectReader:
 
     def _loose(self, oid: str) -> tuple[str, bytes] | None:
         """A loose object by its full SHA-1 id; None when it is not a readable loose object."""
-        known = self._memo.get(oid)
+        known = self._memo.get(oid) or pending_object(self.store_repo, oid)
         if known is not None:
             return known
         if not _is_sha1(oid):
@@ -247,19 +271,28 @@ class ObjectReader:
         try:
             with open(self._objects + oid[:2] + "/" + oid[2:], "rb") as handle:
                 data = zlib.decompress(handle.read())
+        except FileNotFoundError:
+            packed = self._packed.read(oid)
+            if packed is not None:
+                self._remember(oid, *packed)
+            return packed
         except (OSError, zlib.error):
             return None
         header, nul, body = data.partition(b"\0")
         kind, _, size = header.decode("ascii", "replace").partition(" ")
         if not nul or not size.isdigit() or int(size) != len(body):
             return None
+        self._remember(oid, kind, body)
+        return kind, body
+
+    def _remember(self, oid: str, kind: str, body: bytes) -> None:
         if len(body) <= _MEMO_OBJECT_MAX and self._memo_bytes + len(body) <= _MEMO_TOTAL_MAX:
             self._memo[oid] = (kind, body)
             self._memo_bytes += len(body)
-        return kind, body
 
     def close(self) -> None:
-        """End the `cat-file` processes, if any were started."""
+        """End the `cat-file` processes, if any were started, and let go of the packs."""
+        self._packed.close()
         for process in (self._process, self._checker):
             if process is None:
                 continue

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from core.git.run import run_git, run_git_process
@@ -43,19 +43,33 @@ def refs_under(store_repo: Path, prefix: str) -> dict[str, str]:
                 oid, _, name = line.partition(" ")
                 if name.startswith(prefix):
                     refs[name] = oid
-    top = store_repo / prefix.rstrip("/")
-    if top.is_dir():
-        for path in top.rglob("*"):
-            if path.is_file() and not path.name.endswith(".lock"):
-                name = path.relative_to(store_repo).as_posix()
-                value = path.read_text(encoding="utf-8", errors="replace").strip()
-                if len(value) in (40, 64) and all(c in "0123456789abcdef" for c in value):
-                    refs[name] = value
-                elif value.startswith("ref: "):  # a symbolic ref: let git resolve it
-                    resolved = read_ref(store_repo, name)
-                    if resolved:
-                        refs[name] = resolved
+    for name, path in _loose_ref_files(f"{store_repo}/", prefix.rstrip("/")):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                value = handle.read().strip()
+        except OSError:  # deleted meanwhile (a pack-refs), or unreadable: git's word counts
+            continue
+        if len(value) in (40, 64) and not value.strip("0123456789abcdef"):
+            refs[name] = value
+        elif value.startswith("ref: "):  # a symbolic ref: let git resolve it
+            resolved = read_ref(store_repo, name)
+            if resolved:
+                refs[name] = resolved
     return dict(sorted(refs.items()))
+
+
+def _loose_ref_files(root: str, name: str) -> Iterator[tuple[str, str]]:
+    """Every loose ref file below the ref directory `name`: (ref name, path); locks skipped."""
+    try:
+        entries = list(os.scandir(root + name))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        child = f"{name}/{entry.name}"
+        if entry.is_dir(follow_symlinks=False):
+            yield from _loose_ref_files(root, child)
+        elif entry.is_file() and not entry.name.endswith(".lock"):
+            yield child, entry.path
 
 
 # A ref name part written as a file here: what git's check-ref-format takes, narrowed to plain

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from core.errors import GitError
+from core.git.pack_writer import flush
 
 # Who git says made the commits Pitstop writes into its own repositories.
 PITSTOP_IDENT = {
@@ -83,6 +84,8 @@ def run_git_process(
     full_env = clean_env(env)
     if git_dir is not None:
         full_env["GIT_DIR"] = str(git_dir)
+    if "GIT_DIR" in full_env:
+        flush(full_env["GIT_DIR"])  # objects gathering for a pack: git must find them
     try:
         return subprocess.run(
             ["git", *args],
@@ -110,6 +113,8 @@ def start_git(
     lives; its stderr is dropped, since nothing reads it until the end and a full pipe would
     stall it.
     """
+    if env and "GIT_DIR" in env:
+        flush(env["GIT_DIR"])  # objects gathering for a pack: git must find them
     try:
         return subprocess.Popen(
             ["git", *args],

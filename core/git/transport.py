@@ -7,6 +7,7 @@ merge, retry) from a host that refuses `refs/pitstop/*` (one clear line) from an
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -67,12 +68,39 @@ def fetch(store_repo: Path, url: str, refspecs: Sequence[str], *, prune: bool = 
     if refspecs:
         # A small fetch (a checkpoint, a ledger commit) lands as loose objects, which the
         # object reader opens from their files: reading what came in then starts no cat-file.
-        # A large one still lands as one pack.
-        args = ["-c", f"fetch.unpackLimit={UNPACK_LIMIT}", "fetch", "--quiet", "--no-tags",
-                "--no-write-fetch-head"]  # fmt: skip
+        # A large one still lands as one pack. Which refs were forced is never shown (so not
+        # worked out), and housekeeping runs only when it may be due (`maintain_if_due`).
+        args = ["-c", f"fetch.unpackLimit={UNPACK_LIMIT}", *_QUIET_FETCH, "fetch", "--quiet",
+                "--no-tags", "--no-write-fetch-head"]  # fmt: skip
         if prune:
             args.append("--prune")
         _network([*args, url, *refspecs], store_repo, url)
+        maintain_if_due(store_repo)
+
+
+_QUIET_FETCH = (
+    "-c", "fetch.showForcedUpdates=false", "-c", "advice.fetchShowForcedUpdates=false",
+    "-c", "maintenance.auto=false",
+)  # fmt: skip
+# git's own `gc --auto` looks for 27 loose objects in objects/17 (6,700 in all) or 50 packs;
+# it is asked well before either, so a lower gc.auto in the user's config still counts.
+_LOOSE_IN_17_SOON = 6
+_PACKS_SOON = 25
+
+
+def maintain_if_due(store_repo: Path) -> None:
+    """Run `git maintenance run --auto` when the repository may need it (what every fetch
+    would otherwise start, only to find nothing to do): loose objects or packs piling up."""
+    try:
+        loose = sum(1 for name in os.listdir(store_repo / "objects" / "17") if len(name) == 38)
+    except OSError:
+        loose = 0
+    try:
+        packs = sum(1 for n in os.listdir(store_repo / "objects" / "pack") if n.endswith(".pack"))
+    except OSError:
+        packs = 0
+    if loose > _LOOSE_IN_17_SOON or packs > _PACKS_SOON:
+        run_git_process(["maintenance", "run", "--auto", "--quiet"], git_dir=store_repo)
 
 
 def push(store_repo: Path, url: str, updates: Mapping[str, tuple[str, str | None]]) -> None:

@@ -89,7 +89,8 @@ def _push_repo(
     cannot be found undoes it all.
     """
     with plumbing.session(store_repo):  # one cat-file for every read of the push
-        with batch_txn(session.db):
+        # objects land as one pack before the transaction that names them commits
+        with batch_txn(session.db), plumbing.batched(store_repo):
             chains = {t.id: export_chain(session, store_repo, t, seal_worktree) for t in tasks}
             groups: dict[str, list[Task]] = {}
             for task in tasks:
@@ -123,7 +124,7 @@ def _send(
             if attempt == 2:
                 raise
         fetch_task_refs(store_repo, url, [t.id for t in tasks])
-        with batch_txn(session.db):
+        with batch_txn(session.db), plumbing.batched(store_repo):
             plan, result = _plan(session, url, store_repo, tasks, chains)
     plumbing.set_refs(store_repo, plan.moved)
     now = clock.now_iso()
