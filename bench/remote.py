@@ -14,7 +14,7 @@ Every run starts from the same state: the remote, the stores and the clones are 
 copies made during setup, outside the timing. Runs are interleaved (A, B, A, B, ...) and medians
 compared. Nothing here asserts a time.
 
-    .venv/bin/python bench/remote.py               # 5,000-file repo, 2,000 remote tasks, 5 runs
+    .venv/bin/python bench/remote.py               # 5,000-file repo, 2,000 remote tasks, 9 runs
     .venv/bin/python bench/remote.py --quick       # 300 files, 100 tasks, 3 runs (smoke run)
     .venv/bin/python bench/remote.py --profile     # plus cProfile and git processes per operation
 """
@@ -559,6 +559,12 @@ def report_signing_costs(count: int) -> None:
     )
 
 
+def paired_ratio(pitstop: Sequence[float], floor: Sequence[float]) -> float:
+    """The median of each back-to-back pair's ratio: the machine's load drifts over a run
+    (shared, 2 cores), and a pair's two runs see the same load where two medians need not."""
+    return statistics.median(a / b for a, b in zip(pitstop, floor, strict=True))
+
+
 def row(label: str, samples: Sequence[float], ratio: str = "", target: str = "") -> str:
     spread = f"[{ms(min(samples))} .. {ms(max(samples))}]"
     return (
@@ -653,9 +659,9 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         )
 
     # --- report --------------------------------------------------------------------------
-    push_ratio = statistics.median(push_pitstop) / statistics.median(push_git)
-    fetch_ratio = statistics.median(fetch_pitstop) / statistics.median(fetch_git)
-    list_ratio = statistics.median(list_pitstop) / statistics.median(list_floor)
+    push_ratio = paired_ratio(push_pitstop, push_git)
+    fetch_ratio = paired_ratio(fetch_pitstop, fetch_git)
+    list_ratio = paired_ratio(list_pitstop, list_floor)
     git_ver = git(["--version"], workdir).decode().strip()
     print(
         f"Pitstop remote benchmark  ({git_ver}, Python {sys.version.split()[0]}, "
@@ -668,7 +674,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     )
     print(
         f"runs: {args.runs} per side, interleaved A,B,A,B, each from a restored state; "
-        "medians, [min .. max]"
+        "medians, [min .. max]; a ratio is the median of the back-to-back pairs' ratios"
     )
     print()
     print(f"{'measure':<44}  {'median':>11}  {'range':>25}  {'ratio':>6}  target")
@@ -763,7 +769,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=None,
         help="tasks on the remote for `remote list` (default 2000)",
     )
-    parser.add_argument("--runs", type=int, default=None, help="timed runs per side (default 5)")
+    parser.add_argument("--runs", type=int, default=None, help="timed runs per side (default 9)")
     parser.add_argument(
         "--quick", action="store_true", help="smoke run: 300 files, 100 tasks, 3 runs"
     )
@@ -789,7 +795,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.runs = args.runs or 3
     args.files = args.files or 5000
     args.tasks = args.tasks or 2000
-    args.runs = args.runs or 5
+    args.runs = args.runs or 9
     if args.files < 50 or args.runs < 1 or args.tasks < 1:
         parser.error("--files must be at least 50, --runs and --tasks at least 1")
     return args

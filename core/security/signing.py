@@ -158,7 +158,29 @@ def normal_fingerprint(text: str) -> str:
 
 
 def verify(public: str, signature: str, schema: str, task_id: str, body: bytes) -> bool:
-    """Whether `signature` is `public`'s over `body` as a `schema` document about `task_id`."""
+    """Whether `signature` is `public`'s over `body` as a `schema` document about `task_id`.
+
+    A pure function of its arguments, so a signature found good once in this process is not
+    checked again (a fetch meets the roster it holds and the same roster offered again); what
+    is kept is a digest of the arguments, never the body itself.
+    """
+    named = repr((str(public), str(signature), schema, task_id)).encode()  # unambiguous
+    key = hashlib.sha256(named + hashlib.sha256(body).digest()).digest()
+    if key in _VERIFIED:
+        return True
+    good = _verify(str(public), str(signature), schema, task_id, body)
+    if good:
+        if len(_VERIFIED) >= _VERIFIED_MAX:
+            _VERIFIED.clear()
+        _VERIFIED.add(key)
+    return good
+
+
+_VERIFIED: set[bytes] = set()
+_VERIFIED_MAX = 8192
+
+
+def _verify(public: str, signature: str, schema: str, task_id: str, body: bytes) -> bool:
     from cryptography.exceptions import InvalidSignature
 
     try:
