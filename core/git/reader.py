@@ -2,8 +2,9 @@
 
 A ledger holds thousands of small files and a checkpoint reads back what it just wrote; a git
 process per read would dominate push, fetch and every hook checkpoint. Loose objects are read
-from their files; everything else goes through one `cat-file --batch` kept open for the
-operation (`session()`).
+from their files, objects stored whole in a pack through its index (`pack_reader`), objects a
+batch is still gathering from memory (`pack_writer`), and each is kept once read; everything
+else goes through one `cat-file --batch-command` kept open for the operation (`session()`).
 
 What came from a remote is read with a cap (`read_capped`): its size is asked first (a loose
 object's header, or an `info` command to the same `cat-file --batch-command` process), so an

@@ -97,7 +97,11 @@ def fetch(
             )
             refs: dict[str, str] = {}
             try:
-                with batch_txn(session.db):  # a task comes in whole or not at all, one commit
+                # A task comes in whole or not at all, in one commit. What it records is the
+                # remote's, taken again by the next fetch, so that commit is not flushed
+                # (`write_txn`) — unless it pins the task's owner, met here for the first time.
+                pinned = store.trusted_genesis(session.db, task_id) is not None
+                with batch_txn(session.db, durable=not pinned):
                     outcome = _import_task(
                         session, source, store_repo, url, task_id, me, tips, refs, expected
                     )

@@ -128,7 +128,7 @@ def _send(
             plan, result = _plan(session, url, store_repo, tasks, chains)
     plumbing.set_refs(store_repo, plan.moved)
     now = clock.now_iso()
-    with write_txn(session.db):
+    with write_txn(session.db, durable=False):  # that it pushed: the next push says it again
         for task in tasks:
             store.link_remote(session.db, task.id, result.url, pushed_at=now)
             # Kept out of the task's own log (task_id None): a push is not part of the ledger it

@@ -231,12 +231,22 @@ def _enable_wal(conn: sqlite3.Connection) -> str:
 
 
 @contextmanager
-def write_txn(db: Database) -> Iterator[Database]:
+def write_txn(db: Database, *, durable: bool = True) -> Iterator[Database]:
     """Run the block as one `BEGIN IMMEDIATE … COMMIT` transaction, rolled back on any error.
 
     Inside `batch_txn` the block is a savepoint of the batch's transaction instead: undone alone
     when it raises, committed only with the batch.
+
+    A commit is flushed to disk (`synchronous=FULL`) unless the block is not `durable`: it
+    records only what is taken again from where it came (what a fetch brought in, that a push
+    happened), so a power failure may lose that commit whole — never tear it, nor anything
+    committed before it — and the next fetch or push records it again. A killed process loses
+    nothing either way: the commit is in the operating system's hands at once.
     """
+    if not durable and not db.batching:
+        with _unflushed(db), write_txn(db) as same:
+            yield same
+        return
     conn = db.conn
     if db.batching:
         conn.execute("SAVEPOINT pitstop_write")
@@ -263,17 +273,28 @@ def write_txn(db: Database) -> Iterator[Database]:
 
 
 @contextmanager
-def batch_txn(db: Database) -> Iterator[Database]:
+def _unflushed(db: Database) -> Iterator[None]:
+    """The commits of the block are not flushed (`synchronous` is per connection and cannot
+    change inside a transaction, so it is set around it)."""
+    db.conn.execute("PRAGMA synchronous = NORMAL")
+    try:
+        yield
+    finally:
+        db.conn.execute("PRAGMA synchronous = FULL")
+
+
+@contextmanager
+def batch_txn(db: Database, *, durable: bool = True) -> Iterator[Database]:
     """Run several units of work (each its own `write_txn`) as one transaction: one commit.
 
     Every commit is an fsync (`synchronous=FULL`); a hook that records one item in four small
     writes waits for one instead of four. All or nothing: an error rolls back the whole batch.
     Only for work on this connection alone: another connection (another thread's) waiting for
-    the write lock would wait for the whole batch.
+    the write lock would wait for the whole batch. `durable` as for `write_txn`.
     """
     if db.batching:
         raise RuntimeError("batch_txn() does not nest")
-    with write_txn(db):
+    with write_txn(db, durable=durable):
         db.batching = True
         try:
             yield db

@@ -232,6 +232,36 @@ def test_database_pragmas(tmp_path: Path) -> None:
     db.close()
 
 
+def test_a_commit_that_need_not_be_flushed_is_not_and_the_next_one_is(tmp_path: Path) -> None:
+    """A fetch's import is committed without a flush; every other commit keeps FULL sync,
+    also after such a block fails, and a block inside a batch follows the batch."""
+    db = open_database(tmp_path / "sync.db")
+    db.execute("CREATE TABLE items (name TEXT)")
+
+    def level() -> int:
+        return int(db.conn.execute("PRAGMA synchronous").fetchone()[0])
+
+    with write_txn(db, durable=False):
+        assert level() == 1  # NORMAL: committed to the OS, not flushed
+        db.execute("INSERT INTO items VALUES ('fetched')")
+    assert level() == 2
+    with pytest.raises(ValueError), batch_txn(db, durable=False):
+        assert level() == 1
+        db.execute("INSERT INTO items VALUES ('lost')")
+        raise ValueError("the import failed")
+    assert level() == 2
+    with batch_txn(db), write_txn(db, durable=False):
+        assert level() == 2  # the batch decides: it is durable
+        db.execute("INSERT INTO items VALUES ('batched')")
+    other = sqlite3.connect(tmp_path / "sync.db")
+    try:
+        names = sorted(row[0] for row in other.execute("SELECT name FROM items"))
+        assert names == ["batched", "fetched"]
+    finally:
+        other.close()
+    db.close()
+
+
 WRITER = """
 import sys
 from core.engine import Engine
