@@ -46,7 +46,36 @@ class RetentionSettings(NamedTuple):
     max_store_bytes: int | None = None
 
 
-_Settings = TypeVar("_Settings", "EconomicsSettings", "PolicySettings", "RetentionSettings")
+class HookSettings(NamedTuple):
+    """`[hooks]`: how long a hook holds a prompt open for a decision made in Pitstop."""
+
+    permission_wait_seconds: float = 60.0  # a Claude Code permission prompt; 0: never
+    guard_wait_seconds: float = 0.0  # a guarded command awaiting its approval; 0: deny at once
+
+
+# A hook's timeout as installed: no wait may come near it, or the harness kills the hook first.
+MAX_HOOK_WAIT_SECONDS = 540.0
+
+
+def _hook_settings(file: Path, data: dict[str, Any]) -> HookSettings:
+    """The `[hooks]` numbers (its `[hooks.rules.NAME]` tables are the guard's, read there)."""
+    table = data.get("hooks", {})
+    if not isinstance(table, dict):
+        raise UsageError(f"{file}: [hooks] must be a table")
+    numbers = {key: value for key, value in table.items() if key != "rules"}
+    settings = _section(file, {"hooks": numbers}, "hooks", HookSettings())
+    for key, value in settings._asdict().items():
+        if value > MAX_HOOK_WAIT_SECONDS:
+            raise UsageError(
+                f"{file}: hooks.{key} is {value:g}; at most {MAX_HOOK_WAIT_SECONDS:g} seconds "
+                "(the harness stops a hook that runs longer)"
+            )
+    return settings
+
+
+_Settings = TypeVar(
+    "_Settings", "EconomicsSettings", "PolicySettings", "RetentionSettings", "HookSettings"
+)
 
 
 def _section(file: Path, data: dict[str, Any], name: str, defaults: _Settings) -> _Settings:
@@ -81,6 +110,7 @@ class Config(NamedTuple):
     economics: EconomicsSettings = EconomicsSettings()
     policy: PolicySettings = PolicySettings()
     retention: RetentionSettings = RetentionSettings()
+    hooks: HookSettings = HookSettings()
 
     def harness(self, name: str) -> dict[str, str]:
         """The `[harness.NAME]` table (resume template, version or version_command)."""
@@ -147,4 +177,5 @@ def load_config(path: Path | None = None) -> Config:
         economics=_section(file, data, "economics", EconomicsSettings()),
         policy=_section(file, data, "policy", PolicySettings()),
         retention=_section(file, data, "retention", RetentionSettings()),
+        hooks=_hook_settings(file, data),
     )

@@ -154,6 +154,7 @@ class Engine(Session):
     decide_approval = approvals.decide_approval
     get_approval = approvals.get_approval
     list_approvals = approvals.list_approvals
+    wait_for_decision = approvals.wait_for_decision
 
     # --- validation and resume ---------------------------------------------------------------
     validate = validation.validate

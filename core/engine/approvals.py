@@ -74,3 +74,34 @@ def list_approvals(
 ) -> list[Approval]:
     """Approvals across tasks (the inbox) or of one task, oldest first."""
     return approval_book(session).find(task_id, pending_only)
+
+
+def wait_for_decision(session: Session, approval_id: str, seconds: float) -> Approval:
+    """The approval once someone decided it, or as it stands after `seconds` (then pending
+    or expired): a harness hook holds a permission prompt open this long for a decision made
+    anywhere — dashboard, CLI, another machine's sync.
+
+    Waiting costs no CPU worth measuring: the store's write-ahead log is watched (inotify) and
+    the approval read again only when another process commits (`core.store.watch`).
+    """
+    import threading
+
+    from core.models import ApprovalState
+    from core.store.watch import store_commits
+
+    current = get_approval(session, approval_id)
+    if current.state is not ApprovalState.PENDING or seconds <= 0:
+        return current
+    stop = threading.Event()
+    timer = threading.Timer(seconds, stop.set)
+    timer.daemon = True
+    timer.start()
+    try:
+        for _version in store_commits(session.paths.database, stop):
+            current = get_approval(session, approval_id)
+            if current.state is not ApprovalState.PENDING:
+                return current
+    finally:
+        timer.cancel()
+        stop.set()
+    return get_approval(session, approval_id)

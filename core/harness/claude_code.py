@@ -3,8 +3,10 @@
 Nobody types `pitstop checkpoint` in the middle of an agent run, so Claude Code tells Pitstop
 what happens: a session starts (the task and the session are linked), a shell command ran
 (evidence), a turn ended or the context is about to be compacted (a checkpoint), the agent waits
-for its user (the task shows in the inbox). Before a shell command that acts outside the sandbox
-(`git push`, `npm publish`, a deploy…), the hook is a **guard** (`core.harness.guard`); before
+for its user (the task shows in the inbox), a permission prompt is about to show (it becomes
+an approval, answered from anywhere: `core.harness.permission`). Before a shell command that
+acts outside the sandbox (`git push`, `npm publish`, a deploy…), the hook is a **guard**
+(`core.harness.guard`); before
 any tool call that would decide, settle or share for the operator, or write Pitstop's own
 files, it refuses (`core.harness.protect`), whatever the tool (Bash, Write, Edit…).
 
@@ -98,6 +100,10 @@ def _dispatch(name: str, event: Mapping[str, Any], context: HookContext) -> Hook
         from core.harness.tool_results import record_tool_result
 
         return record_tool_result(event, context, failed=name == "PostToolUseFailure")
+    if name == "PermissionRequest":
+        from core.harness.permission import permission_request
+
+        return permission_request(event, context)
     if name == "SessionStart":
         return _session_start(event, context)
     if name in _CHECKPOINT_REASONS:

@@ -87,6 +87,7 @@ def _await_approval(engine: Engine, task_id: str, found: RuleMatch, shown: str) 
 
     requested = [a for a in engine.list_approvals(task_id) if a.effect_key == found.key]
     latest = requested[-1] if requested else None
+    wait = engine.config.hooks.guard_wait_seconds
     if latest is None or latest.state is ApprovalState.EXPIRED:
         approval = engine.request_approval(
             task_id,
@@ -95,12 +96,17 @@ def _await_approval(engine: Engine, task_id: str, found: RuleMatch, shown: str) 
             risk=Risk.HIGH,
             checkpoint=True,
         )
-        return deny(
-            f"waiting for approval {approval.id}: `{shown}` acts outside the sandbox "
-            f"({found.rule.name}). An approver runs `pitstop approval approve {approval.id} "
-            "--reason TEXT`; then run the same command again. Meanwhile go on with other "
-            "work or stop here"
-        )
+        # `[hooks] guard_wait_seconds`: the command is held while someone decides
+        latest = engine.wait_for_decision(approval.id, wait) if wait > 0 else approval
+        if latest.state is ApprovalState.PENDING:
+            return deny(
+                f"waiting for approval {approval.id}: `{shown}` acts outside the sandbox "
+                f"({found.rule.name}). An approver runs `pitstop approval approve {approval.id} "
+                "--reason TEXT`; then run the same command again. Meanwhile go on with other "
+                "work or stop here"
+            )
+    elif latest.state is ApprovalState.PENDING and wait > 0:
+        latest = engine.wait_for_decision(latest.id, wait)
     if latest.state is ApprovalState.PENDING:
         return deny(
             f"waiting for approval {latest.id} (requested at {latest.requested_at}); run "
@@ -110,5 +116,10 @@ def _await_approval(engine: Engine, task_id: str, found: RuleMatch, shown: str) 
         return deny(
             f"`{shown}` was rejected by {latest.decided_by} ({latest.id}: {latest.reason}); "
             "do not run it"
+        )
+    if latest.state is not ApprovalState.APPROVED:  # expired while held: ask again next time
+        return deny(
+            f"approval {latest.id} for `{shown}` {latest.state.value}; run the same command "
+            "again to ask for a new one"
         )
     return None

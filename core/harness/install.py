@@ -28,11 +28,15 @@ CLAUDE_CODE_EVENTS: tuple[tuple[str, str | None], ...] = (
     ("PostToolUse", "Bash"),
     ("PostToolUseFailure", "Bash"),
     ("Notification", None),
+    ("PermissionRequest", None),
     ("Stop", None),
     ("PreCompact", None),
     ("SessionEnd", None),
 )
 HOOK_TIMEOUT_S = 60
+# A permission prompt is held open while someone decides in Pitstop (`[hooks]
+# permission_wait_seconds`, at most `core.config.MAX_HOOK_WAIT_SECONDS`): its hook may run long.
+EVENT_TIMEOUT_S = {"PermissionRequest": 600}
 # Matchers earlier versions installed, upgraded in place when the group is Pitstop's alone.
 _OLD_MATCHERS = {"PreToolUse": ("Bash",)}
 
@@ -131,7 +135,11 @@ def install(path: Path, program: str = "pitstop") -> list[str]:
             continue
         group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
         group["hooks"] = [
-            {"type": "command", "command": hook_command(event, program), "timeout": HOOK_TIMEOUT_S}
+            {
+                "type": "command",
+                "command": hook_command(event, program),
+                "timeout": EVENT_TIMEOUT_S.get(event, HOOK_TIMEOUT_S),
+            }
         ]
         hooks.setdefault(event, []).append(group)
         added.append(event)
