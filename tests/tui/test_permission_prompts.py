@@ -8,6 +8,7 @@ Code would read. Nobody deciding hands the prompt back; the approval shows as ex
 from __future__ import annotations
 
 import json
+import re
 import os
 import resource
 import subprocess
@@ -230,3 +231,35 @@ def test_a_held_guard_lets_the_command_run_once_approved(repo: Path, approve: bo
             assert document is not None and document["permissionDecision"] == "deny"
             assert "checked the diff" in document["permissionDecisionReason"]
             assert effect.state.value != "in_progress"
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("[hooks]\npermission_wait_seconds = 900\n", "at most 540 seconds"),
+        ("[hooks]\nguard_wait_seconds = -1\n", "non-negative number"),
+        ("[hooks]\npermision_wait_seconds = 5\n", "unknown key hooks.permision_wait_seconds"),
+        ("hooks = 3\n", "[hooks] must be a table"),
+    ],
+)
+def test_a_bad_hooks_setting_is_one_clear_line(tmp_path: Path, text: str, error: str) -> None:
+    from core.config import load_config
+    from core.errors import UsageError
+
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(UsageError, match=re.escape(error)):
+        load_config(path)
+
+
+def test_hooks_settings_sit_beside_the_guard_rules(tmp_path: Path) -> None:
+    from core.config import load_config
+    from core.harness.rules import load_rules
+
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[hooks]\npermission_wait_seconds = 15\n\n[hooks.rules.deploy]\nmatch = ["make deploy"]\n'
+    )
+    assert load_config(path).hooks.permission_wait_seconds == 15
+    assert load_config(path).hooks.guard_wait_seconds == 0
+    assert any(rule.name == "deploy" for rule in load_rules(path))
