@@ -8,8 +8,8 @@ Code would read. Nobody deciding hands the prompt back; the approval shows as ex
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from core.engine import Engine
+from core.errors import PitstopError
 from core.models import ApprovalState, Risk
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +56,7 @@ def _event(repo: Path, tool: str, tool_input: dict[str, Any], **extra: Any) -> b
                 "rules": [{"toolName": tool}],
                 "behavior": "allow",
                 "destination": "localSettings",
-            }  # fmt: skip
+            }
         ],
         **extra,
     }
@@ -137,7 +138,7 @@ def test_nobody_deciding_hands_the_prompt_back_and_the_approval_expires(repo: Pa
         expired = engine.get_approval(approval_id)
         assert expired.state is ApprovalState.EXPIRED
         assert "the Explore subagent" in expired.action
-        with pytest.raises(Exception, match="expired|not pending|already"):
+        with pytest.raises(PitstopError, match=r"expired|not pending|already"):
             engine.decide_approval(approval_id, True, "too late")
 
 
