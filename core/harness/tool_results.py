@@ -124,8 +124,7 @@ def record_tool_result(
     outcome = tool_output(event, failed)
     tool_input = event.get("tool_input")
     description = tool_input.get("description") if isinstance(tool_input, dict) else None
-    response = event.get("tool_response")
-    duration = response.get("duration_ms") if isinstance(response, dict) else None
+    duration = tool_duration_ms(event)
     item = engine.add_evidence_output(
         task.id,
         outcome.output,
@@ -133,7 +132,7 @@ def record_tool_result(
         cwd=event_text(event, "cwd"),
         exit_code=outcome.exit_code,
         timed_out=outcome.timed_out,
-        duration_s=duration / 1000 if isinstance(duration, int | float) else None,
+        duration_s=duration / 1000 if duration is not None else None,
         label=description if isinstance(description, str) and description else None,
     )
     recorded = [f"evidence {item.id}"]
@@ -143,6 +142,27 @@ def record_tool_result(
         if settled is not None:
             recorded.append(settled)
     return observed(*recorded)
+
+
+# A week: longer than any tool call; anything above (or negative, or not a number) is nonsense.
+_MAX_DURATION_MS = 7 * 24 * 3600 * 1000
+
+
+def tool_duration_ms(event: Mapping[str, Any]) -> float | None:
+    """How long the tool call took: Claude Code sends `duration_ms` top-level (older payloads
+    kept it in `tool_response`); None when neither holds a plausible number of milliseconds."""
+    response = event.get("tool_response")
+    for value in (
+        event.get("duration_ms"),
+        response.get("duration_ms") if isinstance(response, dict) else None,
+    ):
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and 0 <= value <= _MAX_DURATION_MS  # also refuses NaN
+        ):
+            return float(value)
+    return None
 
 
 def _settle_effect(

@@ -1,9 +1,10 @@
-"""How a guarded command's end settles its side effect (issue #15, bug 4).
+"""How a guarded command's end settles its side effect, and what its evidence keeps (issue #15,
+bugs 4 and 5).
 
 A `failed` effect may be run again without a question, so only a command known not to have
 acted may become `failed`: a timeout, an interrupt or a signal leaves it `uncertain`, and so does
 a response that carries no exit status at all. The events are shaped like Claude Code's
-(the Bash response carries no exit status).
+(the Bash response carries no exit status; `duration_ms` is top-level).
 """
 
 from __future__ import annotations
@@ -141,3 +142,44 @@ def test_claude_codes_bash_success_confirms(repo: Path) -> None:
         },
     )
     assert state is EffectState.CONFIRMED and item.exit_code == 0
+
+
+def test_the_top_level_duration_is_kept(repo: Path) -> None:
+    _, item = push_then(
+        repo,
+        "PostToolUse",
+        tool_response={"stdout": "", "stderr": "To /srv/git/demo.git\n", "interrupted": False},
+        duration_ms=1840,
+    )
+    assert item.duration_ms == 1840
+
+
+def test_duration_is_still_read_inside_the_response(repo: Path) -> None:
+    """Older payloads kept `duration_ms` in `tool_response`: still read; top-level wins."""
+    _, item = push_then(
+        repo, "PostToolUse", tool_response={"stdout": "ok", "stderr": "", "duration_ms": 75}
+    )
+    assert item.duration_ms == 75
+
+
+def test_top_level_duration_wins_over_the_response(repo: Path) -> None:
+    _, item = push_then(
+        repo,
+        "PostToolUse",
+        tool_response={"stdout": "ok", "stderr": "", "duration_ms": 75},
+        duration_ms=1200,
+    )
+    assert item.duration_ms == 1200
+
+
+@pytest.mark.parametrize("duration", [-5, True, "12", float("nan"), 1e30])
+def test_a_nonsense_duration_is_not_recorded(repo: Path, duration: Any) -> None:
+    raw = json.loads(event("PostToolUse", repo, tool_response={"stdout": "ok", "stderr": ""}))
+    raw["duration_ms"] = raw["tool_response"]["duration_ms"] = duration
+    run(event("SessionStart", repo))
+    run(event("PreToolUse", repo))
+    assert run(json.dumps(raw).encode()).exit_code == 0
+    with Engine() as engine:
+        [task] = engine.list_tasks()
+        [item] = engine.list_evidence(task.id)
+        assert item.duration_ms is None
