@@ -151,6 +151,7 @@ def _checkpoint_event(name: str, event: Mapping[str, Any], context: HookContext)
             reason=CheckpointReason(reason),
             note=f"{note} ({detail})" if detail else note,
             force=name == "SessionEnd",  # the task must show as paused, even with no change
+            note_is_news=False,  # the note says when; with nothing new the checkpoint is skipped
         ),
     )
     if result.checkpoint is None:
