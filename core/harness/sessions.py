@@ -1,8 +1,10 @@
 """Which task a harness session feeds: found by its session id, resumed, or started here.
 
 Every recording event of every harness first needs its task. A session already linked feeds
-its task; a session `pitstop resume` launched (`PITSTOP_TASK`) feeds the task it resumes; any
-other session in a git repository starts a task of its own. Outside a git repository there is
+its task; a session `pitstop resume` launched (`PITSTOP_TASK`) feeds the task it resumes; a new
+session on a repository where exactly one open task has no live session (one registered with
+`pitstop task start`, or whose session ended) feeds that task; any other session in a git
+repository starts a task of its own. Outside a git repository there is
 nothing to checkpoint, so the session is not tracked.
 """
 
@@ -41,6 +43,9 @@ def task_for(
         task = None
     if task is None:
         task = _resumed_task(context, engine)
+        link = link or task is not None
+    if task is None:  # a task registered here (`pitstop task start`) that no session feeds
+        task = engine.free_task_on_repo(cwd)
         link = link or task is not None
     if task is None:
         task = _start_task(engine, harness, event, cwd, session)
