@@ -32,13 +32,24 @@ def link_harness_session(
     *,
     transcript_path: str | None = None,
     cwd: str | None = None,
+    harness_version: str | None = None,
 ) -> None:
-    """Record that a harness session feeds a task; the newest one is what a resume continues."""
+    """Record that a harness session feeds a task; the newest one is what a resume continues.
+
+    A task that does not know its harness's version yet (registered without one, or started by
+    a session that did not say) learns it from the session, when the session knows it.
+    """
     if not session_id.strip() or len(session_id) > 200:
         raise UsageError("a harness session id is 1-200 characters")
     now = clock.now_iso()
     with write_txn(session.db):
-        store.get_task(session.db, task_id)
+        task = store.get_task(session.db, task_id)
+        if harness_version and (
+            task.harness is None or (task.harness.name == harness and not task.harness.version)
+        ):
+            store.update_task(
+                session.db, task_id, harness=harness, harness_version=harness_version[:100]
+            )
         known = store.session_task_id(session.db, harness, session_id)
         store.upsert_harness_session(
             session.db,

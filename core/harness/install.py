@@ -66,10 +66,11 @@ def _command_words(hook: Any) -> list[str] | None:
     """The words of a hook entry's command line, or None when it has none."""
     if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
         return None
+    command: str = hook["command"]
     try:
-        return shlex.split(hook["command"])
+        return shlex.split(command)
     except ValueError:  # unbalanced quotes: not a command Pitstop wrote
-        return hook["command"].split()
+        return command.split()
 
 
 def is_pitstop_hook(hook: Any) -> bool:
