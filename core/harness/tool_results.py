@@ -7,7 +7,9 @@ a side effect, its exit status settles it: confirmed on exit 0, failed on a plai
 command that may have acted before it ended — interrupted, killed by Claude Code's Bash timeout
 (exit 143, "Command timed out"), killed by a signal (exit 128+N), or with no exit status at all
 (a plain-text response) — is uncertain, never failed: a failed effect may be run again
-unguarded, and this one may already have happened.
+unguarded, and this one may already have happened. A command started in the background
+(`run_in_background`; the response names its `backgroundTaskId`) has only started: its effect
+stays in progress, and is uncertain if the session ends with its outcome still unknown.
 
 Loaded only for a Bash result; the engine opens when the task is looked up.
 """
@@ -42,6 +44,7 @@ class ToolOutcome(NamedTuple):
     exit_code: int | None  # None: no exit status was reported
     unknown: str | None = None  # why whether it took effect is unknown; None: the status settles it
     timed_out: bool = False
+    background: str | None = None  # the harness's id of a command still running in the background
 
 
 # Claude Code's Bash tool reports a command its timeout killed as "Command timed out".
@@ -86,6 +89,10 @@ def tool_output(event: Mapping[str, Any], failed: bool) -> ToolOutcome:
     output = "\n".join(p for p in parts if isinstance(p, str) and p).encode("utf-8", "replace")
     if response.get("interrupted") is True:
         return ToolOutcome(output, None, "interrupted")
+    background = response.get("backgroundTaskId")
+    if isinstance(background, str | int) and not isinstance(background, bool) and background != "":
+        # `run_in_background`: the command has only started; its end is reported later.
+        return ToolOutcome(output, None, "running in the background", background=str(background))
     code = _reported_exit(response)
     return ToolOutcome(output, code, _unknown_because(code))
 
@@ -182,6 +189,8 @@ def _settle_effect(
         return None
     if effect.state is not EffectState.IN_PROGRESS:
         return None
+    if outcome.background is not None:  # it is still running: it stays in progress
+        return f"{found.key} in_progress (background {outcome.background[:80]})"
     if outcome.unknown is not None:  # it may have taken effect: never "failed" (a free retry)
         state, said = EffectState.UNCERTAIN, outcome.unknown
     else:

@@ -183,3 +183,41 @@ def test_a_nonsense_duration_is_not_recorded(repo: Path, duration: Any) -> None:
         [task] = engine.list_tasks()
         [item] = engine.list_evidence(task.id)
         assert item.duration_ms is None
+
+
+# --- a guarded command run in the background (issue #15, bug 3) -------------------------------
+
+
+def background_push(repo: Path) -> tuple[EffectState, Any]:
+    return push_then(
+        repo,
+        "PostToolUse",
+        tool_input={"command": PUSH, "description": "Push", "run_in_background": True},
+        tool_response={
+            "stdout": "",
+            "stderr": "",
+            "interrupted": False,
+            "isImage": False,
+            "backgroundTaskId": "bash_1",
+        },
+        duration_ms=48,
+    )
+
+
+def test_a_background_push_has_only_started(repo: Path) -> None:
+    state, item = background_push(repo)
+    assert state is EffectState.IN_PROGRESS  # not confirmed ~50 ms after it started
+    assert item.exit_code is None and item.outcome == "exit unknown"
+    again = json.loads(run(event("PreToolUse", repo)).stdout)["hookSpecificOutput"]
+    assert "outcome is unknown" in again["permissionDecisionReason"]
+
+
+def test_a_background_push_still_unknown_at_the_session_end_is_uncertain(repo: Path) -> None:
+    background_push(repo)
+    reply = run(event("SessionEnd", repo, reason="exit"))
+    assert reply.exit_code == 0 and any(r.endswith(" uncertain") for r in reply.recorded), reply
+    with Engine() as engine:
+        [task] = engine.list_tasks()
+        [effect] = engine.list_effects(task.id)
+        assert effect.state is EffectState.UNCERTAIN
+        assert engine.list_checkpoints(task.id)  # and the session's end is still checkpointed
