@@ -28,6 +28,9 @@ _SCRUBBED = (
     "PITSTOP_KEY",
     "PITSTOP_IDENTITY",
     "PITSTOP_FROZEN_NOW",
+    # What a harness running the suite says about itself (read by hooks and validation).
+    "AI_AGENT",
+    "ANTHROPIC_MODEL",
 )
 
 

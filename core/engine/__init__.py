@@ -167,6 +167,7 @@ class Engine(Session):
     session_task = harness_sessions.session_task
     link_harness_session = harness_sessions.link_harness_session
     harness_session = harness_sessions.harness_session
+    free_task_on_repo = harness_sessions.free_task_on_repo
 
     # --- audit -------------------------------------------------------------------------------
     events = audit.events

@@ -58,6 +58,9 @@ class CheckpointRequest(NamedTuple):
     usd_used: float | None = None
     force: bool = False
     max_file_bytes: int | None = None
+    # False when the note only names the moment (a hook's "the agent finished a turn"): it is
+    # recorded, but a note alone then does not make a checkpoint with nothing new worth taking.
+    note_is_news: bool = True
 
 
 class _Progress(NamedTuple):
@@ -260,7 +263,7 @@ def _is_noop(
         and previous.branch == snap.branch
     )
     nothing_said = (
-        not request.note
+        (not request.note or not request.note_is_news)
         and not request.done
         and not request.todo
         and request.tokens_used in (None, task.tokens_used)

@@ -146,6 +146,7 @@ def add_evidence_output(
     duration_s: float | None = None,
     label: str | None = None,
     source: str = "hook",
+    timed_out: bool = False,
     limits: evidence.EvidenceLimits | None = None,
 ) -> evidence.Evidence:
     """Record output a harness already captured in memory (a hook's tool response)."""
@@ -169,6 +170,7 @@ def add_evidence_output(
             recorder.feed(output[start : start + evidence.DEFAULT_CHUNK_BYTES])
         item = recorder.finish(
             exit_code=exit_code,
+            timed_out=timed_out,
             duration_ms=int(duration_s * 1000) if duration_s is not None else None,
         )
         _record_evidence_event(session, item)

@@ -1,16 +1,19 @@
 """Harness sessions: which Claude Code or Codex session feeds which task.
 
 Hooks arrive with only a harness's session id; this mapping lets them find their task, and the
-newest session of a task is what a resume asks the harness to continue.
+newest session of a task is what a resume asks the harness to continue. A session never seen
+before may be meant for a task someone registered on its repository (`pitstop task start`), or
+for one whose session ended: when exactly one open task there has no live session, that is it.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from core import clock, store
-from core.errors import UsageError
-from core.models import Task
+from core.errors import NotAGitRepoError, UsageError
+from core.models import Task, TaskStatus
 from core.session import Session
 from core.store.db import write_txn
 
@@ -29,13 +32,24 @@ def link_harness_session(
     *,
     transcript_path: str | None = None,
     cwd: str | None = None,
+    harness_version: str | None = None,
 ) -> None:
-    """Record that a harness session feeds a task; the newest one is what a resume continues."""
+    """Record that a harness session feeds a task; the newest one is what a resume continues.
+
+    A task that does not know its harness's version yet (registered without one, or started by
+    a session that did not say) learns it from the session, when the session knows it.
+    """
     if not session_id.strip() or len(session_id) > 200:
         raise UsageError("a harness session id is 1-200 characters")
     now = clock.now_iso()
     with write_txn(session.db):
-        store.get_task(session.db, task_id)
+        task = store.get_task(session.db, task_id)
+        if harness_version and (
+            task.harness is None or (task.harness.name == harness and not task.harness.version)
+        ):
+            store.update_task(
+                session.db, task_id, harness=harness, harness_version=harness_version[:100]
+            )
         known = store.session_task_id(session.db, harness, session_id)
         store.upsert_harness_session(
             session.db,
@@ -54,3 +68,33 @@ def harness_session(session: Session, task_id: str) -> dict[str, Any] | None:
     """The task's newest harness session: harness, session_id, transcript_path, cwd."""
     store.get_task(session.db, task_id)
     return store.latest_harness_session(session.db, task_id)
+
+
+def free_task_on_repo(session: Session, repo: str | os.PathLike[str]) -> Task | None:
+    """The one open task on the repository at `repo` that no live session feeds, if exactly one.
+
+    A session is live while it feeds a running or waiting task (a session's end pauses its
+    task); a task being resumed is taken. Two or more free tasks are ambiguous: None.
+    """
+    from core import snapshot
+
+    try:
+        toplevel = str(snapshot.resolve_source_repo(repo).toplevel)
+    except NotAGitRepoError:
+        return None
+    free = [
+        task
+        for task in store.list_tasks(session.db)
+        if task.repo_root == toplevel
+        and not task.status.is_final
+        and not _fed_by_a_live_session(session, task)
+    ]
+    return free[0] if len(free) == 1 else None
+
+
+def _fed_by_a_live_session(session: Session, task: Task) -> bool:
+    if task.status is TaskStatus.RESUMING:
+        return True
+    if task.status not in (TaskStatus.RUNNING, TaskStatus.WAITING):
+        return False
+    return store.latest_harness_session(session.db, task.id) is not None

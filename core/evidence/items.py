@@ -67,13 +67,15 @@ class Evidence(NamedTuple):
 
     @property
     def outcome(self) -> str:
-        """`exit 0`, `signal 9`, `timed out` or `running`."""
+        """`exit 0`, `signal 9`, `timed out`, `exit unknown` or `running`."""
         if self.timed_out:
             return "timed out"
         if self.signal:
             return f"signal {self.signal}"
         if self.exit_code is not None:
             return f"exit {self.exit_code}"
+        if self.state == "complete" and self.source == "hook":  # the harness said no status
+            return "exit unknown"
         return self.state
 
     @property

@@ -150,6 +150,7 @@ def _checkpoint_event(name: str, event: Mapping[str, Any], context: HookContext)
     if task is None:
         return HookReply()
     reason, note = _CHECKPOINT_REASONS[name]
+    unsettled = _unsettled_at_the_end(context, task.id) if name == "SessionEnd" else []
     detail = event_text(event, "trigger") or event_text(event, "reason")
     result = context.engine(CLAUDE_CODE).checkpoint(
         task.id,
@@ -157,11 +158,30 @@ def _checkpoint_event(name: str, event: Mapping[str, Any], context: HookContext)
             reason=CheckpointReason(reason),
             note=f"{note} ({detail})" if detail else note,
             force=name == "SessionEnd",  # the task must show as paused, even with no change
+            note_is_news=False,  # the note says when; with nothing new the checkpoint is skipped
         ),
     )
     if result.checkpoint is None:
-        return observed(f"skipped: {result.skipped}")
-    return observed(f"checkpoint {result.checkpoint.ref}")
+        return observed(f"skipped: {result.skipped}", *unsettled)
+    return observed(f"checkpoint {result.checkpoint.ref}", *unsettled)
+
+
+def _unsettled_at_the_end(context: HookContext, task_id: str) -> list[str]:
+    """The session ended: an effect still in progress (its end never reported, as for a
+    command left running in the background) may or may not have happened: uncertain."""
+    from core.models import EffectState
+
+    engine = context.engine(CLAUDE_CODE)
+    moved = []
+    for effect in engine.list_effects(task_id, [EffectState.IN_PROGRESS]):
+        engine.move_effect(
+            task_id,
+            effect.key,
+            EffectState.UNCERTAIN,
+            note="the session ended before the command's outcome was reported",
+        )
+        moved.append(f"{effect.key} uncertain")
+    return moved
 
 
 def _notification(event: Mapping[str, Any], context: HookContext) -> HookReply:

@@ -113,7 +113,10 @@ def _codex_turn(event: Mapping[str, Any], context: HookContext) -> HookReply:
         )
         recorded.append(f"evidence {item.id}")
     result = engine.checkpoint(
-        task.id, CheckpointRequest(reason=CheckpointReason.TURN, note="Codex finished a turn")
+        task.id,
+        CheckpointRequest(
+            reason=CheckpointReason.TURN, note="Codex finished a turn", note_is_news=False
+        ),
     )
     recorded.append(f"checkpoint {result.checkpoint.ref}" if result.checkpoint else "skipped")
     return observed(*recorded)

@@ -6,6 +6,15 @@ other hook as it was, rewrite the file only when something changed (atomically, 
 mode), and refuse a file they cannot read rather than overwrite it. Codex runs one `notify`
 program from its `config.toml`; Pitstop only reports whether that is `pitstop hook codex`.
 
+A guard must not fail open when Pitstop cannot start. Claude Code runs a hook's command through
+a shell and blocks a tool call only on exit code 2; a program that is not found exits 127, a
+Python that cannot start exits 1, and both let the call through. So the command names the
+absolute path of the `pitstop` it was installed from (Claude Code may be started without the
+virtualenv on PATH), and the guard's command ends in `|| exit 2`: whatever keeps the guard from
+answering blocks the call. Observations (a turn ended, a command ran) get no such suffix: exit 2
+from them would stop a turn or a prompt, and a missing observer must not stop the agent.
+Installing again rewrites Pitstop's own entries written by an older version into this form.
+
 Never on a hook's path: only `pitstop hook install|uninstall|status` load it.
 """
 
@@ -13,6 +22,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -37,25 +48,65 @@ HOOK_TIMEOUT_S = 60
 # A permission prompt is held open while someone decides in Pitstop (`[hooks]
 # permission_wait_seconds`, at most `core.config.MAX_HOOK_WAIT_SECONDS`): its hook may run long.
 EVENT_TIMEOUT_S = {"PermissionRequest": 600}
+# Events whose hook decides whether a tool call runs: a hook that cannot start must block them.
+GUARD_EVENTS = frozenset({"PreToolUse"})
+# Claude Code blocks a tool call when its PreToolUse hook exits with this code (and only this).
+BLOCKING_EXIT = 2
 # Matchers earlier versions installed, upgraded in place when the group is Pitstop's alone.
 _OLD_MATCHERS = {"PreToolUse": ("Bash",)}
 
 
 def hook_command(event: str, program: str = "pitstop") -> str:
-    """The command line Claude Code runs for one event."""
-    return f"{program} hook claude-code --event {event}"
+    """The command line Claude Code runs (through a shell) for one event.
+
+    A guard's command ends in `|| exit 2`, so a `pitstop` that is missing or cannot start
+    blocks the tool call instead of letting it through.
+    """
+    command = f"{shlex.quote(program)} hook claude-code --event {event}"
+    return f"{command} || exit {BLOCKING_EXIT}" if event in GUARD_EVENTS else command
+
+
+def _command_words(hook: Any) -> list[str] | None:
+    """The words of a hook entry's command line, or None when it has none."""
+    if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
+        return None
+    command: str = hook["command"]
+    try:
+        return shlex.split(command)
+    except ValueError:  # unbalanced quotes: not a command Pitstop wrote
+        return command.split()
 
 
 def is_pitstop_hook(hook: Any) -> bool:
     """True for a hook entry that Pitstop installed (`… pitstop hook claude-code …`)."""
-    if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
-        return False
-    words = hook["command"].split()
+    words = _command_words(hook)
     return (
-        len(words) >= 3
+        words is not None
+        and len(words) >= 3
         and os.path.basename(words[0]) == "pitstop"
         and words[1:3] == ["hook", CLAUDE_CODE]
     )
+
+
+def installed_programs(path: Path) -> list[str]:
+    """The programs the settings file's Pitstop hooks run (each once, in file order)."""
+    data = _read_settings(path) if path.exists() else {}
+    found: list[str] = []
+    for groups in data.get("hooks", {}).values():
+        for group in groups:
+            for hook in group.get("hooks", []) if isinstance(group, dict) else []:
+                words = _command_words(hook)
+                if is_pitstop_hook(hook) and words and words[0] not in found:
+                    found.append(words[0])
+    return found
+
+
+def missing_program(program: str) -> bool:
+    """True when an installed hook's program cannot be started: its path is gone (or, for a
+    bare name, it is not on PATH)."""
+    if os.sep not in program:
+        return shutil.which(program) is None
+    return not os.access(program, os.X_OK)
 
 
 def settings_path(scope: str, project_dir: Path | None = None) -> Path:
@@ -121,8 +172,8 @@ def installed_events(path: Path) -> list[str]:
 def install(path: Path, program: str = "pitstop") -> list[str]:
     """Add Pitstop's hook to every event it uses, leaving other hooks as they are; idempotent.
 
-    Returns the events added (empty when everything was already installed: the file is then
-    not rewritten).
+    Returns the events added or brought up to date (an older matcher, program or command form);
+    empty when everything was already installed: the file is then not rewritten.
     """
     data = _read_settings(path)
     present = set(installed_events(path)) if path.exists() else set()
@@ -130,7 +181,8 @@ def install(path: Path, program: str = "pitstop") -> list[str]:
     hooks: dict[str, Any] = data.setdefault("hooks", {})
     for event, matcher in CLAUDE_CODE_EVENTS:
         if event in present:
-            if _upgrade_matcher(hooks.get(event, []), event, matcher):
+            upgraded = _upgrade_matcher(hooks.get(event, []), event, matcher)
+            if _upgrade_commands(hooks.get(event, []), hook_command(event, program)) or upgraded:
                 added.append(event)
             continue
         group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
@@ -161,6 +213,19 @@ def _upgrade_matcher(groups: list[Any], event: str, matcher: str | None) -> bool
         ):
             group["matcher"] = matcher
             changed = True
+    return changed
+
+
+def _upgrade_commands(groups: list[Any], command: str) -> bool:
+    """Rewrite Pitstop's own entries of one event to `command` (an older program or form)."""
+    changed = False
+    for group in groups:
+        if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+            continue
+        for hook in group["hooks"]:
+            if is_pitstop_hook(hook) and hook["command"] != command:
+                hook["command"] = command
+                changed = True
     return changed
 
 

@@ -1,8 +1,10 @@
 """Which task a harness session feeds: found by its session id, resumed, or started here.
 
 Every recording event of every harness first needs its task. A session already linked feeds
-its task; a session `pitstop resume` launched (`PITSTOP_TASK`) feeds the task it resumes; any
-other session in a git repository starts a task of its own. Outside a git repository there is
+its task; a session `pitstop resume` launched (`PITSTOP_TASK`) feeds the task it resumes; a new
+session on a repository where exactly one open task has no live session (one registered with
+`pitstop task start`, or whose session ended) feeds that task; any other session in a git
+repository starts a task of its own. Outside a git repository there is
 nothing to checkpoint, so the session is not tracked.
 """
 
@@ -13,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.agent_env import harness_version
 from core.errors import NotAGitRepoError
 from core.harness.context import CLAUDE_CODE, HookContext, event_text
 
@@ -42,13 +45,23 @@ def task_for(
     if task is None:
         task = _resumed_task(context, engine)
         link = link or task is not None
+    if task is None:  # a task registered here (`pitstop task start`) that no session feeds
+        task = engine.free_task_on_repo(cwd)
+        link = link or task is not None
     if task is None:
-        task = _start_task(engine, harness, event, cwd, session)
+        task = _start_task(engine, harness, event, cwd, session, context.env)
         if task is None:
             return None
         link = True
     if session and link:
-        engine.link_harness_session(task.id, harness, session, transcript_path=transcript, cwd=cwd)
+        engine.link_harness_session(
+            task.id,
+            harness,
+            session,
+            transcript_path=transcript,
+            cwd=cwd,
+            harness_version=harness_version(harness, context.env),
+        )
     return task
 
 
@@ -66,14 +79,26 @@ def _resumed_task(context: HookContext, engine: Engine) -> Task | None:
 
 
 def _start_task(
-    engine: Engine, harness: str, event: Mapping[str, Any], cwd: str, session: str | None
+    engine: Engine,
+    harness: str,
+    event: Mapping[str, Any],
+    cwd: str,
+    session: str | None,
+    env: Mapping[str, str],
 ) -> Task | None:
-    """A new task for an untracked session in the repository at `cwd`; None outside git."""
+    """A new task for an untracked session in the repository at `cwd`; None outside git.
+
+    The model is the event's (`SessionStart` rarely says, `-p` never), else `ANTHROPIC_MODEL`
+    when the user chose one that way; the harness version is the config's, else the hook's
+    environment's (`AI_AGENT`).
+    """
     from core.models import NamedVersion
 
     label = "Claude Code" if harness == CLAUDE_CODE else "Codex"
-    model = event_text(event, "model")
-    version = engine.config.harness(harness).get("version") or None
+    model = event_text(event, "model") or (
+        env.get("ANTHROPIC_MODEL") if harness == CLAUDE_CODE else None
+    )
+    version = engine.config.harness(harness).get("version") or harness_version(harness, env)
     try:
         return engine.start_task(
             repo=cwd,

@@ -3,8 +3,13 @@
 Claude Code reports a Bash call's result in `PostToolUse` (or `PostToolUseFailure`) in several
 shapes across versions; the output and exit status are read from any of them and kept as
 evidence (redacted and encrypted by the engine). When the command was one the guard started as
-a side effect, its exit status settles it: confirmed, failed, or uncertain when it was
-interrupted, so a resumed agent knows whether the action happened.
+a side effect, its exit status settles it: confirmed on exit 0, failed on a plain failure. A
+command that may have acted before it ended — interrupted, killed by Claude Code's Bash timeout
+(exit 143, "Command timed out"), killed by a signal (exit 128+N), or with no exit status at all
+(a plain-text response) — is uncertain, never failed: a failed effect may be run again
+unguarded, and this one may already have happened. A command started in the background
+(`run_in_background`; the response names its `backgroundTaskId`) has only started: its effect
+stays in progress, and is uncertain if the session ends with its outcome still unknown.
 
 Loaded only for a Bash result; the engine opens when the task is looked up.
 """
@@ -14,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core.harness.commands import RuleMatch, match_command
 from core.harness.context import (
@@ -32,29 +37,82 @@ if TYPE_CHECKING:
     from core.engine import Engine
 
 
-def tool_output(event: Mapping[str, Any], failed: bool) -> tuple[bytes, int | None, bool]:
-    """The output, exit status and whether it was interrupted, from a (failed) tool response."""
+class ToolOutcome(NamedTuple):
+    """What a tool response says about how a command ended."""
+
+    output: bytes
+    exit_code: int | None  # None: no exit status was reported
+    unknown: str | None = None  # why whether it took effect is unknown; None: the status settles it
+    timed_out: bool = False
+    background: str | None = None  # the harness's id of a command still running in the background
+
+
+# Claude Code's Bash tool reports a command its timeout killed as "Command timed out".
+_TIMED_OUT = re.compile(r"\bcommand timed out\b", re.I)
+# 128+N: killed by signal N (128 itself is git's "fatal", a real failure; 255 is ssh's).
+_SIGNALLED = range(129, 128 + 65)
+
+
+def _unknown_because(
+    exit_code: int | None, *, interrupted: bool = False, timed_out: bool = False
+) -> str | None:
+    """Why an ended command's outcome is unknown (it may or may not have taken effect)."""
+    if interrupted:
+        return "interrupted"
+    if timed_out:
+        return f"timed out (exit {exit_code})" if exit_code is not None else "timed out"
+    if exit_code is None:
+        return "exit unknown"
+    if exit_code in _SIGNALLED:
+        return f"exit {exit_code}: killed by signal {exit_code - 128}"
+    return None
+
+
+def tool_output(event: Mapping[str, Any], failed: bool) -> ToolOutcome:
+    """How a command ended, from a `PostToolUse(Failure)` event's response or error."""
     if failed:
         error = event.get("error")
         text = error if isinstance(error, str) else json.dumps(error)
         said = re.search(r"[Ee]xit code:? (\d+)", text)
-        interrupted = bool(event.get("is_interrupt"))
-        return text.encode("utf-8", "replace"), int(said.group(1)) if said else 1, interrupted
+        code = int(said.group(1)) if said else None
+        timed_out = bool(_TIMED_OUT.search(text))
+        unknown = _unknown_because(
+            code, interrupted=event.get("is_interrupt") is True, timed_out=timed_out
+        )
+        return ToolOutcome(text.encode("utf-8", "replace"), code, unknown, timed_out)
     response = event.get("tool_response")
-    if isinstance(response, str):
-        return response.encode("utf-8", "replace"), 0, False
+    if isinstance(response, str):  # a plain string (Codex): no exit status
+        return ToolOutcome(response.encode("utf-8", "replace"), None, "exit unknown")
     if not isinstance(response, dict):
-        return b"", None, False
+        return ToolOutcome(b"", None, "exit unknown")
     parts = [response.get(k) for k in ("stdout", "stderr", "output")]
-    output = "\n".join(p for p in parts if isinstance(p, str) and p)
-    code: int | None = 0
+    output = "\n".join(p for p in parts if isinstance(p, str) and p).encode("utf-8", "replace")
+    if response.get("interrupted") is True:
+        return ToolOutcome(output, None, "interrupted")
+    background = response.get("backgroundTaskId")
+    if isinstance(background, str | int) and not isinstance(background, bool) and background != "":
+        # `run_in_background`: the command has only started; its end is reported later.
+        return ToolOutcome(output, None, "running in the background", background=str(background))
+    code = _reported_exit(response)
+    return ToolOutcome(output, code, _unknown_because(code))
+
+
+def _reported_exit(response: Mapping[str, Any]) -> int | None:
+    """The exit status a response reports, or None.
+
+    Claude Code's Bash response has no exit status: its `PostToolUse` comes only when the tool
+    succeeded (a non-zero exit is a `PostToolUseFailure`, "Exit code N"), so a response of that
+    shape (`stdout`/`stderr`) says exit 0 — unless Claude Code judged a non-zero exit not to be
+    an error (`returnCodeInterpretation`, as for `grep`), when the status is unknown.
+    """
     for key in ("exit_code", "exitCode", "returncode", "return_code"):
         value = response.get(key)
         if isinstance(value, int) and not isinstance(value, bool):
-            code = value
-            break
-    interrupted = response.get("interrupted") is True
-    return output.encode("utf-8", "replace"), None if interrupted else code, interrupted
+            return value
+    if response.get("returnCodeInterpretation"):
+        return None
+    bash_shaped = any(isinstance(response.get(k), str) for k in ("stdout", "stderr"))
+    return 0 if bash_shaped else None
 
 
 def record_tool_result(
@@ -70,35 +128,55 @@ def record_tool_result(
     engine = context.engine(CLAUDE_CODE)
     if task.status.value in ("waiting", "paused"):  # the user let it go on: it works again
         engine.set_task_activity(task.id, task_status("running"), "the agent ran a command")
-    output, exit_code, interrupted = tool_output(event, failed)
+    outcome = tool_output(event, failed)
     tool_input = event.get("tool_input")
     description = tool_input.get("description") if isinstance(tool_input, dict) else None
-    response = event.get("tool_response")
-    duration = response.get("duration_ms") if isinstance(response, dict) else None
+    duration = tool_duration_ms(event)
     item = engine.add_evidence_output(
         task.id,
-        output,
+        outcome.output,
         argv=[command],
         cwd=event_text(event, "cwd"),
-        exit_code=exit_code,
-        duration_s=duration / 1000 if isinstance(duration, int | float) else None,
+        exit_code=outcome.exit_code,
+        timed_out=outcome.timed_out,
+        duration_s=duration / 1000 if duration is not None else None,
         label=description if isinstance(description, str) and description else None,
     )
     recorded = [f"evidence {item.id}"]
     found = match_command(command, context.rule_list())
     if found is not None:
-        settled = _settle_effect(engine, task.id, found, exit_code, interrupted, item.id)
+        settled = _settle_effect(engine, task.id, found, outcome, item.id)
         if settled is not None:
             recorded.append(settled)
     return observed(*recorded)
+
+
+# A week: longer than any tool call; anything above (or negative, or not a number) is nonsense.
+_MAX_DURATION_MS = 7 * 24 * 3600 * 1000
+
+
+def tool_duration_ms(event: Mapping[str, Any]) -> float | None:
+    """How long the tool call took: Claude Code sends `duration_ms` top-level (older payloads
+    kept it in `tool_response`); None when neither holds a plausible number of milliseconds."""
+    response = event.get("tool_response")
+    for value in (
+        event.get("duration_ms"),
+        response.get("duration_ms") if isinstance(response, dict) else None,
+    ):
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and 0 <= value <= _MAX_DURATION_MS  # also refuses NaN
+        ):
+            return float(value)
+    return None
 
 
 def _settle_effect(
     engine: Engine,
     task_id: str,
     found: RuleMatch,
-    exit_code: int | None,
-    interrupted: bool,
+    outcome: ToolOutcome,
     evidence_id: int,
 ) -> str | None:
     """Settle the side effect the guard started for this command; what was recorded, or None."""
@@ -111,14 +189,12 @@ def _settle_effect(
         return None
     if effect.state is not EffectState.IN_PROGRESS:
         return None
-    outcome = (
-        EffectState.UNCERTAIN
-        if interrupted
-        else EffectState.CONFIRMED
-        if exit_code == 0
-        else EffectState.FAILED
-    )
-    engine.move_effect(
-        task_id, found.key, outcome, note=f"exit {exit_code}; output in evidence {evidence_id}"
-    )
-    return f"{found.key} {outcome.value}"
+    if outcome.background is not None:  # it is still running: it stays in progress
+        return f"{found.key} in_progress (background {outcome.background[:80]})"
+    if outcome.unknown is not None:  # it may have taken effect: never "failed" (a free retry)
+        state, said = EffectState.UNCERTAIN, outcome.unknown
+    else:
+        state = EffectState.CONFIRMED if outcome.exit_code == 0 else EffectState.FAILED
+        said = f"exit {outcome.exit_code}"
+    engine.move_effect(task_id, found.key, state, note=f"{said}; output in evidence {evidence_id}")
+    return f"{found.key} {state.value}"

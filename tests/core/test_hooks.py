@@ -506,8 +506,14 @@ def test_install_merges_and_uninstall_restores(tmp_path: Path) -> None:
     original = json.dumps(theirs, indent=2) + "\n"
     path.write_text(original)
     added = install(path)
-    assert "PreToolUse" not in added  # already there (shared group): left as it is
-    assert set(added) == {e for e, _ in CLAUDE_CODE_EVENTS} - {"PreToolUse"}
+    # Already there (shared group): only Pitstop's own entry is brought up to date (its guard
+    # now blocks when `pitstop` cannot start); theirs stays first, as it was.
+    assert set(added) == {e for e, _ in CLAUDE_CODE_EVENTS}
+    [shared] = json.loads(path.read_text())["hooks"]["PreToolUse"]
+    assert shared["matcher"] == "Bash" and shared["hooks"] == [
+        {"type": "command", "command": "./guard.sh"},
+        {"type": "command", "command": "pitstop hook claude-code --event PreToolUse || exit 2"},
+    ]
     assert install(path) == []
     removed = uninstall(path)
     assert "PreToolUse" in removed

@@ -431,7 +431,9 @@ def test_install_and_uninstall_keep_other_hooks(repo: Path) -> None:
     commands = [
         h["command"] for groups in data["hooks"].values() for g in groups for h in g["hooks"]
     ]
-    assert "pitstop hook claude-code --event PreToolUse" in commands
+    program = Path(sys.executable).parent / "pitstop"  # absolute: the venv may not be on PATH
+    assert f"{program} hook claude-code --event PreToolUse || exit 2" in commands
+    assert f"{program} hook claude-code --event Stop" in commands
     after_install = settings.read_bytes()
 
     again = run("install", "claude-code")

@@ -77,16 +77,30 @@ def _harness_argument(func: F) -> F:
 
 
 def _program() -> str:
-    """`pitstop` when it is on PATH; else this script's absolute path, so the hook still runs."""
+    """The absolute path of the `pitstop` this command runs as, for the hooks to name.
+
+    Claude Code may be started where this virtualenv is not on PATH (an IDE, another shell), so
+    the hooks never name a bare `pitstop`: the script this process was started as, else the
+    `pitstop` beside this interpreter, else the one on PATH. The path is made absolute but its
+    symlinks are kept (a pipx shim stays valid across reinstalls).
+    """
+    import os
     import shutil
     from pathlib import Path
 
-    if shutil.which("pitstop"):
-        return "pitstop"
-    script = Path(sys.argv[0]).absolute() if sys.argv and sys.argv[0] else None
-    if script is not None and script.name == "pitstop" and " " not in str(script):
-        return str(script)
-    return "pitstop"
+    from core.errors import UsageError
+
+    candidates = []
+    if sys.argv and Path(sys.argv[0]).name == "pitstop":
+        candidates.append(shutil.which(sys.argv[0]) if os.sep not in sys.argv[0] else sys.argv[0])
+    candidates += [str(Path(sys.executable).parent / "pitstop"), shutil.which("pitstop")]
+    for candidate in candidates:
+        if candidate and os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return os.path.abspath(candidate)
+    raise UsageError(
+        "cannot find the `pitstop` program this runs as, for the hooks to name; "
+        "install Pitstop with pip (it creates a `pitstop` script), then run this again"
+    )
 
 
 @hook.command("install")
@@ -144,6 +158,7 @@ def hook_status(harness: str | None, as_json: bool) -> None:
             path = hook_settings.settings_path(scope)
             events = hook_settings.installed_events(path) if path.exists() else []
             missing = [e for e, _ in hook_settings.CLAUDE_CODE_EVENTS if e not in events]
+            programs = hook_settings.installed_programs(path)
             places.append(
                 {
                     "harness": "claude-code",
@@ -151,6 +166,8 @@ def hook_status(harness: str | None, as_json: bool) -> None:
                     "settings": str(path),
                     "events": events,
                     "missing": missing if events else [],
+                    "programs": programs,
+                    "missing_programs": [p for p in programs if hook_settings.missing_program(p)],
                 }
             )
     codex = hook_settings.codex_notify_installed() if harness in (None, "codex") else None
@@ -172,3 +189,12 @@ def hook_status(harness: str | None, as_json: bool) -> None:
         return "\n".join(lines)
 
     emit(as_json, document, human)
+    for place in places:
+        for program in place["missing_programs"]:
+            flag = " --user" if place["scope"] == "user" else ""
+            click.echo(
+                f"warning: the hooks in {place['settings']} run {program}, which cannot be "
+                "found, so Claude Code cannot start Pitstop: run "
+                f"`pitstop hook install claude-code{flag}` again",
+                err=True,
+            )

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from core.agent_env import harness_version
 from core.restore.findings import Finding, Status, ValidationInputs, manifest_of
 from core.security.fingerprint import fingerprint
 from core.snapshot import git_version
@@ -64,7 +65,7 @@ def _harness_findings(inputs: ValidationInputs) -> list[Finding]:
         return []
     name, recorded = harness["name"], harness.get("version")
     table = inputs.harness_config
-    current = table.get("version")
+    current = table.get("version") or harness_version(name, inputs.environ)
     if not current and table.get("version_command"):
         try:
             out = subprocess.run(
