@@ -151,13 +151,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def _empty_gitconfig(where: Path) -> Path:
     """An empty global git config of the bench's own (never /dev/null, which root's git could
     replace with a file)."""
     path = where / "gitconfig"
     path.touch()
     return path
+
+
+if __name__ == "__main__":
+    sys.exit(main())
