@@ -27,7 +27,6 @@ from typing import Any
 
 from core.errors import PitstopError
 from core.harness.context import (
-    CLAUDE_CODE,
     HookContext,
     HookInputError,
     HookReply,
@@ -66,7 +65,12 @@ def claude_code(raw: bytes, context: HookContext, event_hint: str | None = None)
         if name in GUARD_EVENTS:
             return block(f"{exc.message}; the tool call is blocked to be safe")
         return fail_open(name or "hook event", exc.message)
-    name = event_text(event, "hook_event_name") or event_hint or ""
+    return answer_event(event_text(event, "hook_event_name") or event_hint or "", event, context)
+
+
+def answer_event(name: str, event: Mapping[str, Any], context: HookContext) -> HookReply:
+    """Answer one parsed event of Claude Code's hook protocol (Codex's hooks speak it too): a
+    guard that fails blocks, anything else that fails goes on with one line on stderr."""
     try:
         return _dispatch(name, event, context)
     except PitstopError as exc:
@@ -93,7 +97,7 @@ def _dispatch(name: str, event: Mapping[str, Any], context: HookContext) -> Hook
     if name == "PreToolUse":
         from core.harness.pre_tool import pre_tool_use
 
-        return pre_tool_use(event, context, CLAUDE_CODE)
+        return pre_tool_use(event, context, context.harness)
     if name in ("PostToolUse", "PostToolUseFailure"):
         if tool != "Bash":
             return HookReply()
@@ -117,12 +121,12 @@ def _dispatch(name: str, event: Mapping[str, Any], context: HookContext) -> Hook
 
 def _session_start(event: Mapping[str, Any], context: HookContext) -> HookReply:
     """Link the session to its task (starting one if needed); the task runs."""
-    task = task_for(context, CLAUDE_CODE, event, link=True)
+    task = task_for(context, context.harness, event, link=True)
     if task is None:
         return HookReply(
             0, stderr="pitstop: not in a git repository; this session is not tracked\n"
         )
-    context.engine(CLAUDE_CODE).set_task_activity(
+    context.engine(context.harness).set_task_activity(
         task.id,
         task_status("running"),
         f"session started ({event_text(event, 'source') or 'startup'})",
@@ -132,10 +136,10 @@ def _session_start(event: Mapping[str, Any], context: HookContext) -> HookReply:
 
 def _user_prompt_submit(event: Mapping[str, Any], context: HookContext) -> HookReply:
     """The user answered: the task runs again."""
-    task = task_for(context, CLAUDE_CODE, event)
+    task = task_for(context, context.harness, event)
     if task is None:
         return HookReply()
-    context.engine(CLAUDE_CODE).set_task_activity(
+    context.engine(context.harness).set_task_activity(
         task.id, task_status("running"), "the user answered the agent"
     )
     return observed("running")
@@ -146,13 +150,13 @@ def _checkpoint_event(name: str, event: Mapping[str, Any], context: HookContext)
     from core.engine import CheckpointRequest
     from core.models import CheckpointReason
 
-    task = task_for(context, CLAUDE_CODE, event)
+    task = task_for(context, context.harness, event)
     if task is None:
         return HookReply()
     reason, note = _CHECKPOINT_REASONS[name]
     unsettled = _unsettled_at_the_end(context, task.id) if name == "SessionEnd" else []
     detail = event_text(event, "trigger") or event_text(event, "reason")
-    result = context.engine(CLAUDE_CODE).checkpoint(
+    result = context.engine(context.harness).checkpoint(
         task.id,
         CheckpointRequest(
             reason=CheckpointReason(reason),
@@ -171,7 +175,7 @@ def _unsettled_at_the_end(context: HookContext, task_id: str) -> list[str]:
     command left running in the background) may or may not have happened: uncertain."""
     from core.models import EffectState
 
-    engine = context.engine(CLAUDE_CODE)
+    engine = context.engine(context.harness)
     moved = []
     for effect in engine.list_effects(task_id, [EffectState.IN_PROGRESS]):
         engine.move_effect(
@@ -190,10 +194,10 @@ def _notification(event: Mapping[str, Any], context: HookContext) -> HookReply:
     message = event_text(event, "message") or ""
     if kind not in _WAITING_TYPES and not _WAITING_TEXT.search(message):
         return HookReply()
-    task = task_for(context, CLAUDE_CODE, event)
+    task = task_for(context, context.harness, event)
     if task is None:
         return HookReply()
-    context.engine(CLAUDE_CODE).set_task_activity(
+    context.engine(context.harness).set_task_activity(
         task.id, task_status("waiting"), f"the agent waits for its user: {message[:120]}"
     )
     return observed("waiting")

@@ -43,6 +43,12 @@ def codex_notify(payload: str, context: HookContext, event_hint: str | None = No
         return fail_open("Codex notification", exc.message)
     if event.get("hook_event_name") == "PreToolUse" or event_hint == "PreToolUse":
         return _codex_pre_tool_use(event, context)
+    name = event_text(event, "hook_event_name")
+    if name is not None:  # one of `hooks.json`'s events: Claude Code's protocol, as Codex
+        from core.harness.claude_code import answer_event
+
+        context.harness = CODEX
+        return answer_event(name, event, context)
     if event.get("type") != "agent-turn-complete":
         return HookReply()
     try:

@@ -131,7 +131,9 @@ class HookContext:
         rules: tuple[Rule, ...] | None = None,
         config_path: Path | None = None,
         keep_store_open: bool = False,
+        harness: str = CLAUDE_CODE,
     ) -> None:
+        self.harness = harness  # whose events this hook answers (Codex's hooks speak Claude's)
         self.store = store
         self.env: Mapping[str, str] = dict(os.environ) if env is None else env
         self.rules = rules

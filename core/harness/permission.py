@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from core.harness.context import CLAUDE_CODE, HookContext, HookReply, event_text
+from core.harness.context import HookContext, HookReply, event_text
 from core.harness.sessions import task_for
 
 if TYPE_CHECKING:
@@ -34,10 +34,10 @@ _NAMED_FIELDS = ("command", "file_path", "notebook_path", "url", "path")
 
 def permission_request(event: Mapping[str, Any], context: HookContext) -> HookReply:
     """Turn a permission prompt into an approval and wait for its decision (or hand it back)."""
-    task = task_for(context, CLAUDE_CODE, event)
+    task = task_for(context, context.harness, event)
     if task is None:
         return HookReply()  # not a tracked session: Claude Code asks as it always does
-    engine = context.engine(CLAUDE_CODE)
+    engine = context.engine(context.harness)
     wait = engine.config.hooks.permission_wait_seconds
     if wait <= 0:
         return HookReply()  # answering prompts from Pitstop is switched off

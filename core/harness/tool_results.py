@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core.harness.commands import RuleMatch, match_command
 from core.harness.context import (
-    CLAUDE_CODE,
     HookContext,
     HookInputError,
     HookReply,
@@ -122,10 +121,10 @@ def record_tool_result(
     command = bash_command(event)
     if command is None:
         raise HookInputError("a Bash PostToolUse event without tool_input.command")
-    task = task_for(context, CLAUDE_CODE, event)
+    task = task_for(context, context.harness, event)
     if task is None:
         return HookReply()
-    engine = context.engine(CLAUDE_CODE)
+    engine = context.engine(context.harness)
     if task.status.value in ("waiting", "paused"):  # the user let it go on: it works again
         engine.set_task_activity(task.id, task_status("running"), "the agent ran a command")
     outcome = tool_output(event, failed)

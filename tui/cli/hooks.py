@@ -9,6 +9,7 @@ Code's settings files, touching only Pitstop's own entries.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -73,7 +74,7 @@ def _scope_option(func: F) -> F:
 
 
 def _harness_argument(func: F) -> F:
-    return click.argument("harness", type=click.Choice(["claude-code"]))(func)
+    return click.argument("harness", type=click.Choice(["claude-code", "codex"]))(func)
 
 
 def _program() -> str:
@@ -108,20 +109,43 @@ def _program() -> str:
 @_scope_option
 @json_option
 def hook_install(harness: str, scope: str, as_json: bool) -> None:
-    """Add Pitstop's hooks to Claude Code's settings, leaving other hooks untouched."""
-    from core.harness.install import install, settings_path
+    """Add Pitstop's hooks to the harness's settings, leaving other hooks untouched.
 
-    path = settings_path(scope)
-    added = install(path, _program())
-    emit(
-        as_json,
-        {"harness": harness, "settings": str(path), "added": added},
-        lambda: (
+    \b
+    claude-code: .claude/settings.json (--user: ~/.claude/settings.json).
+    codex: .codex/hooks.json (--user: $CODEX_HOME/hooks.json), and `notify` in
+    $CODEX_HOME/config.toml unless another program is set there.
+    """
+    from core.harness import install as settings
+
+    program = _program()
+    path = _hooks_path(harness, scope)
+    if harness == "codex":
+        settings.check_codex_config()  # a damaged config.toml: refused before anything is written
+    added = settings.install(path, program, harness)
+    notify = settings.install_codex_notify(program) if harness == "codex" else None
+    document: dict[str, object] = {"harness": harness, "settings": str(path), "added": added}
+    if notify is not None:
+        document["notify"] = notify
+
+    def human() -> str:
+        done = (
             f"installed Pitstop's hooks in {path} ({', '.join(added)})"
             if added
             else f"Pitstop's hooks were already installed in {path}; nothing changed"
-        ),
-    )
+        )
+        return f"{done}\n{notify}" if notify else done
+
+    emit(as_json, document, human)
+
+
+def _hooks_path(harness: str, scope: str) -> Path:
+    """Where the harness reads its hooks for this scope."""
+    from core.harness import install as settings
+
+    if harness == "codex":
+        return settings.codex_hooks_path(scope)
+    return settings.settings_path(scope)
 
 
 @hook.command("uninstall")
@@ -129,11 +153,13 @@ def hook_install(harness: str, scope: str, as_json: bool) -> None:
 @_scope_option
 @json_option
 def hook_uninstall(harness: str, scope: str, as_json: bool) -> None:
-    """Remove exactly Pitstop's hooks from Claude Code's settings."""
-    from core.harness.install import settings_path, uninstall
+    """Remove exactly Pitstop's hooks from the harness's settings (and Codex's notify)."""
+    from core.harness import install as settings
 
-    path = settings_path(scope)
-    removed = uninstall(path)
+    path = _hooks_path(harness, scope)
+    removed = settings.uninstall(path, harness)
+    if harness == "codex" and settings.uninstall_codex_notify():
+        removed.append("notify")
     emit(
         as_json,
         {"harness": harness, "settings": str(path), "removed": removed},
@@ -153,15 +179,17 @@ def hook_status(harness: str | None, as_json: bool) -> None:
     from core.harness import install as hook_settings
 
     places = []
-    if harness in (None, "claude-code"):
+    for name in ("claude-code", "codex"):
+        if harness not in (None, name):
+            continue
         for scope in ("project", "user"):
-            path = hook_settings.settings_path(scope)
-            events = hook_settings.installed_events(path) if path.exists() else []
-            missing = [e for e, _ in hook_settings.CLAUDE_CODE_EVENTS if e not in events]
-            programs = hook_settings.installed_programs(path)
+            path = _hooks_path(name, scope)
+            events = hook_settings.installed_events(path, name) if path.exists() else []
+            missing = [e for e, _ in hook_settings.EVENTS[name] if e not in events]
+            programs = hook_settings.installed_programs(path, name)
             places.append(
                 {
-                    "harness": "claude-code",
+                    "harness": name,
                     "scope": scope,
                     "settings": str(path),
                     "events": events,
@@ -171,7 +199,11 @@ def hook_status(harness: str | None, as_json: bool) -> None:
                 }
             )
     codex = hook_settings.codex_notify_installed() if harness in (None, "codex") else None
-    document = {"claude_code": places, "codex_notify": codex}
+    document = {
+        "claude_code": [p for p in places if p["harness"] == "claude-code"],
+        "codex": [p for p in places if p["harness"] == "codex"],
+        "codex_notify": codex,
+    }
 
     def human() -> str:
         lines = []
@@ -182,7 +214,9 @@ def hook_status(harness: str | None, as_json: bool) -> None:
                 else "installed"
                 + (f" (missing: {', '.join(place['missing'])})" if place["missing"] else "")
             )
-            lines.append(f"claude-code  {place['scope']:<8} {state:<14} {place['settings']}")
+            lines.append(
+                f"{place['harness']:<12} {place['scope']:<8} {state:<14} {place['settings']}"
+            )
         if harness in (None, "codex"):
             said = {True: "installed", False: "not installed", None: "no Codex config"}[codex]
             lines.append(f"codex        notify   {said}")
@@ -194,7 +228,7 @@ def hook_status(harness: str | None, as_json: bool) -> None:
             flag = " --user" if place["scope"] == "user" else ""
             click.echo(
                 f"warning: the hooks in {place['settings']} run {program}, which cannot be "
-                "found, so Claude Code cannot start Pitstop: run "
-                f"`pitstop hook install claude-code{flag}` again",
+                f"found, so {place['harness']} cannot start Pitstop: run "
+                f"`pitstop hook install {place['harness']}{flag}` again",
                 err=True,
             )
