@@ -128,7 +128,9 @@ def make_workspace(root: Path) -> Workspace:
 def _install_capture(home: Path, directory: Path) -> None:
     """The capturing hook on every event, in the user's settings (Pitstop's are the project's)."""
     command = f"{sys.executable} {CAPTURE_HOOK} {directory}"
-    hooks = {event: [{"hooks": [{"type": "command", "command": command}]}] for event in CAPTURED_EVENTS}
+    hooks = {
+        event: [{"hooks": [{"type": "command", "command": command}]}] for event in CAPTURED_EVENTS
+    }
     settings = home / ".claude" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text(json.dumps({"hooks": hooks}, indent=2))

@@ -117,11 +117,17 @@ def sse_events(blocks: list[Block], message_id: str) -> Iterator[tuple[str, dict
                 {"type": "input_json_delta", "partial_json": arguments[:middle]},
                 {"type": "input_json_delta", "partial_json": arguments[middle:]},
             ]
-        yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": start}
+        yield (
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": start},
+        )
         if index == 0:
             yield "ping", {"type": "ping"}
         for delta in deltas:
-            yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+            yield (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": delta},
+            )
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
     yield (
         "message_delta",
@@ -144,7 +150,9 @@ def _final_message(blocks: list[Block], message_id: str) -> dict[str, Any]:
         else:
             stop_reason = "tool_use"
             tool_id = block.id or f"toolu_{message_id[4:]}_{index:02d}"
-            content.append({"type": "tool_use", "id": tool_id, "name": block.name, "input": block.input})
+            content.append(
+                {"type": "tool_use", "id": tool_id, "name": block.name, "input": block.input}
+            )
     return {
         "id": message_id,
         "type": "message",
@@ -203,7 +211,7 @@ class MockMessagesAPI:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+            def log_message(self, format: str, *args: Any) -> None:
                 """Quiet: the tests read `script.requests`, not a log."""
 
             def _json(self, status: int, payload: dict[str, Any]) -> None:
@@ -214,16 +222,18 @@ class MockMessagesAPI:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            def do_GET(self) -> None:
                 api.script.unknown_paths.append(f"GET {self.path}")
-                self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "mock"}})
+                self._json(
+                    404, {"type": "error", "error": {"type": "not_found_error", "message": "mock"}}
+                )
 
-            def do_HEAD(self) -> None:  # noqa: N802 - http.server's name
+            def do_HEAD(self) -> None:
                 self.send_response(200)
                 self.send_header("content-length", "0")
                 self.end_headers()
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b"{}"
                 path = self.path.split("?", 1)[0]
@@ -236,7 +246,10 @@ class MockMessagesAPI:
                     return
                 if not path.endswith("/v1/messages"):
                     api.script.unknown_paths.append(f"POST {self.path}")
-                    self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "mock"}})
+                    self._json(
+                        404,
+                        {"type": "error", "error": {"type": "not_found_error", "message": "mock"}},
+                    )
                     return
                 blocks, message_id = api._answer(body)
                 if not body.get("stream"):
