@@ -207,6 +207,7 @@ def run_claude(
     prompt: str = "Do the scripted task.",
     with_pitstop_on_path: bool = True,
     args: tuple[str, ...] = ("--allowedTools", "Bash,Read,Edit,Write"),
+    others: dict[str, list[list[Block]]] | None = None,
     timeout: float = 120,
 ) -> Session:
     """Run the pinned `claude -p` in the repository against a scripted API; wait for it to end."""
@@ -214,7 +215,7 @@ def run_claude(
     workspace.runs += 1
     capture = workspace.root / "capture"
     shutil.rmtree(capture, ignore_errors=True)
-    script = Script(turns)
+    script = Script(turns, others or {})
     with MockMessagesAPI(script) as api:
         env = client_env(ANTHROPIC_BASE_URL=api.url, **OFFLINE)
         env["PATH"] = user_path(with_pitstop_on_path)

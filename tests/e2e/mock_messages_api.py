@@ -44,19 +44,37 @@ class ToolUse:
 Block = Text | ToolUse
 
 
+def _text_of(message: dict[str, Any]) -> str:
+    """A message's text, whether its content is a string or a list of blocks."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return ""
+
+
 @dataclass
 class Script:
-    """The assistant's turns in order; past the end the assistant says `done` and stops."""
+    """The assistant's turns in order; past the end the assistant says `done` and stops.
+
+    `others` are further conversations (a subagent's), each chosen when its key appears in the
+    conversation's first user message (the prompt the parent gave it).
+    """
 
     turns: list[list[Block]]
+    others: dict[str, list[list[Block]]] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
     unknown_paths: list[str] = field(default_factory=list)
 
     def turn_for(self, body: dict[str, Any]) -> list[Block]:
         """The turn that answers this conversation: the one after its last assistant turn."""
-        done = sum(1 for message in body.get("messages", []) if message.get("role") == "assistant")
-        if done < len(self.turns):
-            return self.turns[done]
+        messages = body.get("messages", [])
+        first = _text_of(messages[0]) if messages else ""
+        turns = next((t for key, t in self.others.items() if key in first), self.turns)
+        done = sum(1 for message in messages if message.get("role") == "assistant")
+        if done < len(turns):
+            return turns[done]
         return [Text("done")]
 
     def tool_results(self) -> list[dict[str, Any]]:
