@@ -208,6 +208,8 @@ def run_claude(
     with_pitstop_on_path: bool = True,
     args: tuple[str, ...] = ("--allowedTools", "Bash,Read,Edit,Write"),
     others: dict[str, list[list[Block]]] | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
     timeout: float = 120,
 ) -> Session:
     """Run the pinned `claude -p` in the repository against a scripted API; wait for it to end."""
@@ -217,13 +219,13 @@ def run_claude(
     shutil.rmtree(capture, ignore_errors=True)
     script = Script(turns, others or {})
     with MockMessagesAPI(script) as api:
-        env = client_env(ANTHROPIC_BASE_URL=api.url, **OFFLINE)
-        env["PATH"] = user_path(with_pitstop_on_path)
+        environment = client_env(ANTHROPIC_BASE_URL=api.url, **OFFLINE, **(env or {}))
+        environment["PATH"] = user_path(with_pitstop_on_path)
         started = time.monotonic()
         out = subprocess.run(
             [str(binary), "-p", prompt, "--output-format", "json", *args],
-            cwd=workspace.repo,
-            env=env,
+            cwd=cwd or workspace.repo,
+            env=environment,
             capture_output=True,
             text=True,
             timeout=timeout,

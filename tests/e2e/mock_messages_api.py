@@ -8,9 +8,10 @@ them (server-sent events: `message_start`, then per content block `content_block
 `message_stop`), tool calls as `tool_use` blocks whose input arrives as `input_json_delta`
 fragments, so the client parses exactly what it parses in production.
 
-Which turn to play is read from the conversation itself (how many assistant turns it already
-holds), not from a counter: the client's side requests (a title, a topic, a token count) and its
-retries then never shift the script. Every request is kept for the tests to inspect.
+Which turn to play is read from the conversation itself (how many assistant turns it holds
+beyond those it held at its first request: a resumed conversation brings earlier runs' turns),
+not from a counter of requests: the client's side requests (a title, a topic, a token count)
+and its retries then never shift the script. Every request is kept for the tests to inspect.
 """
 
 from __future__ import annotations
@@ -66,15 +67,19 @@ class Script:
     others: dict[str, list[list[Block]]] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
     unknown_paths: list[str] = field(default_factory=list)
+    _baselines: dict[str, int] = field(default_factory=dict)
 
     def turn_for(self, body: dict[str, Any]) -> list[Block]:
         """The turn that answers this conversation: the one after its last assistant turn."""
         messages = body.get("messages", [])
         first = _text_of(messages[0]) if messages else ""
-        turns = next((t for key, t in self.others.items() if key in first), self.turns)
+        key = next((key for key in self.others if key in first), "")
+        turns = self.others[key] if key else self.turns
         done = sum(1 for message in messages if message.get("role") == "assistant")
-        if done < len(turns):
-            return turns[done]
+        # A resumed conversation arrives with the turns of earlier runs: count from there.
+        index = done - self._baselines.setdefault(key, done)
+        if 0 <= index < len(turns):
+            return turns[index]
         return [Text("done")]
 
     def tool_results(self) -> list[dict[str, Any]]:

@@ -207,6 +207,46 @@ def test_the_guard_holds_when_pitstop_is_not_on_the_agents_path(workspace: Works
 
 @pytest.mark.xfail(
     strict=True,
+    reason="issue 15 bug 2: after `pitstop resume --into DIR`, the resumed session's checkpoints "
+    "snapshot the task's original repository, not DIR where the agent works",
+)
+def test_a_session_resumed_into_another_directory_checkpoints_that_directory(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    first = run_claude(workspace, [[bash("echo draft > notes.txt")]])
+    assert_ran(first)
+    session_id = first.payload("SessionStart")["session_id"]
+    with Engine() as engine:
+        task_id = only_task(engine)
+        last = engine.list_checkpoints(task_id)[-1]
+    into = tmp_path / "resumed"
+    resumed = pitstop(
+        workspace, "resume", f"{task_id}@{last.seq}", "--into", str(into), "--no-launch", "--yes"
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert (into / "notes.txt").read_text() == "draft\n"
+    # What `--launch` runs: `claude --resume SESSION "<brief>"`, in DIR, with PITSTOP_TASK set.
+    second = run_claude(
+        workspace,
+        [[bash("echo resumed > resumed.txt")]],
+        args=("--resume", session_id, "--allowedTools", "Bash"),
+        cwd=into,
+        env={"PITSTOP_TASK": task_id},
+    )
+    assert_ran(second)
+    assert second.payload("PostToolUse")["cwd"] == str(into)
+    assert (into / "resumed.txt").exists()
+    with Engine() as engine:
+        assert [t.id for t in engine.list_tasks()] == [task_id]
+        assert len(engine.list_evidence(task_id)) == 2
+        latest = engine.list_checkpoints(task_id)[-1]
+    stat = pitstop(workspace, "diff", f"{task_id}@{latest.seq}", "--stat")
+    assert stat.returncode == 0, stat.stderr
+    assert "resumed.txt" in stat.stdout, stat.stdout
+
+
+@pytest.mark.xfail(
+    strict=True,
     reason="issue 15 bug 3: a background push (backgroundTaskId, no exit status) is confirmed "
     "~50 ms after it starts, before the remote has it",
 )
