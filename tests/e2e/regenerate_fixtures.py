@@ -5,10 +5,10 @@ drifted from real payloads (issue 15). This script runs the e2e sessions of
 tests/e2e/test_claude_code.py (the real `claude`, the scripted API) with
 `PITSTOP_E2E_CAPTURE_TO` set, picks one payload per fixture, and writes it with the test's
 paths replaced by the placeholders the hook tests substitute (`$CWD`, `$TRANSCRIPT`,
-`$CONFIG`; also `$HOME`, `$TMP` (the test's directory) and `$CLAUDE_TMP`, Claude Code's
-per-project temporary directory) and
-the session's ids by fixed ones, so a regeneration changes a fixture only where the client
-changed.
+`$CONFIG`; also `$HOME`, `$TMP` (the test's directory), `$CLAUDE_TMP` (Claude Code's
+per-project temporary directory) and `$PROJECT` (its name for the project)) and
+the session's ids (and background task ids, agent ids, pushed commits) by fixed ones, so a
+regeneration changes a fixture only where the client changed (and in `duration_ms`).
 
     .venv/bin/python tests/e2e/regenerate_fixtures.py   # into tests/fixtures/claude_code/real
     .venv/bin/python tests/e2e/regenerate_fixtures.py --out DIR
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,10 @@ DEFAULT_OUT = ROOT / "tests" / "fixtures" / "claude_code" / "real"
 SESSION = "7d3c5a1e-2b9f-4c61-8e0a-5f4b3c2d1e0f"  # the hand-made fixtures' session id
 PROMPT_ID = "0c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5"
 PUSH = "git push origin main"
+
+# A background task id (b + 8) or an agent id (a + 16), and the `old..new` a push prints.
+_VOLATILE_ID = re.compile(r"(?<![A-Za-z0-9])(?:b[a-z0-9]{8}|a[0-9a-f]{16})(?![A-Za-z0-9])")
+_PUSHED_RANGE = re.compile(r"\b[0-9a-f]{7,12}\.\.[0-9a-f]{7,12}\b")
 
 Pick = tuple[str, str, str, Callable[[dict[str, Any]], bool]]
 
@@ -150,6 +155,32 @@ PICKS: tuple[Pick, ...] = (
         "SessionStart",
         _any,
     ),
+    ("pre_compact", "test_compact_takes_a_milestone_checkpoint-2", "PreCompact", _any),
+    (
+        "session_start_compact",
+        "test_compact_takes_a_milestone_checkpoint-2",
+        "SessionStart",
+        lambda p: p.get("source") == "compact",
+    ),
+    ("subagent_start", "test_a_subagents_bash_is_evidence", "SubagentStart", _any),
+    (
+        "post_tool_use_subagent_bash",
+        "test_a_subagents_bash_is_evidence",
+        "PostToolUse",
+        lambda p: bool(p.get("agent_id")),
+    ),
+    (
+        "subagent_stop",
+        "test_a_subagents_bash_is_evidence",
+        "SubagentStop",
+        lambda p: p.get("agent_type") == "general-purpose",
+    ),
+    (
+        "permission_request",
+        "test_a_permission_prompt_is_answered_from_pitstop",
+        "PermissionRequest",
+        _any,
+    ),
 )
 
 
@@ -189,8 +220,15 @@ def redact(payload: dict[str, Any]) -> dict[str, Any]:
         (str(test_root), "$TMP"),  # e.g. the bare remote a push names
         (str(payload["session_id"]), SESSION),
     ]
+    if project:
+        replacements.append((project, "$PROJECT"))  # Claude Code's name for the project's dir
     if payload.get("prompt_id"):
         replacements.append((str(payload["prompt_id"]), PROMPT_ID))
+    # Ids that change on every run: a background task's or subagent's, commits a push names.
+    for index, found in enumerate(sorted(set(_VOLATILE_ID.findall(json.dumps(payload))))):
+        replacements.append((found, f"{found[0]}{index + 1:0{len(found) - 1}d}"))
+    for found in sorted(set(_PUSHED_RANGE.findall(json.dumps(payload)))):
+        replacements.append((found, "1a2b3c4..5d6e7f8"))
 
     def scrub(value: Any) -> Any:
         if isinstance(value, str):

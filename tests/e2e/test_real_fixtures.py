@@ -68,4 +68,4 @@ def test_every_real_payload_is_answered(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_no_test_path_is_left_in_a_real_fixture(name: str) -> None:
     text = (REAL / f"{name}.json").read_text()
-    assert "pytest-of-" not in text and "/tmp/" not in text
+    assert "pytest-of-" not in text and "/tmp/" not in text and "-tmp-" not in text
