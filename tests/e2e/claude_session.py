@@ -221,6 +221,10 @@ def run_claude(
     with MockMessagesAPI(script) as api:
         environment = client_env(ANTHROPIC_BASE_URL=api.url, **OFFLINE, **(env or {}))
         environment["PATH"] = user_path(with_pitstop_on_path)
+        # Its per-session scratch (background task output…) inside the test's directory.
+        scratch = workspace.root / "claude-tmp"
+        scratch.mkdir(exist_ok=True)
+        environment.setdefault("CLAUDE_CODE_TMPDIR", str(scratch))
         started = time.monotonic()
         out = subprocess.run(
             [str(binary), "-p", prompt, "--output-format", "json", *args],

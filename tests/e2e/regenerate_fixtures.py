@@ -212,7 +212,8 @@ def redact(payload: dict[str, Any]) -> dict[str, Any]:
     project = Path(transcript).parent.name if transcript else None
     replacements = [(transcript, "$TRANSCRIPT")] if transcript else []
     if project:
-        replacements.append((f"/tmp/claude-{os.getuid()}/{project}", "$CLAUDE_TMP"))
+        scratch = cwd.parent / "claude-tmp"  # CLAUDE_CODE_TMPDIR, as claude_session sets it
+        replacements.append((f"{scratch}/claude-{os.getuid()}/{project}", "$CLAUDE_TMP"))
     replacements += [
         (str(cwd), "$CWD"),
         (str(test_root / "_config"), "$CONFIG"),
