@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.clients import REQUIRE_VAR, claude_code_binary, missing_reason
+from tests.e2e.clients import CLAUDE_CODE, REQUIRE_VAR, Client, binary, missing_reason
 from tests.e2e.mock_messages_api import Block, MockMessagesAPI, Script
 
 HERE = Path(__file__).resolve().parent
@@ -62,15 +62,19 @@ OFFLINE = {
 _CLIENT_VAR = re.compile(r"^(ANTHROPIC_|CLAUDE|AI_AGENT|OTEL_|CODEX_)")
 
 
-def require_claude() -> Path:
-    """The pinned `claude`; skipped (one line) when absent, a failure under PITSTOP_E2E_REQUIRE."""
-    binary = claude_code_binary()
-    reason = missing_reason(binary)
+def require(client: Client) -> Path:
+    """The pinned client; skipped (one line) when absent, a failure under PITSTOP_E2E_REQUIRE."""
+    reason = missing_reason(client)
     if reason is not None:
         if os.environ.get(REQUIRE_VAR) == "1":
             pytest.fail(f"{REQUIRE_VAR}=1 but {reason}")
         pytest.skip(reason)
-    return binary
+    return binary(client)
+
+
+def require_claude() -> Path:
+    """The pinned `claude` (see `require`)."""
+    return require(CLAUDE_CODE)
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -101,7 +105,16 @@ class Workspace:
 
 
 def make_workspace(root: Path) -> Workspace:
-    """A repository with one commit on `main`, cloned bare as its `origin`, hooks installed."""
+    """A repository and its `origin` (see `make_repository`), Claude Code's hooks installed."""
+    workspace = make_repository(root)
+    install = pitstop(workspace, "hook", "install", "claude-code")
+    assert install.returncode == 0, install.stderr
+    _install_capture(Path(os.environ["HOME"]), root / "capture")
+    return workspace
+
+
+def make_repository(root: Path) -> Workspace:
+    """A repository with one commit on `main`, cloned bare as its `origin`."""
     repo = root / "demo"
     remote = root / "origin.git"
     push_log = root / "pushes.log"
@@ -118,11 +131,7 @@ def make_workspace(root: Path) -> Workspace:
     git(repo, "remote", "add", "origin", str(remote))
     git(repo, "fetch", "-q", "origin")
     git(repo, "branch", "-q", "--set-upstream-to=origin/main", "main")
-    workspace = Workspace(root, repo, remote, push_log)
-    install = pitstop(workspace, "hook", "install", "claude-code")
-    assert install.returncode == 0, install.stderr
-    _install_capture(Path(os.environ["HOME"]), root / "capture")
-    return workspace
+    return Workspace(root, repo, remote, push_log)
 
 
 def _install_capture(home: Path, directory: Path) -> None:
@@ -213,7 +222,7 @@ def run_claude(
     timeout: float = 120,
 ) -> Session:
     """Run the pinned `claude -p` in the repository against a scripted API; wait for it to end."""
-    binary = require_claude()
+    claude = require_claude()
     workspace.runs += 1
     capture = workspace.root / "capture"
     shutil.rmtree(capture, ignore_errors=True)
@@ -221,9 +230,13 @@ def run_claude(
     with MockMessagesAPI(script) as api:
         environment = client_env(ANTHROPIC_BASE_URL=api.url, **OFFLINE, **(env or {}))
         environment["PATH"] = user_path(with_pitstop_on_path)
+        # Its per-session scratch (background task output…) inside the test's directory.
+        scratch = workspace.root / "claude-tmp"
+        scratch.mkdir(exist_ok=True)
+        environment.setdefault("CLAUDE_CODE_TMPDIR", str(scratch))
         started = time.monotonic()
         out = subprocess.run(
-            [str(binary), "-p", prompt, "--output-format", "json", *args],
+            [str(claude), "-p", prompt, "--output-format", "json", *args],
             cwd=cwd or workspace.repo,
             env=environment,
             capture_output=True,
@@ -234,12 +247,12 @@ def run_claude(
         seconds = time.monotonic() - started
     lines = [line for line in out.stdout.splitlines() if line.strip().startswith("{")]
     result = json.loads(lines[-1]) if lines else {}
-    payloads, environments = _read_capture(capture)
-    _export_capture(capture, workspace.runs)
+    payloads, environments = read_capture(capture)
+    export_capture(capture, workspace.runs)
     return Session(out.returncode, result, out.stderr, payloads, environments, script, seconds)
 
 
-def _read_capture(directory: Path) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+def read_capture(directory: Path) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     """The captured payloads in the order they arrived, and each one's environment."""
     if not directory.exists():
         return [], []
@@ -249,7 +262,7 @@ def _read_capture(directory: Path) -> tuple[list[dict[str, Any]], list[dict[str,
     return payloads, environments
 
 
-def _export_capture(directory: Path, run: int) -> None:
+def export_capture(directory: Path, run: int) -> None:
     """Copy the payloads to PITSTOP_E2E_CAPTURE_TO/<test name>[-<run>]/ when that is set."""
     target = os.environ.get("PITSTOP_E2E_CAPTURE_TO")
     current = os.environ.get("PYTEST_CURRENT_TEST", "session").split("::")[-1].split(" ")[0]

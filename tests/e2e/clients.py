@@ -1,15 +1,15 @@
 """The real harness clients the e2e tests drive: which versions, where they live, how to get them.
 
 Pitstop's hooks are only as right as their reading of what the real clients send, so the e2e
-tests run the real Claude Code CLI, at a pinned version (a new release can change a payload; it
-is taken on purpose, by changing the pin here). It comes from the npm registry, where its native
-binary ships inside a platform package: nothing else is downloaded. It is installed into a cache
-outside the repository (`PITSTOP_E2E_CACHE`, default `~/.cache/pitstop-e2e`), one directory per
-version, so installing again is a no-op.
+tests run the real Claude Code and Codex CLIs, at pinned versions (a new release can change a
+payload; it is taken on purpose, by changing the pin here). They come from the npm registry,
+where their native binaries ship inside platform packages: nothing else is downloaded. They are
+installed into a cache outside the repository (`PITSTOP_E2E_CACHE`, default
+`~/.cache/pitstop-e2e`), one directory per version, so installing again is a no-op.
 
-`.ci/run` installs it (`python3 tests/e2e/clients.py install`) and sets `PITSTOP_E2E_REQUIRE=1`:
-there a missing client fails the e2e tests instead of skipping them. Elsewhere they skip with
-one line saying how to install it.
+`.ci/run` installs them (`python3 tests/e2e/clients.py install`) and sets
+`PITSTOP_E2E_REQUIRE=1`: there a missing client fails the e2e tests instead of skipping them.
+Elsewhere they skip with one line saying how to install it.
 """
 
 from __future__ import annotations
@@ -19,9 +19,23 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
-CLAUDE_CODE_PACKAGE = "@anthropic-ai/claude-code"
-CLAUDE_CODE_VERSION = "2.1.332"
+
+class Client(NamedTuple):
+    """One harness CLI as npm publishes it."""
+
+    name: str  # the cache directory's prefix
+    package: str
+    version: str
+    program: str  # its executable in node_modules/.bin
+    version_output: str  # what `--version` prints: `{version}` is replaced
+
+
+CLAUDE_CODE = Client("claude-code", "@anthropic-ai/claude-code", "2.1.332", "claude", "{version}")
+CODEX = Client("codex", "@openai/codex", "0.171.0", "codex", "codex-cli {version}")
+CLIENTS = (CLAUDE_CODE, CODEX)
+CLAUDE_CODE_VERSION = CLAUDE_CODE.version
 REQUIRE_VAR = "PITSTOP_E2E_REQUIRE"
 INSTALL_HINT = "python3 tests/e2e/clients.py install"
 # Read once, at import: the tests give every test a private HOME, the cache stays the user's.
@@ -34,83 +48,86 @@ def cache_root() -> Path:
     return Path(configured) if configured else _HOME / ".cache" / "pitstop-e2e"
 
 
-def claude_code_prefix(root: Path | None = None) -> Path:
-    """The npm prefix holding the pinned Claude Code."""
-    return (root or cache_root()) / f"claude-code-{CLAUDE_CODE_VERSION}"
+def prefix(client: Client, root: Path | None = None) -> Path:
+    """The npm prefix holding the pinned client."""
+    return (root or cache_root()) / f"{client.name}-{client.version}"
 
 
-def claude_code_binary(root: Path | None = None) -> Path:
-    """The pinned `claude` executable (it may not be installed)."""
-    return claude_code_prefix(root) / "node_modules" / ".bin" / "claude"
+def binary(client: Client, root: Path | None = None) -> Path:
+    """The pinned client's executable (it may not be installed)."""
+    return prefix(client, root) / "node_modules" / ".bin" / client.program
 
 
-def installed_version(binary: Path) -> str | None:
-    """The version `binary --version` reports, or None when it does not run."""
+def installed_version(executable: Path) -> str | None:
+    """What `executable --version` prints, or None when it does not run."""
     try:
         out = subprocess.run(
-            [str(binary), "--version"], capture_output=True, text=True, timeout=30, check=False
+            [str(executable), "--version"], capture_output=True, text=True, timeout=30, check=False
         )
     except OSError:
         return None
     if out.returncode != 0 or not out.stdout.strip():
         return None
-    return out.stdout.split()[0]
+    return out.stdout.strip()
 
 
-def missing_reason(binary: Path) -> str | None:
+def missing_reason(client: Client, root: Path | None = None) -> str | None:
     """Why the pinned client cannot be used, or None when it can."""
-    if not binary.exists():
-        return f"Claude Code {CLAUDE_CODE_VERSION} is not installed at {binary}; run {INSTALL_HINT}"
-    version = installed_version(binary)
-    if version != CLAUDE_CODE_VERSION:
-        return (
-            f"{binary} reports version {version or 'nothing'}, not {CLAUDE_CODE_VERSION}; "
-            f"run {INSTALL_HINT}"
-        )
+    executable = binary(client, root)
+    label = f"{client.package} {client.version}"
+    if not executable.exists():
+        return f"{label} is not installed at {executable}; run {INSTALL_HINT}"
+    version = installed_version(executable)
+    if version is None or not version.startswith(
+        client.version_output.format(version=client.version)
+    ):
+        return f"{executable} reports {version or 'nothing'}, not {label}; run {INSTALL_HINT}"
     return None
 
 
-def install_claude_code(root: Path | None = None) -> Path:
-    """Install the pinned Claude Code from the npm registry (a no-op when it is there)."""
-    binary = claude_code_binary(root)
-    if missing_reason(binary) is None:
-        return binary
+def install(client: Client, root: Path | None = None) -> Path:
+    """Install the pinned client from the npm registry (a no-op when it is there)."""
+    executable = binary(client, root)
+    if missing_reason(client, root) is None:
+        return executable
     npm = shutil.which("npm")
     if npm is None:
         raise SystemExit("npm is not installed: install Node.js and npm, then run this again")
-    prefix = claude_code_prefix(root)
-    prefix.mkdir(parents=True, exist_ok=True)
+    target = prefix(client, root)
+    target.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [
             npm,
             "install",
             "--prefix",
-            str(prefix),
+            str(target),
             "--no-audit",
             "--no-fund",
             "--no-save",
-            f"{CLAUDE_CODE_PACKAGE}@{CLAUDE_CODE_VERSION}",
+            f"{client.package}@{client.version}",
         ],
         check=True,
     )
-    if missing_reason(binary) is not None:
-        # The package's postinstall copies the native binary over a stub; an npm that skipped
+    script = target / "node_modules" / client.package / "install.cjs"
+    if missing_reason(client, root) is not None and script.exists():
+        # Claude Code's postinstall copies the native binary over a stub; an npm that skipped
         # install scripts left the stub, so run that step ourselves.
-        script = prefix / "node_modules" / CLAUDE_CODE_PACKAGE / "install.cjs"
         subprocess.run(["node", str(script)], cwd=script.parent, check=True)
-    reason = missing_reason(binary)
+    reason = missing_reason(client, root)
     if reason is not None:
-        raise SystemExit(f"installing Claude Code failed: {reason}")
-    return binary
+        raise SystemExit(f"installing {client.package} failed: {reason}")
+    return executable
 
 
 def main(argv: list[str]) -> int:
-    """`clients.py install` installs the pinned clients; `clients.py path` prints claude's path."""
+    """`clients.py install` installs the pinned clients; `clients.py path` prints their paths."""
     if argv == ["install"]:
-        print(f"Claude Code {CLAUDE_CODE_VERSION}: {install_claude_code()}")
+        for client in CLIENTS:
+            print(f"{client.package} {client.version}: {install(client)}")
         return 0
     if argv == ["path"]:
-        print(claude_code_binary())
+        for client in CLIENTS:
+            print(binary(client))
         return 0
     print("usage: clients.py install|path", file=sys.stderr)
     return 2

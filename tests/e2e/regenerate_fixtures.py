@@ -2,7 +2,7 @@
 
 The hand-made fixtures in tests/fixtures/claude_code/ were written from the documentation and
 drifted from real payloads (issue 15). This script runs the e2e sessions of
-tests/e2e/test_claude_code.py (the real `claude`, the scripted API) with
+tests/e2e/test_claude_code.py and test_codex.py (the real clients, the scripted APIs) with
 `PITSTOP_E2E_CAPTURE_TO` set, picks one payload per fixture, and writes it with the test's
 paths replaced by the placeholders the hook tests substitute (`$CWD`, `$TRANSCRIPT`,
 `$CONFIG`; also `$HOME`, `$TMP` (the test's directory), `$CLAUDE_TMP` (Claude Code's
@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "tests" / "fixtures" / "claude_code" / "real"
 SESSION = "7d3c5a1e-2b9f-4c61-8e0a-5f4b3c2d1e0f"  # the hand-made fixtures' session id
 PROMPT_ID = "0c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5"
+TURN_ID = "01a2346a-0000-7000-8000-000000000001"
 PUSH = "git push origin main"
 
 # A background task id (b + 8) or an agent id (a + 16), and the `old..new` a push prints.
@@ -176,6 +177,31 @@ PICKS: tuple[Pick, ...] = (
         lambda p: p.get("agent_type") == "general-purpose",
     ),
     (
+        "codex_session_start",
+        "test_a_codex_shell_command_runs_and_every_hook_fires",
+        "SessionStart",
+        _any,
+    ),
+    (
+        "codex_pre_tool_use",
+        "test_a_codex_shell_command_runs_and_every_hook_fires",
+        "PreToolUse",
+        _any,
+    ),
+    (
+        "codex_post_tool_use",
+        "test_a_codex_shell_command_runs_and_every_hook_fires",
+        "PostToolUse",
+        _any,
+    ),
+    ("codex_stop", "test_a_codex_shell_command_runs_and_every_hook_fires", "Stop", _any),
+    (
+        "codex_pre_tool_use_git_push",
+        "test_a_codex_guarded_push_runs_once",
+        "PreToolUse",
+        lambda p: _command(p) == PUSH,
+    ),
+    (
         "permission_request",
         "test_a_permission_prompt_is_answered_from_pitstop",
         "PermissionRequest",
@@ -188,10 +214,12 @@ def capture(directory: Path) -> None:
     """Run the e2e sessions with their payloads copied into `directory`."""
     env = {**os.environ, "PITSTOP_E2E_CAPTURE_TO": str(directory), "PITSTOP_E2E_REQUIRE": "1"}
     env.setdefault("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
-    test_file = ROOT / "tests" / "e2e" / "test_claude_code.py"
+    tests = [
+        str(ROOT / "tests" / "e2e" / name) for name in ("test_claude_code.py", "test_codex.py")
+    ]
     # The xfail tests capture too; their outcome is not this script's business.
     subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
         cwd=ROOT,
         env=env,
         check=False,
@@ -209,10 +237,12 @@ def redact(payload: dict[str, Any]) -> dict[str, Any]:
     cwd = Path(payload["cwd"])
     test_root = cwd.parents[1]  # <tmp>/ws/demo: the conftest's _home and _config sit in <tmp>
     transcript = str(payload.get("transcript_path", ""))
-    project = Path(transcript).parent.name if transcript else None
+    # Claude Code's transcripts live in ~/.claude/projects/<its name for the project>/.
+    project = Path(transcript).parent.name if "/.claude/projects/" in transcript else None
     replacements = [(transcript, "$TRANSCRIPT")] if transcript else []
     if project:
-        replacements.append((f"/tmp/claude-{os.getuid()}/{project}", "$CLAUDE_TMP"))
+        scratch = cwd.parent / "claude-tmp"  # CLAUDE_CODE_TMPDIR, as claude_session sets it
+        replacements.append((f"{scratch}/claude-{os.getuid()}/{project}", "$CLAUDE_TMP"))
     replacements += [
         (str(cwd), "$CWD"),
         (str(test_root / "_config"), "$CONFIG"),
@@ -224,6 +254,8 @@ def redact(payload: dict[str, Any]) -> dict[str, Any]:
         replacements.append((project, "$PROJECT"))  # Claude Code's name for the project's dir
     if payload.get("prompt_id"):
         replacements.append((str(payload["prompt_id"]), PROMPT_ID))
+    if payload.get("turn_id"):  # Codex's
+        replacements.append((str(payload["turn_id"]), TURN_ID))
     # Ids that change on every run: a background task's or subagent's, commits a push names.
     for index, found in enumerate(sorted(set(_VOLATILE_ID.findall(json.dumps(payload))))):
         replacements.append((found, f"{found[0]}{index + 1:0{len(found) - 1}d}"))

@@ -1,8 +1,9 @@
 """What the real Claude Code sent (tests/fixtures/claude_code/real/), through `pitstop hook`.
 
-`regenerate_fixtures.py` writes these from the e2e sessions; this test needs no client, so
-every run of the suite checks that what the pinned client really sends is answered without
-an error by the real entry point, and that the one that writes Pitstop's config is refused.
+`regenerate_fixtures.py` writes these from the e2e sessions (`codex_*`: Codex's hooks); this
+test needs no client, so every run of the suite checks that what the pinned clients really send
+is answered without an error by the real entry point (`pitstop hook claude-code|codex`), and
+that the write into Pitstop's config and Codex's `git push` are refused or guarded.
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ def test_every_real_payload_is_answered(tmp_path: Path) -> None:
         for placeholder, value in places.items():
             text = text.replace(placeholder, value)
         event = json.loads(text)["hook_event_name"]
+        harness = "codex" if name.startswith("codex_") else "claude-code"
         out = subprocess.run(
-            [str(VENV_BIN / "pitstop"), "hook", "claude-code", "--event", event],
+            [str(VENV_BIN / "pitstop"), "hook", harness, "--event", event],
             input=text,
             capture_output=True,
             text=True,
@@ -63,6 +65,11 @@ def test_every_real_payload_is_answered(tmp_path: Path) -> None:
         answers[name] = json.loads(out.stdout) if out.stdout.strip() else {}
     denied = answers["pre_tool_use_write_config"]["hookSpecificOutput"]
     assert denied["permissionDecision"] == "deny"
+    # A push needs approval by default: the guard asks for it and refuses the call meanwhile.
+    for name in ("pre_tool_use_git_push", "codex_pre_tool_use_git_push"):
+        decision = answers[name]["hookSpecificOutput"]
+        assert decision["permissionDecision"] == "deny", (name, decision)
+        assert "waiting for approval" in decision["permissionDecisionReason"], decision
 
 
 @pytest.mark.parametrize("name", NAMES)
