@@ -1,11 +1,10 @@
 """One real Codex session (`codex exec`) against the scripted Responses API, in a real repository.
 
 The repository and its bare `origin` are the Claude Code sessions' (`claude_session`). Codex is
-configured as the README tells a user to: `notify = ["pitstop", "hook", "codex"]` in
-`$CODEX_HOME/config.toml` and a `PreToolUse` hook `pitstop hook codex --event PreToolUse` in
-`$CODEX_HOME/hooks.json`, plus a model provider that points at 127.0.0.1. The same capturing
-hook as Claude Code's keeps every hook payload Codex sends; a capturing `notify` would need a
-second program, so `notify` is Pitstop's alone and its effect is read from the store.
+configured by the real `pitstop hook install codex --user` — Pitstop's hooks in
+`$CODEX_HOME/hooks.json` and its `notify` in `$CODEX_HOME/config.toml` — plus a model provider
+that points at 127.0.0.1. The same capturing hook as Claude Code's, added beside Pitstop's,
+keeps every hook payload Codex sends.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from typing import Any
 
 from tests.e2e.claude_session import (
     CAPTURE_HOOK,
+    VENV_BIN,
     Workspace,
     client_env,
     export_capture,
@@ -45,31 +45,36 @@ def codex_home(workspace: Workspace) -> Path:
 
 
 def configure(workspace: Workspace, base_url: str) -> None:
-    """Write config.toml (notify, the mock provider) and hooks.json (guard and capture)."""
+    """Write config.toml (the mock provider), install Pitstop's hooks and notify with the real
+    `pitstop hook install codex --user`, and add the capturing hook beside them."""
     home = codex_home(workspace)
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(
         'model = "gpt-5-codex"\n'
         'model_provider = "e2e"\n'
-        'notify = ["pitstop", "hook", "codex"]\n'
         "[model_providers.e2e]\n"
         'name = "scripted Responses API"\n'
         f'base_url = "{base_url}/v1"\n'
         'wire_api = "responses"\n'
         'env_key = "E2E_API_KEY"\n'
     )
-    capture = f"{sys.executable} {CAPTURE_HOOK} {workspace.root / 'capture'}"
-    hooks: dict[str, list[dict[str, Any]]] = {
-        event: [{"hooks": [{"type": "command", "command": capture}]}] for event in CAPTURED_EVENTS
-    }
-    hooks["PreToolUse"].insert(
-        0,
-        {
-            "matcher": "Bash|apply_patch",
-            "hooks": [{"type": "command", "command": "pitstop hook codex --event PreToolUse"}],
-        },
+    (home / "hooks.json").unlink(missing_ok=True)
+    installed = subprocess.run(
+        [str(VENV_BIN / "pitstop"), "hook", "install", "codex", "--user"],
+        cwd=workspace.repo,
+        env=client_env(CODEX_HOME=str(home)),
+        capture_output=True,
+        text=True,
+        check=False,
     )
-    (home / "hooks.json").write_text(json.dumps({"hooks": hooks}, indent=2))
+    assert installed.returncode == 0, installed.stderr
+    document = json.loads((home / "hooks.json").read_text())
+    capture = f"{sys.executable} {CAPTURE_HOOK} {workspace.root / 'capture'}"
+    for event in CAPTURED_EVENTS:
+        document["hooks"].setdefault(event, []).append(
+            {"hooks": [{"type": "command", "command": capture}]}
+        )
+    (home / "hooks.json").write_text(json.dumps(document, indent=2))
 
 
 @dataclass
