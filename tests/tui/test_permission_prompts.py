@@ -63,9 +63,9 @@ def _event(repo: Path, tool: str, tool_input: dict[str, Any], **extra: Any) -> b
     return json.dumps(event).encode()
 
 
-def _start(repo: Path, data: bytes) -> subprocess.Popen[str]:
+def _start(repo: Path, data: bytes, event: str = "PermissionRequest") -> subprocess.Popen[str]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "tui.launch", "hook", "claude-code", "--event", "PermissionRequest"],
+        [sys.executable, "-m", "tui.launch", "hook", "claude-code", "--event", event],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -194,30 +194,13 @@ def _guard_event(repo: Path, command: str) -> bytes:
     return json.dumps(event).encode()
 
 
-def _start_guard(repo: Path, data: bytes) -> subprocess.Popen[str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tui.launch", "hook", "claude-code", "--event", "PreToolUse"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=repo,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert process.stdin is not None
-    process.stdin.write(data.decode())
-    process.stdin.close()
-    process.stdin = None
-    return process
-
-
 @pytest.mark.parametrize("approve", [True, False])
 def test_a_held_guard_lets_the_command_run_once_approved(repo: Path, approve: bool) -> None:
     """`[hooks] guard_wait_seconds`: the guarded push waits for its approval instead of being
     denied and retried; approved, it runs (its effect starts); rejected, it is denied."""
     config = Path(os.environ["PITSTOP_CONFIG_DIR"]) / "config.toml"
     config.write_text("[hooks]\nguard_wait_seconds = 60\n")
-    hook = _start_guard(repo, _guard_event(repo, "git push origin main"))
+    hook = _start(repo, _guard_event(repo, "git push origin main"), "PreToolUse")
     approval_id = _pending()
     with Engine() as engine:
         engine.decide_approval(approval_id, approve, "checked the diff")
