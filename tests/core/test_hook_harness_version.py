@@ -2,7 +2,8 @@
 
 `SessionStart` rarely names the model and `claude -p` never does, so every validation warned
 that the harness version was unknown; yet Claude Code runs its hooks with
-`AI_AGENT=claude-code/<version>/…`. The hook reads it there, and validation inside a session too.
+`AI_AGENT` — `claude-code_2-1-332_harness` today, `claude-code/<version>/…` before. The hook
+reads it there, and validation inside a session too.
 """
 
 from __future__ import annotations
@@ -80,6 +81,22 @@ def test_a_registered_task_learns_the_version_from_its_first_session(repo: Path)
         assert engine.get_task(task.id).harness == NamedVersion("claude-code", "2.1.122")
 
 
+@pytest.mark.parametrize(
+    ("agent", "version"),
+    [
+        ("claude-code_2-1-332_harness", "2.1.332"),  # what 2.1.332 sends
+        ("claude-code_2-1-332", "2.1.332"),
+        ("claude-code/2.1.122/agent", "2.1.122"),  # the earlier form
+        ("claude-code/2.1.0-beta.3", "2.1.0-beta.3"),
+    ],
+)
+def test_both_forms_of_ai_agent_name_the_version(repo: Path, agent: str, version: str) -> None:
+    claude_code(session_start(repo), HookContext(env={"AI_AGENT": agent}))
+    with Engine() as engine:
+        [task] = engine.list_tasks()
+        assert task.harness == NamedVersion("claude-code", version)
+
+
 def test_a_known_version_is_not_overwritten(repo: Path) -> None:
     with Engine() as engine:
         task = engine.start_task(
@@ -99,6 +116,12 @@ def test_a_known_version_is_not_overwritten(repo: Path) -> None:
         "claude-code/latest",
         "claude-code/2.1.122; rm -rf ~",
         "claude-code/" + "9." * 80 + "9",  # absurdly long
+        "claude-code_" + "9-" * 80 + "9_harness",
+        "claude-code_latest_harness",
+        "claude-code_2-1-x_harness",
+        "claude-code_2_harness",
+        "codex_0-170-0_harness",
+        "claude-code-2-1-332",
     ],
 )
 def test_what_is_not_a_claude_code_version_is_not_recorded(repo: Path, agent: str) -> None:

@@ -346,11 +346,6 @@ def test_a_session_joins_the_task_registered_on_its_repository(workspace: Worksp
         assert len(engine.list_evidence(tasks[0].id)) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 15 bug 8: in -p mode SessionStart has no model and the harness version is "
-    "never recorded, though the hook's environment names it (AI_AGENT)",
-)
 def test_the_harness_version_is_recorded(workspace: Workspace) -> None:
     session = run_claude(workspace, [[bash("echo hi")]])
     assert_ran(session)
