@@ -2,9 +2,9 @@
 
 Claude Code starts its hooks (and the commands its agent runs) with `AI_AGENT` naming itself:
 `claude-code_2-1-332_harness` in the releases of late 2026 (words joined by `_`, the version's
-dots written as `-`), `claude-code/2.1.122/agent` before. SessionStart rarely names the model and `-p` runs
-never do, so the environment is where a hook learns the harness's version, and where
-validation, run inside a session, learns the version running now. Standard library only: it is
+dots written as `-`), `claude-code/2.1.122/agent` before. SessionStart rarely names the model
+and `-p` runs never do, so the environment is where a hook learns the harness's version, and
+where validation, run inside a session, learns the version running now. Standard library only: it is
 on every hook's path.
 """
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from core import clock, store
 from core.engine.checkpoints import open_checkpoint
 from core.engine.ledgers import approval_book
+from core.engine.workdir import Workdir, audit_move, task_workdir
 from core.engine.writers import expire_stale_writers, task_lock
 from core.errors import ConflictError, DamagedCheckpointError, UsageError
 from core.models import (
@@ -61,6 +62,9 @@ class CheckpointRequest(NamedTuple):
     # False when the note only names the moment (a hook's "the agent finished a turn"): it is
     # recorded, but a note alone then does not make a checkpoint with nothing new worth taking.
     note_is_news: bool = True
+    # Where the agent says it is (a hook event's `cwd`): picks which of the task's directories
+    # is snapshot (core/engine/workdir.py); never a directory that is not the task's.
+    workdir_hint: str | None = None
 
 
 class _Progress(NamedTuple):
@@ -82,6 +86,7 @@ class _Draft(NamedTuple):
     progress: _Progress
     started: float
     pending: list[dict[str, Any]]
+    workdir: Workdir
     seq: int = 0
     created_at: str = ""
 
@@ -126,10 +131,15 @@ def checkpoint(
         from core import snapshot  # only now: a skipped turn needs no git
         from core.git import plumbing
 
-        located = snapshot.locate(task.repo_root)  # the repository and its HEAD at once
-        store_repo = snapshot.ensure_store_repo(session.paths.repos, located.source)
+        workdir = task_workdir(session, task, request.workdir_hint)
+        located = snapshot.locate(workdir.path)  # the repository and its HEAD at once
+        store_repo = snapshot.ensure_store_repo(
+            session.paths.repos, located.source, task.store_repo
+        )
         with plumbing.session(store_repo):  # one `cat-file` for every read of the store
-            return _checkpoint_in_session(session, task, request, located, store_repo, started)
+            return _checkpoint_in_session(
+                session, task, request, located, store_repo, started, workdir
+            )
 
 
 def _turn_too_soon(session: Session, task_id: str) -> str | None:
@@ -160,6 +170,7 @@ def _checkpoint_in_session(
     located: snapshot.Located,
     store_repo: Path,
     started: float,
+    workdir: Workdir,
 ) -> CheckpointResult:
     previous = store.latest_complete(session.db, task.id)
     if previous is not None:
@@ -174,7 +185,16 @@ def _checkpoint_in_session(
             "(use --force to record one anyway)",
         )
     draft = _Draft(
-        task, located.source, store_repo, snap, previous, request, progress, started, pending
+        task,
+        located.source,
+        store_repo,
+        snap,
+        previous,
+        request,
+        progress,
+        started,
+        pending,
+        workdir,
     )
     return _record_checkpoint(session, draft)
 
@@ -373,6 +393,7 @@ def _build_manifest(
         parent_commit=draft.previous.commit if draft.previous else None,
         snapshot=snap,
         facts=snap.facts or snapshot.repo_facts(draft.source),
+        toplevel=str(draft.source.toplevel),
         changed=changed,
         lockfiles=lockfiles,
         credentials=fingerprint_environment(key, task.credentials),
@@ -536,6 +557,7 @@ def _complete(session: Session, draft: _Draft, written: _Written) -> None:
             updated_at=completed_at,
         )
         _record_completion(session, task, seq, request, new_status, completed_at)
+        audit_move(session, task, draft.workdir)
 
 
 def _record_completion(

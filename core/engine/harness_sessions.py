@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from core import clock, store
+from core.engine.workdir import is_task_directory
 from core.errors import NotAGitRepoError, UsageError
 from core.models import Task, TaskStatus
 from core.session import Session
@@ -73,8 +74,10 @@ def harness_session(session: Session, task_id: str) -> dict[str, Any] | None:
 def free_task_on_repo(session: Session, repo: str | os.PathLike[str]) -> Task | None:
     """The one open task on the repository at `repo` that no live session feeds, if exactly one.
 
-    A session is live while it feeds a running or waiting task (a session's end pauses its
-    task); a task being resumed is taken. Two or more free tasks are ambiguous: None.
+    A task is on the repository when it is its repository or the worktree a resume of it was
+    restored into (where the task goes on, `core/engine/workdir.py`). A session is live while
+    it feeds a running or waiting task (a session's end pauses its task); a task being resumed
+    is taken. Two or more free tasks are ambiguous: None.
     """
     from core import snapshot
 
@@ -85,16 +88,29 @@ def free_task_on_repo(session: Session, repo: str | os.PathLike[str]) -> Task | 
     free = [
         task
         for task in store.list_tasks(session.db)
-        if task.repo_root == toplevel
-        and not task.status.is_final
-        and not _fed_by_a_live_session(session, task)
+        if not task.status.is_final
+        and (task.repo_root == toplevel or is_task_directory(session, task, toplevel))
+        and not _fed_by_a_live_session(session, task, toplevel)
     ]
     return free[0] if len(free) == 1 else None
 
 
-def _fed_by_a_live_session(session: Session, task: Task) -> bool:
+def _fed_by_a_live_session(session: Session, task: Task, toplevel: str) -> bool:
     if task.status is TaskStatus.RESUMING:
-        return True
+        # Taken, except by the session the resume is waiting for: the first one in the
+        # directory it restored into (`resume --no-launch`, then the harness started by hand).
+        return not _awaited_in(session, task, toplevel)
     if task.status not in (TaskStatus.RUNNING, TaskStatus.WAITING):
         return False
     return store.latest_harness_session(session.db, task.id) is not None
+
+
+def _awaited_in(session: Session, task: Task, toplevel: str) -> bool:
+    """Whether the task's live resume restored into `toplevel` and no session joined it since."""
+    from pathlib import Path
+
+    for lease in store.active_resumes(session.db, task.id):
+        if lease["workdir"] and Path(lease["workdir"]).resolve() == Path(toplevel).resolve():
+            joined = store.latest_harness_session(session.db, task.id)
+            return joined is None or joined["seen_at"] < lease["started_at"]
+    return False

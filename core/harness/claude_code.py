@@ -163,6 +163,7 @@ def _checkpoint_event(name: str, event: Mapping[str, Any], context: HookContext)
             note=f"{note} ({detail})" if detail else note,
             force=name == "SessionEnd",  # the task must show as paused, even with no change
             note_is_news=False,  # the note says when; with nothing new the checkpoint is skipped
+            workdir_hint=event_text(event, "cwd"),  # a resumed agent works in its resume's dir
         ),
     )
     if result.checkpoint is None:

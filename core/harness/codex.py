@@ -121,7 +121,10 @@ def _codex_turn(event: Mapping[str, Any], context: HookContext) -> HookReply:
     result = engine.checkpoint(
         task.id,
         CheckpointRequest(
-            reason=CheckpointReason.TURN, note="Codex finished a turn", note_is_news=False
+            reason=CheckpointReason.TURN,
+            note="Codex finished a turn",
+            note_is_news=False,
+            workdir_hint=event_text(event, "cwd"),
         ),
     )
     recorded.append(f"checkpoint {result.checkpoint.ref}" if result.checkpoint else "skipped")

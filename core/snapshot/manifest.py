@@ -84,8 +84,13 @@ def build_manifest(
     creation_ms: int,
     evidence: Sequence[dict[str, Any]] = (),
     harness_session: dict[str, Any] | None = None,
+    toplevel: str | None = None,
 ) -> dict[str, Any]:
-    """Assemble the manifest document for one checkpoint."""
+    """Assemble the manifest document for one checkpoint.
+
+    `toplevel` is the directory snapshot (a resume's worktree once the task moved there);
+    the task's repository when not given.
+    """
     return {
         "schema": MANIFEST_SCHEMA,
         "task": {"id": task.id, "objective": task.objective},
@@ -97,7 +102,7 @@ def build_manifest(
             "parent_commit": parent_commit,
         },
         "repository": {
-            "toplevel": task.repo_root,
+            "toplevel": toplevel or task.repo_root,
             "remotes": dict(facts.remotes),
             "base_commit": snapshot.base_commit,
             "branch": snapshot.branch,

@@ -22,18 +22,21 @@ from core.snapshot.gitpython_adapter import init_private_bare_repo
 from core.snapshot.source import SourceRepo
 
 
-def ensure_store_repo(repos_dir: Path, source: SourceRepo) -> Path:
+def ensure_store_repo(repos_dir: Path, source: SourceRepo, name: str | None = None) -> Path:
     """Create (once) and return the store's own bare repository for `source`.
 
+    `name` is the task's store repository when it has one: a resumed task snapshots a worktree
+    of its repository (another toplevel, so another default name) into the same store repo.
     `pitstop-source` is written last: a repository without it was left half-initialised by a
     killed process and is completed here (git init and config are idempotent).
     """
-    path = repos_dir / source.store_repo_name
+    name = name or source.store_repo_name
+    path = repos_dir / name
     marker = path / "pitstop-source"
     if marker.exists():
         return path
     repos_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with _exclusive(repos_dir / f".{source.store_repo_name}.init-lock"):
+    with _exclusive(repos_dir / f".{name}.init-lock"):
         if marker.exists():  # another process finished it while we waited
             return path
         # Holding the init lock with no marker: any lock file here is a killed initialiser's.

@@ -98,8 +98,10 @@ from core.store.resumes import (
     active_resumes,
     insert_resume,
     latest_resume,
+    latest_workdir_move,
     list_resumes,
     resume_outcomes,
+    resume_workdirs,
     update_resume,
 )
 from core.store.sealed_text import UNREADABLE, TextKeys
@@ -191,6 +193,7 @@ __all__ = [
     "latest_resume",
     "latest_seq",
     "latest_validation",
+    "latest_workdir_move",
     "ledger_conflicts",
     "ledger_fact_bodies",
     "ledger_fact_records",
@@ -229,6 +232,7 @@ __all__ = [
     "replace_listing",
     "replace_wrapped_key",
     "resume_outcomes",
+    "resume_workdirs",
     "session_task_id",
     "set_meta",
     "set_task_approvers",

@@ -89,3 +89,27 @@ def resume_outcomes(db: Database, task_id: str | None = None) -> list[dict[str, 
         sql += " WHERE task_id = ?"
         params.append(task_id)
     return [dict(row) for row in db.query(sql + " ORDER BY id", params)]
+
+
+def resume_workdirs(db: Database, task_id: str) -> list[tuple[int, str]]:
+    """(id, workdir) of the task's resumes taken here into a directory, newest first.
+
+    A rejected resume's directory is not where the task goes on; one brought in by ledger sync
+    names a directory on another machine.
+    """
+    rows = db.execute(
+        "SELECT id, workdir FROM resumes WHERE task_id = ? AND workdir IS NOT NULL "
+        "AND synced_from IS NULL AND (accepted IS NULL OR accepted != 0) ORDER BY id DESC",
+        [task_id],
+    )
+    return [(int(row[0]), str(row[1])) for row in rows]
+
+
+def latest_workdir_move(db: Database, task_id: str) -> str | None:
+    """Where the task's checkpoints were last audited as moving to (`repository`, `resume N`)."""
+    row = db.execute(
+        "SELECT to_state FROM events WHERE task_id = ? AND entity = 'task' AND action = 'workdir' "
+        "ORDER BY id DESC LIMIT 1",
+        [task_id],
+    ).fetchone()
+    return str(row[0]) if row and row[0] else None

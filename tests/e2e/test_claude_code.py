@@ -200,11 +200,6 @@ def test_the_guard_holds_when_pitstop_is_not_on_the_agents_path(workspace: Works
     assert len(workspace.pushes()) == 1, workspace.pushes()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 15 bug 2: after `pitstop resume --into DIR`, the resumed session's checkpoints "
-    "snapshot the task's original repository, not DIR where the agent works",
-)
 def test_a_session_resumed_into_another_directory_checkpoints_that_directory(
     workspace: Workspace, tmp_path: Path
 ) -> None:
