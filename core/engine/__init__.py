@@ -150,6 +150,8 @@ class Engine(Session):
     unsettled_effects = effects.unsettled_effects
     check_effect = effects.check_effect
     guard_effect = effects.guard_effect
+    note_background = effects.note_background
+    background_effects = effects.background_effects
     request_approval = approvals.request_approval
     decide_approval = approvals.decide_approval
     get_approval = approvals.get_approval

@@ -93,3 +93,39 @@ def guard_effect(
 ) -> GuardOutcome:
     """Perform a side effect's action at most once; see `core.ledger.effects`."""
     return effect_ledger(session).guard(request, notice)
+
+
+def note_background(
+    session: Session, task_id: str, key: str, background_id: str, tool_use_id: str | None
+) -> None:
+    """Record that an in-progress effect's command went on in the harness's background.
+
+    Its end is reported later (Claude Code's `<task-notification>`, `Stop.background_tasks`)
+    by the harness's id, so the id and the tool call are kept with the audit event.
+    """
+    from core import clock
+    from core.store.db import write_txn
+
+    detail = {"background": background_id[:80]}
+    if tool_use_id:
+        detail["tool_use"] = tool_use_id[:120]
+    with write_txn(session.db):
+        get_effect(session, task_id, key)
+        session.record_event(
+            task_id,
+            "effect",
+            key,
+            "background",
+            EffectState.IN_PROGRESS.value,
+            EffectState.IN_PROGRESS.value,
+            None,
+            clock.now_iso(),
+            detail=detail,
+        )
+
+
+def background_effects(session: Session, task_id: str) -> dict[str, tuple[str, str | None]]:
+    """Per harness background id: (effect key, tool call id) of the task's background commands."""
+    from core import store
+
+    return store.background_marks(session.db, task_id)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import PitstopError
 from core.harness.context import (
@@ -38,6 +38,9 @@ from core.harness.context import (
     sniff_event,
 )
 from core.harness.sessions import task_for, task_status
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 # Events whose answer decides whether a tool call runs: they fail closed.
 GUARD_EVENTS = frozenset({"PreToolUse"})
@@ -135,14 +138,29 @@ def _session_start(event: Mapping[str, Any], context: HookContext) -> HookReply:
 
 
 def _user_prompt_submit(event: Mapping[str, Any], context: HookContext) -> HookReply:
-    """The user answered: the task runs again."""
+    """The user answered: the task runs again. A prompt Claude Code submits to say how a
+    background command ended (`<task-notification>`) settles that command's effect."""
     task = task_for(context, context.harness, event)
     if task is None:
         return HookReply()
-    context.engine(context.harness).set_task_activity(
-        task.id, task_status("running"), "the user answered the agent"
-    )
-    return observed("running")
+    engine = context.engine(context.harness)
+    settled = _background_ends(engine, task.id, event, notified=True)
+    engine.set_task_activity(task.id, task_status("running"), "the user answered the agent")
+    return observed("running", *settled)
+
+
+def _background_ends(
+    engine: Engine, task_id: str, event: Mapping[str, Any], *, notified: bool
+) -> list[str]:
+    """Settle the effects of background commands this event says ended (`harness.background`)."""
+    from core.harness import background
+
+    if notified:
+        prompt = event.get("prompt")
+        ends = background.notifications(prompt) if isinstance(prompt, str) else []
+    else:
+        ends = background.stop_report(event)
+    return background.settle_reported(engine, task_id, ends, event_text(event, "cwd"))
 
 
 def _checkpoint_event(name: str, event: Mapping[str, Any], context: HookContext) -> HookReply:
@@ -154,7 +172,10 @@ def _checkpoint_event(name: str, event: Mapping[str, Any], context: HookContext)
     if task is None:
         return HookReply()
     reason, note = _CHECKPOINT_REASONS[name]
+    engine = context.engine(context.harness)
+    ended = _background_ends(engine, task.id, event, notified=False) if name == "Stop" else []
     unsettled = _unsettled_at_the_end(context, task.id) if name == "SessionEnd" else []
+    unsettled = ended + unsettled
     detail = event_text(event, "trigger") or event_text(event, "reason")
     result = context.engine(context.harness).checkpoint(
         task.id,

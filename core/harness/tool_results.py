@@ -8,8 +8,9 @@ command that may have acted before it ended — interrupted, killed by Claude Co
 (exit 143, "Command timed out"), killed by a signal (exit 128+N), or with no exit status at all
 (a plain-text response) — is uncertain, never failed: a failed effect may be run again
 unguarded, and this one may already have happened. A command started in the background
-(`run_in_background`; the response names its `backgroundTaskId`) has only started: its effect
-stays in progress, and is uncertain if the session ends with its outcome still unknown.
+(`run_in_background`, or one Claude Code moved there at its timeout: the response names its
+`backgroundTaskId`) has only started: its effect stays in progress until the harness reports
+its end (`core.harness.background`), and is uncertain if the session ends first.
 
 Loaded only for a Bash result; the engine opens when the task is looked up.
 """
@@ -144,7 +145,8 @@ def record_tool_result(
     recorded = [f"evidence {item.id}"]
     found = match_command(command, context.rule_list())
     if found is not None:
-        settled = _settle_effect(engine, task.id, found, outcome, item.id)
+        tool_use = event_text(event, "tool_use_id")
+        settled = _settle_effect(engine, task.id, found, outcome, item.id, tool_use)
         if settled is not None:
             recorded.append(settled)
     return observed(*recorded)
@@ -177,6 +179,7 @@ def _settle_effect(
     found: RuleMatch,
     outcome: ToolOutcome,
     evidence_id: int,
+    tool_use_id: str | None = None,
 ) -> str | None:
     """Settle the side effect the guard started for this command; what was recorded, or None."""
     from core.errors import NotFoundError
@@ -188,7 +191,8 @@ def _settle_effect(
         return None
     if effect.state is not EffectState.IN_PROGRESS:
         return None
-    if outcome.background is not None:  # it is still running: it stays in progress
+    if outcome.background is not None:  # still running: in progress until its end is reported
+        engine.note_background(task_id, found.key, outcome.background, tool_use_id)
         return f"{found.key} in_progress (background {outcome.background[:80]})"
     if outcome.unknown is not None:  # it may have taken effect: never "failed" (a free retry)
         state, said = EffectState.UNCERTAIN, outcome.unknown

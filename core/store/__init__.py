@@ -39,6 +39,7 @@ from core.store.dashboard import first_task_rollups, task_rollups
 from core.store.effects import find_effect, get_effect, insert_effect, list_effects, move_effect
 from core.store.events import (
     add_event,
+    background_marks,
     effect_duplicate_hits,
     event_uids,
     list_events,
@@ -149,6 +150,7 @@ __all__ = [
     "add_remote",
     "add_task_recipient",
     "attach_evidence",
+    "background_marks",
     "checkpoint_facts",
     "chunk_blob",
     "chunk_rows_for_export",

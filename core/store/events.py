@@ -125,3 +125,28 @@ def task_decision_events(db: Database, task_id: str | None = None) -> dict[str, 
         sql += " AND task_id = ?"
         params.append(task_id)
     return {row[0]: row[1] for row in db.execute(sql + " ORDER BY id", params).fetchall()}
+
+
+def background_marks(db: Database, task_id: str) -> dict[str, tuple[str, str | None]]:
+    """Per harness background id: the effect it runs and the tool call that started it.
+
+    Written as the audit event `effect … background` when a guarded command went on in the
+    background; read when the harness reports how it ended. Only marks born here count: the
+    background ids are this machine's harness's.
+    """
+    marks: dict[str, tuple[str, str | None]] = {}
+    rows = db.execute(
+        "SELECT entity_id, detail FROM events WHERE task_id = ? AND entity = 'effect' "
+        "AND action = 'background' AND detail IS NOT NULL AND uid IS NULL ORDER BY id",
+        [task_id],
+    )
+    for key, detail in rows:
+        try:
+            said = json.loads(detail)
+        except ValueError:
+            continue
+        background = said.get("background") if isinstance(said, dict) else None
+        if isinstance(background, str):
+            tool_use = said.get("tool_use")
+            marks[background] = (str(key), tool_use if isinstance(tool_use, str) else None)
+    return marks

@@ -235,11 +235,6 @@ def test_a_session_resumed_into_another_directory_checkpoints_that_directory(
     assert "resumed.txt" in stat.stdout, stat.stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 15 bug 3: a background push (backgroundTaskId, no exit status) is confirmed "
-    "~50 ms after it starts, before the remote has it",
-)
 def test_a_background_push_is_confirmed_only_once_it_has_landed(workspace: Workspace) -> None:
     config("[hooks.rules.git-push]\napproval = false\n")
     landed = slow_remote(workspace, 2)
