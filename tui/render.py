@@ -193,6 +193,10 @@ def evidence_text(item: Any) -> str:
         lines.append(f"cwd         {command['cwd']}")
     if command.get("file"):
         lines.append(f"from file   {command['file']}")
+    agent = command.get("agent")
+    if isinstance(agent, dict) and agent:
+        ident = f" ({agent['id']})" if agent.get("id") else ""
+        lines.append(f"agent       subagent {agent.get('type') or 'unknown'}{ident}")
     duration = f"{item.duration_ms / 1000:.2f} s" if item.duration_ms is not None else "-"
     lines += [
         f"label       {item.label or '-'}",

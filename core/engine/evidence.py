@@ -9,7 +9,7 @@ log can be larger than anything worth holding in memory.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -148,8 +148,12 @@ def add_evidence_output(
     source: str = "hook",
     timed_out: bool = False,
     limits: evidence.EvidenceLimits | None = None,
+    agent: Mapping[str, str] | None = None,
 ) -> evidence.Evidence:
-    """Record output a harness already captured in memory (a hook's tool response)."""
+    """Record output a harness already captured in memory (a hook's tool response).
+
+    `agent` names the subagent that ran the command (`id`, `type`), sealed with the command.
+    """
     from core.evidence import storage as evidence
 
     # Output shorter than one batch is recorded on this thread alone, so its four writes
@@ -163,7 +167,7 @@ def add_evidence_output(
             task_id,
             source=source,
             label=label,
-            command=evidence.command_record(list(argv), cwd),
+            command=evidence.command_record(list(argv), cwd, agent=agent),
             limits=limits or evidence.EvidenceLimits(),
         )
         for start in range(0, len(output), evidence.DEFAULT_CHUNK_BYTES):

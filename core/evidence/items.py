@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from core import store
+from core.redaction.free_text import persistable
 from core.redaction.redact import redact_argv
 from core.security.keys import TaskKeys
 from core.store.db import Database
@@ -89,12 +90,21 @@ def sealed_name(evidence_id: int, part: str) -> str:
     return f"evidence/{evidence_id}/{part}"
 
 
-def command_record(argv: Sequence[str], cwd: str | None, file: str | None = None) -> dict[str, Any]:
-    """The command line as stored (encrypted): every argument redacted first."""
+def command_record(
+    argv: Sequence[str],
+    cwd: str | None,
+    file: str | None = None,
+    *,
+    agent: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The command line as stored (encrypted): every argument redacted first; the subagent
+    that ran it (`{"id", "type"}`, as the harness named them) when it was not the main agent."""
     # Whole-argv redaction also catches `curl -u user:pw` and `--password pw` pairs.
     record: dict[str, Any] = {"argv": redact_argv(argv), "cwd": cwd}
     if file is not None:
         record["file"] = file
+    if agent:
+        record["agent"] = {name: persistable(value) for name, value in agent.items()}
     return record
 
 

@@ -102,6 +102,31 @@ def event_text(event: Mapping[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+_AGENT_FIELD_MAX = 120
+
+
+def subagent(event: Mapping[str, Any]) -> dict[str, str] | None:
+    """The subagent a tool event comes from (`agent_id`, `agent_type`), or None (the main agent).
+
+    Kept with the evidence and the side effect, so an operator sees which agent acted; one
+    line each, bounded, as the harness names them.
+    """
+    found = {}
+    for field, name in (("agent_id", "id"), ("agent_type", "type")):
+        value = event_text(event, field)
+        if value:
+            found[name] = re.sub(r"[\x00-\x1f\x7f]+", " ", value).strip()[:_AGENT_FIELD_MAX]
+    return found or None
+
+
+def subagent_words(agent: Mapping[str, str] | None) -> str:
+    """How an audit note names a subagent: `subagent general-purpose (a1b2…)`, or ""."""
+    if not agent:
+        return ""
+    kind, ident = agent.get("type"), agent.get("id")
+    return f"subagent {kind or 'unknown'}" + (f" ({ident})" if ident else "")
+
+
 def bash_command(event: Mapping[str, Any]) -> str | None:
     """The command line of a Bash tool call (`tool_input.command`), or None."""
     tool_input = event.get("tool_input")

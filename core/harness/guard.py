@@ -11,10 +11,11 @@ Loaded only when a rule matched; the engine it is given is already open.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from core.harness.commands import RuleMatch
-from core.harness.context import HookReply, deny, observed
+from core.harness.context import HookReply, deny, observed, subagent_words
 
 if TYPE_CHECKING:
     from core.engine import Engine
@@ -27,8 +28,13 @@ def guard_command(
     found: RuleMatch,
     tool_use_id: str | None = None,
     harness: str = "Claude Code",
+    *,
+    agent: Mapping[str, str] | None = None,
 ) -> HookReply:
-    """Decide whether a matched command may run now; start its side effect when it may."""
+    """Decide whether a matched command may run now; start its side effect when it may.
+
+    A subagent's command is started with a note naming the subagent (`agent_id`, `agent_type`).
+    """
     from core.models import EffectState
     from core.redaction.free_text import persistable
 
@@ -50,9 +56,17 @@ def guard_command(
         task_id,
         found.key,
         EffectState.IN_PROGRESS,
-        note=f"{harness} tool call {tool_use_id}" if tool_use_id else None,
+        note=_started_note(harness, tool_use_id, agent),
     )
     return observed(f"started {found.key}")
+
+
+def _started_note(
+    harness: str, tool_use_id: str | None, agent: Mapping[str, str] | None
+) -> str | None:
+    said = [f"{harness} tool call {tool_use_id}" if tool_use_id else "", subagent_words(agent)]
+    note = " by ".join(part for part in said if part)
+    return note or None
 
 
 def _refuse_started(

@@ -24,6 +24,7 @@ from core.harness.context import (
     bash_command,
     deny,
     event_text,
+    subagent,
 )
 from core.harness.protect import refuse_tool_call
 from core.harness.sessions import task_for
@@ -58,5 +59,10 @@ def pre_tool_use(event: Mapping[str, Any], context: HookContext, harness: str) -
 
     engine = context.engine(harness)
     return guard_command(
-        engine, task.id, found, event_text(event, "tool_use_id"), HARNESS_LABELS[harness]
+        engine,
+        task.id,
+        found,
+        event_text(event, "tool_use_id"),
+        HARNESS_LABELS[harness],
+        agent=subagent(event),
     )

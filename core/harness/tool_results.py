@@ -30,6 +30,7 @@ from core.harness.context import (
     bash_command,
     event_text,
     observed,
+    subagent,
 )
 from core.harness.sessions import task_for, task_status
 
@@ -141,6 +142,7 @@ def record_tool_result(
         timed_out=outcome.timed_out,
         duration_s=duration / 1000 if duration is not None else None,
         label=description if isinstance(description, str) and description else None,
+        agent=subagent(event),
     )
     recorded = [f"evidence {item.id}"]
     found = match_command(command, context.rule_list())

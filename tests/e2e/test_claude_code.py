@@ -395,11 +395,6 @@ def test_a_subagents_bash_is_evidence(workspace: Workspace) -> None:
         assert b"from-subagent" in b"".join(engine.evidence_output(item.id))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 15 subagents: a subagent's tool events carry agent_id/agent_type; Pitstop's "
-    "evidence does not keep them",
-)
 def test_a_subagents_evidence_names_the_subagent(workspace: Workspace) -> None:
     session = run_subagent(workspace)
     agent_id = session.payload("SubagentStart")["agent_id"]
