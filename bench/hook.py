@@ -20,8 +20,12 @@ installed package; `PYTHONDONTWRITEBYTECODE` from the caller's environment is dr
 timing the compilation of Pitstop's sources on every call would measure the development checkout,
 not what users run.
 
-    .venv/bin/python bench/hook.py             # 21 interleaved runs of each
-    .venv/bin/python bench/hook.py --runs 5    # a quick run
+Then the hooks' share of a whole scripted session of the real Claude Code client, with hooks
+and without, alternating (bench/hook_session.py; skipped with one line when the client is not
+installed: `python3 tests/e2e/clients.py install`).
+
+    .venv/bin/python bench/hook.py             # 21 interleaved runs of each, 5 sessions of each
+    .venv/bin/python bench/hook.py --runs 5 --session 0   # a quick run, events only
 """
 
 from __future__ import annotations
@@ -82,6 +86,9 @@ def timed(argv: list[str], data: bytes, env: dict[str, str], cwd: Path) -> float
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument(
+        "--session", type=int, default=5, help="real-client sessions of each kind (0: none)"
+    )
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="pitstop-bench-hook-"))
@@ -135,6 +142,12 @@ def main(argv: list[str] | None = None) -> int:
             verdict = "met" if ratios[label] <= TARGET_RATIO else "NOT met"
             print(f"{label:<24}{medians[label]:8.1f} ms {ratios[label]:5.1f}x  {verdict:<8}{what}")
         worst = max(ratios, key=lambda label: ratios[label])
+        session = None
+        if args.session > 0:
+            sys.path.insert(0, str(ROOT))
+            from bench.hook_session import report
+
+            session = report(args.session)
         print(
             json.dumps(
                 {
@@ -143,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                     "ratio": {label: round(r, 2) for label, r in ratios.items()},
                     "worst": worst,
                     "target_met": ratios[worst] <= TARGET_RATIO,
+                    "session": session,
                 }
             )
         )

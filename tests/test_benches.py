@@ -4,16 +4,19 @@ here; speed is shown by running them, never by a timed test)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.e2e.clients import cache_root  # at collection: the real HOME's cache
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_hook_benchmark_runs_and_reports_every_event() -> None:
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "hook.py"), "--runs", "1"],
+        [sys.executable, str(ROOT / "bench" / "hook.py"), "--runs", "1", "--session", "0"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -24,3 +27,22 @@ def test_the_hook_benchmark_runs_and_reports_every_event() -> None:
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["baseline_ms"] > 0
     assert {"SessionStart", "PreToolUse git push", "Stop", "SessionEnd"} <= set(report["ratio"])
+
+
+def test_the_session_benchmark_runs_the_real_client_with_and_without_hooks() -> None:
+    from tests.e2e.claude_session import require_claude
+
+    require_claude()  # skipped without the client; a failure where CI requires it
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "hook_session.py"), "--runs", "1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PITSTOP_E2E_CACHE": str(cache_root())},
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])["session"]
+    assert report["with_hooks_s"] > 0 and report["without_s"] > 0
+    assert -1 < report["hook_share"] < 1
