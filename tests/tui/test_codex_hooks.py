@@ -170,6 +170,31 @@ def test_the_installed_guard_stops_a_repeat_push_and_blocks_when_pitstop_is_gone
     assert gone.returncode == 2  # Codex blocks the call: a guard that cannot start fails closed
 
 
+def test_without_the_key_the_guard_blocks_and_the_rest_say_one_line(
+    world: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _cli(world, "hook", "install", "codex").returncode == 0
+    monkeypatch.setenv("PITSTOP_KEY", "")  # the key is not available (keyring locked, unset)
+    push = _hook_event(world, "PreToolUse", tool_name="Bash", tool_use_id="call_3",
+                       tool_input={"command": "git push origin main"})  # fmt: skip
+    guard = _run_installed(world, "PreToolUse", push)
+    assert guard.returncode == 2, guard  # Codex blocks the call
+    assert "cannot decide whether this tool call may run" in guard.stderr
+    ran = _run_installed(
+        world,
+        "PostToolUse",
+        _hook_event(world, "PostToolUse", tool_name="Bash", tool_use_id="call_4",
+                    tool_input={"command": "pytest -q"}, tool_response="4 passed"),  # fmt: skip
+    )
+    assert ran.returncode == 0 and ran.stderr.count("\n") == 1, ran
+    assert "PostToolUse not recorded" in ran.stderr and "Traceback" not in ran.stderr
+    turn = {"type": "agent-turn-complete", "thread-id": THREAD, "turn-id": "1",
+            "cwd": str(world["repo"]), "last-assistant-message": "done"}  # fmt: skip
+    notified = _cli(world, "hook", "codex", json.dumps(turn))
+    assert notified.returncode == 0 and notified.stderr.count("\n") == 1, notified
+    assert "not recorded" in notified.stderr
+
+
 def test_someone_elses_notify_is_kept_and_uninstall_removes_only_pitstops(
     world: dict[str, Path],
 ) -> None:
