@@ -197,8 +197,8 @@ def test_new_checkpoints_travel_both_ways(world: dict[str, Path], tmp_path: Path
         b.fetch([task_id], repo=world["other"])
         plan = b.resume(f"{task_id}@1", in_place=False, into=tmp_path / "b-work", offline=True)
         del plan
-        # B continues the task in its own clone and checkpoints there
-        write(world["other"] / "src/mod2.py", "value = 'from b'\n")
+        # B continues the task where it resumed it (a worktree of its clone), checkpoints there
+        write(tmp_path / "b-work" / "src/mod2.py", "value = 'from b'\n")
         b.checkpoint(task_id, CheckpointRequest(reason=CheckpointReason.MILESTONE))
         sent = b.push([task_id])
         assert sent.tasks[task_id]["checkpoints_sent"] == 1

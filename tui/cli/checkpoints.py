@@ -6,6 +6,7 @@ working tree out again: everything a person does with one checkpoint at a time.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,9 @@ def checkpoint(
             usd_used=usd_used,
             force=force,
             max_file_bytes=max_file_size,
+            # Run inside one of the task's directories (its repository, a resume's worktree):
+            # that one is snapshot; run elsewhere, the one the task works in now.
+            workdir_hint=os.getcwd(),
         ),
     )
     if result.checkpoint is None:
