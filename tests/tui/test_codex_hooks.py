@@ -190,7 +190,7 @@ def test_without_the_key_the_guard_blocks_and_the_rest_say_one_line(
             tool_use_id="call_4",
             tool_input={"command": "pytest -q"},
             tool_response="4 passed",
-        ),  # fmt: skip
+        ),
     )
     assert ran.returncode == 0 and ran.stderr.count("\n") == 1, ran
     assert "PostToolUse not recorded" in ran.stderr and "Traceback" not in ran.stderr
