@@ -153,3 +153,17 @@ def test_a_removed_resume_directory_falls_back_to_the_repository(
     result = engine.checkpoint(task_id, CheckpointRequest(note="the worktree is gone"))
     assert result.checkpoint is not None
     assert "back-home.txt" in changed_paths(engine, result.checkpoint.ref)
+
+
+def test_run_inside_the_repository_the_repository_is_snapshot(
+    engine: Engine, repo: Path, tmp_path: Path
+) -> None:
+    """`pitstop checkpoint` run in the task's repository (its cwd the hint) snapshots it."""
+    into = tmp_path / "resumed"
+    task_id = resumed_into(engine, repo, into)
+    (into / "resumed.txt").write_text("in the resume's worktree\n")
+    (repo / "src" / "here.txt").write_text("in the repository\n")
+    result = engine.checkpoint(task_id, CheckpointRequest(workdir_hint=str(repo / "src")))
+    assert result.checkpoint is not None
+    paths = changed_paths(engine, result.checkpoint.ref)
+    assert "src/here.txt" in paths and "resumed.txt" not in paths
