@@ -93,8 +93,14 @@ class Session:
         at: str,
         *,
         detail: Mapping[str, str] | None = None,
+        own_words: bool = False,
     ) -> None:
-        """Write one audit event; a task's reason is redacted and sealed under its key."""
+        """Write one audit event; a task's reason is redacted and sealed under its key.
+
+        `own_words`: the reason is Pitstop's own wording (built from constants and ids, never
+        from what a person or an agent typed), so there is nothing to redact: sealed only. A
+        hook's checkpoint then need not load the redaction rules at all.
+        """
         add_event(
             self.db,
             keys=self.keys,
@@ -107,6 +113,6 @@ class Session:
             action=action,
             from_state=from_state,
             to_state=to_state,
-            reason=persistable(reason) if reason else reason,
+            reason=persistable(reason) if reason and not own_words else reason,
             detail=detail,
         )

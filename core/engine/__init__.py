@@ -151,6 +151,7 @@ class Engine(Session):
     check_effect = effects.check_effect
     guard_effect = effects.guard_effect
     note_background = effects.note_background
+    has_effects_in = effects.has_effects_in
     background_effects = effects.background_effects
     request_approval = approvals.request_approval
     decide_approval = approvals.decide_approval

@@ -62,6 +62,9 @@ class CheckpointRequest(NamedTuple):
     # False when the note only names the moment (a hook's "the agent finished a turn"): it is
     # recorded, but a note alone then does not make a checkpoint with nothing new worth taking.
     note_is_news: bool = True
+    # The note is Pitstop's own wording (a hook's, from constants and a checked word), so its
+    # audit copy needs no redaction; an operator's or agent's note is always redacted.
+    note_is_ours: bool = False
     # Where the agent says it is (a hook event's `cwd`): picks which of the task's directories
     # is snapshot (core/engine/workdir.py); never a directory that is not the task's.
     workdir_hint: str | None = None
@@ -578,6 +581,7 @@ def _record_completion(
         CheckpointState.COMPLETE.value,
         request.note,
         at,
+        own_words=request.note_is_ours,
     )
     if new_status != task.status:
         session.record_event(
@@ -589,4 +593,5 @@ def _record_completion(
             new_status.value,
             f"checkpoint {seq} ({request.reason.value})",
             at,
+            own_words=True,
         )

@@ -129,3 +129,12 @@ def background_effects(session: Session, task_id: str) -> dict[str, tuple[str, s
     from core import store
 
     return store.background_marks(session.db, task_id)
+
+
+def has_effects_in(session: Session, task_id: str, state: EffectState) -> bool:
+    """Whether any of the task's effects is in `state`: one query, no ledger loaded (a hook at
+    a session's end asks it before settling anything)."""
+    row = session.db.execute(
+        "SELECT 1 FROM effects WHERE task_id = ? AND state = ? LIMIT 1", [task_id, state.value]
+    ).fetchone()
+    return row is not None

@@ -380,20 +380,43 @@ def tree_of_commit(store_repo: Path, commit: str) -> str:
 
 
 def object_sizes(store_repo: Path, oids: Iterable[str]) -> dict[str, int | None]:
-    """Stored (compressed) size of each object the store holds by itself; None when missing."""
+    """Stored (compressed) size of each object the store holds by itself; None when missing.
+
+    A loose object's size is its file's (git writes loose objects whole, by rename): a
+    snapshot's new objects are loose, so a checkpoint usually needs no `cat-file` for them.
+    The others (packed, or absent) are asked of `cat-file`.
+    """
     unique = list(dict.fromkeys(oids))
     if not unique:
         return {}
-    out = run_git(
-        ["cat-file", "--batch-check=%(objectname) %(objectsize:disk)"],
-        git_dir=store_repo,
-        input=("\n".join(unique) + "\n").encode(),
-    )
     sizes: dict[str, int | None] = {}
-    for oid, line in zip(unique, out.decode().splitlines(), strict=True):
-        value = line.rsplit(" ", 1)[-1]
-        sizes[oid] = int(value) if value.isdigit() else None
-    return sizes
+    asked = []
+    for oid in unique:
+        size = _loose_size(store_repo, oid)
+        if size:
+            sizes[oid] = size
+        else:
+            asked.append(oid)
+    if asked:
+        out = run_git(
+            ["cat-file", "--batch-check=%(objectname) %(objectsize:disk)"],
+            git_dir=store_repo,
+            input=("\n".join(asked) + "\n").encode(),
+        )
+        for oid, line in zip(asked, out.decode().splitlines(), strict=True):
+            value = line.rsplit(" ", 1)[-1]
+            sizes[oid] = int(value) if value.isdigit() else None
+    return {oid: sizes[oid] for oid in unique}
+
+
+def _loose_size(store_repo: Path, oid: str) -> int | None:
+    """The size of `oid`'s loose file in the store (None when not loose, or not an id)."""
+    if len(oid) != 40 or not all(c in "0123456789abcdef" for c in oid):
+        return None
+    try:
+        return (store_repo / "objects" / oid[:2] / oid[2:]).stat().st_size
+    except OSError:
+        return None
 
 
 def held_objects(store_repo: Path, oids: Iterable[str]) -> dict[str, bool]:

@@ -42,6 +42,9 @@ from core.harness.sessions import task_for, task_status
 if TYPE_CHECKING:
     from core.engine import Engine
 
+# What a checkpoint event's `trigger` / `reason` is (`auto`, `manual`, `exit`, `prompt_input_exit`).
+_ONE_WORD = re.compile(r"[a-z][a-z_]{0,31}")
+
 # Events whose answer decides whether a tool call runs: they fail closed.
 GUARD_EVENTS = frozenset({"PreToolUse"})
 
@@ -177,6 +180,8 @@ def _checkpoint_event(name: str, event: Mapping[str, Any], context: HookContext)
     unsettled = _unsettled_at_the_end(context, task.id) if name == "SessionEnd" else []
     unsettled = ended + unsettled
     detail = event_text(event, "trigger") or event_text(event, "reason")
+    if detail is not None and not _ONE_WORD.fullmatch(detail):
+        detail = None  # the note stays Pitstop's own wording: a word such as `auto` or `exit`
     result = context.engine(context.harness).checkpoint(
         task.id,
         CheckpointRequest(
@@ -184,6 +189,7 @@ def _checkpoint_event(name: str, event: Mapping[str, Any], context: HookContext)
             note=f"{note} ({detail})" if detail else note,
             force=name == "SessionEnd",  # the task must show as paused, even with no change
             note_is_news=False,  # the note says when; with nothing new the checkpoint is skipped
+            note_is_ours=True,
             workdir_hint=event_text(event, "cwd"),  # a resumed agent works in its resume's dir
         ),
     )
@@ -198,6 +204,8 @@ def _unsettled_at_the_end(context: HookContext, task_id: str) -> list[str]:
     from core.models import EffectState
 
     engine = context.engine(context.harness)
+    if not engine.has_effects_in(task_id, EffectState.IN_PROGRESS):
+        return []  # the common end: nothing running, and the effect ledger need not load
     moved = []
     for effect in engine.list_effects(task_id, [EffectState.IN_PROGRESS]):
         engine.move_effect(

@@ -124,6 +124,7 @@ def _codex_turn(event: Mapping[str, Any], context: HookContext) -> HookReply:
             reason=CheckpointReason.TURN,
             note="Codex finished a turn",
             note_is_news=False,
+            note_is_ours=True,
             workdir_hint=event_text(event, "cwd"),
         ),
     )

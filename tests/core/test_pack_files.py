@@ -196,3 +196,32 @@ def test_housekeeping_runs_when_loose_objects_pile_up(tmp_path: Path) -> None:
     transport.maintain_if_due(repo)
     assert not list((repo / "objects" / "17").glob("*")), "git packed the loose objects"
     assert "in-pack: 10" in git_bytes(repo, "count-objects", "-v").decode()  # 8 + tree + commit
+
+
+def test_object_sizes_read_loose_files_and_ask_git_for_the_rest(tmp_path: Path) -> None:
+    """A loose object's size comes from its file; packed and missing ones from `cat-file`,
+    and every answer is what `cat-file --batch-check=%(objectsize:disk)` says."""
+    from core.git.reader import object_sizes
+
+    repo = _bare(tmp_path / "store.git")
+
+    def hash_object(body: bytes) -> str:
+        return git_bytes(repo, "hash-object", "-w", "--stdin", input=body).decode().strip()
+
+    packed = [hash_object(f"packed {n}\n".encode() * 40) for n in range(3)]
+    git_bytes(repo, "repack", "-a", "-d", "-q")
+    loose = [hash_object(f"loose {n}\n".encode() * 40) for n in range(3)]
+    missing = "0" * 39 + "1"
+    asked = [loose[0], packed[0], missing, *loose[1:], *packed[1:], loose[0], "not-an-id"]
+    sizes = object_sizes(repo, asked)
+    assert list(sizes) == list(dict.fromkeys(asked))  # each once, in the order asked
+    real = git_bytes(
+        repo,
+        "cat-file",
+        "--batch-check=%(objectname) %(objectsize:disk)",
+        input=("\n".join([*loose, *packed]) + "\n").encode(),
+    ).decode()
+    for line in real.splitlines():
+        oid, size = line.split()
+        assert sizes[oid] == int(size), oid
+    assert sizes[missing] is None and sizes["not-an-id"] is None
