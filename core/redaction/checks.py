@@ -29,6 +29,7 @@ from core.redaction.rules import (
     REJECTED_KEY_PARTS,
     SECRET_MIN_LENGTH,
     TOKEN_MASK_PARTS,
+    TOKEN_TAIL,
     URL_PLACEHOLDER_PARTS,
     URL_PLACEHOLDERS,
     UUID_PATTERN,
@@ -132,6 +133,21 @@ def random_enough(value: str, threshold: float = 3.0) -> bool:
     if any(part in lowered for part in TOKEN_MASK_PARTS):
         return False
     return shannon_entropy(value) >= min(threshold, 0.6 * math.log2(max(2, len(value))))
+
+
+def random_token(value: str) -> bool:
+    """A token body that is random, not a word joined by underscores (``live_reload_when…``):
+    random enough, holding a digit, and not an identifier."""
+    if not random_enough(value) or not any(c.isdigit() for c in value):
+        return False
+    return not _WORDISH().fullmatch(value)
+
+
+def token_tail_end(text: str, end: int, limit: int) -> int:
+    """Where the run of token characters (:data:`TOKEN_TAIL`) starting at ``end`` stops."""
+    while end < limit and text[end] in TOKEN_TAIL:
+        end += 1
+    return end
 
 
 def url_password_ok(value: str) -> bool:

@@ -23,7 +23,8 @@ default:
   ``"url-password"``, ``"pem-body"``; absent: none), ``entropy`` its threshold where it has one.
 - ``anchored``: try the regex only where one of its starts occurs (``pattern.match``) instead of
   scanning a block holding a keyword; the starts are ``start_words`` (default: the keywords)
-  in ``start_form``: ``"word"`` (the match starts with the word), ``"word+hex-pair"`` (the word
+  in ``start_form``: ``"word"`` (the match starts with the word, or ``start_offset`` characters
+  from it: ``-32`` for a key whose literal follows 32 hex digits), ``"word+hex-pair"`` (the word
   and two hex digits) or ``"key-name"`` (a key name and what the generic rule allows after one).
 - ``locator``: anchored rules, optionally: a case-sensitive, fixed-width regex and its width that
   the start of every match fullmatches; the Hyperscan gate finds these places instead of the
@@ -39,8 +40,13 @@ from typing import TYPE_CHECKING
 
 from core.redaction.rules.table import RULE_TABLE as _TABLE
 
-RULESET_VERSION = "2026.11.2"
+RULESET_VERSION = "2026.12.1"
 """Version of the rule set; callers record it with everything they redact.
+
+2026.12.1 (issue 16): rules as data, one file per family; about 130 token formats (the union of
+the gitleaks, trufflehog, noseyparker and detect-secrets providers that have a format of their
+own); keyed values redacted whatever their case or punctuation; whole values; escape sequences,
+wrapped lines and bare AWS secret keys next to their key id.
 
 2026.11.2: the aws-secret-access-key rule is gated on every spelling its regex accepts
 (``secret-access-key``, ``secret_accesskey``, …), not only two of them.
@@ -65,6 +71,7 @@ if TYPE_CHECKING:  # a record is a plain dict at run time: no class to build on 
         anchored: NotRequired[bool]
         start_words: NotRequired[tuple[str, ...]]  # default: the keywords
         start_form: NotRequired[str]  # default "word"
+        start_offset: NotRequired[int]  # default 0
         locator: NotRequired[tuple[str, int]]
 
 
@@ -198,6 +205,9 @@ URL_PLACEHOLDERS = frozenset(
 """Passwords in URL userinfo that are placeholders."""
 URL_PLACEHOLDER_PARTS = ("xxx", "***", "${", "{{", "your")
 """Lowercase pieces that mark a URL's password as a placeholder."""
+
+TOKEN_TAIL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
+"""Characters a redaction is extended over when they follow it (base64, base64url, hex)."""
 
 TOKEN_MASK_PARTS = ("xxxx", "example")
 """Lowercase pieces that mark the body of a known token format as a mask or an example."""

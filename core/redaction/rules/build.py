@@ -7,7 +7,7 @@ harness hook that redacts a line, and ``tomllib`` with the files costs more than
 redaction, so ``python -m core.redaction.rules.build`` writes the records as Python literals to
 ``table.py`` (unmarshalled, not parsed, when imported). A test fails when ``table.py`` is not what
 the files build, and the build refuses a changed rule set under an unchanged
-:data:`~core.redaction.rules.RULESET_VERSION`.
+:data:`~core.redaction.rules.RULESET_VERSION` (``--amend`` while that version is unreleased).
 
 Examples are templates: ``{hex:64}`` is 64 random lowercase hex digits, ``{alnum:36}`` 36
 letters and digits, and so on (:data:`ALPHABETS`); ``{{`` and ``}}`` are literal braces. A test
@@ -65,6 +65,7 @@ FIELDS: dict[str, type | tuple[type, ...]] = {
     "anchored": bool,
     "start_words": list,
     "start_form": str,
+    "start_offset": int,
     "locator": list,
     "positive": list,
     "negative": list,
@@ -87,8 +88,9 @@ class RuleFileError(ValueError):
     """A rule file that cannot be built, with the file and rule it is about."""
 
 
-def load_families(directory: Path = RULES_DIR) -> list[Family]:
+def load_families(directory: Path | None = None) -> list[Family]:
     """Every rule file, checked, in priority order (then by name)."""
+    directory = RULES_DIR if directory is None else directory
     families: list[Family] = []
     for path in sorted(directory.glob("*.toml")):
         with path.open("rb") as handle:
@@ -151,16 +153,18 @@ def records(families: list[Family]) -> list[dict[str, Any]]:
     return table
 
 
-def digest(directory: Path = RULES_DIR) -> str:
+def digest(directory: Path | None = None) -> str:
     """A hash of every rule file's bytes: what a RULESET_VERSION was built from."""
+    directory = RULES_DIR if directory is None else directory
     h = hashlib.sha256()
     for path in sorted(directory.glob("*.toml")):
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 
-def render(version: str, directory: Path = RULES_DIR) -> str:
+def render(version: str, directory: Path | None = None) -> str:
     """The text of ``table.py`` for the files in ``directory``."""
+    directory = RULES_DIR if directory is None else directory
     families = load_families(directory)
     table = records(families)
     listing = tuple(
@@ -205,14 +209,16 @@ def built_for() -> tuple[str, str] | None:
     return (match.group(1), match.group(2)) if match else None
 
 
-def build(version: str) -> str:
-    """Write ``table.py``; refuse a changed rule set under the version already built."""
+def build(version: str, amend: bool = False) -> str:
+    """Write ``table.py``; refuse a changed rule set under the version already built unless
+    ``amend`` (the version is new on this branch and still being worked on)."""
     previous = built_for()
     current = digest()
-    if previous is not None and previous[0] == version and previous[1] != current:
+    if previous is not None and previous[0] == version and previous[1] != current and not amend:
         raise RuleFileError(
             f"the rule files changed but RULESET_VERSION is still {version}: "
-            "bump it in core/redaction/rules/__init__.py and build again"
+            "bump it in core/redaction/rules/__init__.py and build again "
+            "(or pass --amend while that version is unreleased)"
         )
     text = render(version)
     TABLE.write_text(text)
@@ -270,7 +276,8 @@ def ruleset_version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Build ``table.py`` from the rule files (``--check``: only say whether it is current)."""
+    """Build ``table.py`` from the rule files (``--check``: only say whether it is current;
+    ``--amend``: rebuild under the same version, which must not have been released)."""
     args = sys.argv[1:] if argv is None else argv
     try:
         version = ruleset_version()
@@ -278,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
             current = TABLE.exists() and TABLE.read_text() == render(version)
             print("table.py is current" if current else "table.py is stale: build it")
             return 0 if current else 1
-        build(version)
+        build(version, amend=args == ["--amend"])
     except RuleFileError as exc:
         print(f"cannot build the rule table: {exc}", file=sys.stderr)
         return 1
