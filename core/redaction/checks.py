@@ -21,6 +21,7 @@ from core.redaction.rules import (
     CURL_PLACEHOLDERS,
     FILENAME_PATTERN,
     KEY_NAME_CHARS,
+    NUMBER_SECRET_DIGITS,
     PATH_SEGMENT_PATTERN,
     PEM_MIN_BODY,
     PLACEHOLDER_PARTS,
@@ -33,6 +34,7 @@ from core.redaction.rules import (
     URL_PLACEHOLDER_PARTS,
     URL_PLACEHOLDERS,
     UUID_PATTERN,
+    WHOLE_WORD_KEY_NAMES,
     WORDISH_PATTERN,
 )
 
@@ -51,6 +53,11 @@ _FILENAME = lazy_pattern(FILENAME_PATTERN, re.ASCII)
 _PATH_SEGMENT = lazy_pattern(PATH_SEGMENT_PATTERN, re.ASCII)
 _KEY_QUALIFIED = lazy_pattern(QUALIFIED_KEY_PATTERN, re.ASCII)
 _B64_CHAR = lazy_pattern(r"[A-Za-z0-9+/]")
+_WORD_SEGMENT = lazy_pattern(r"(?P<letters>[A-Za-z]+)[0-9]{0,3}", re.ASCII)
+_CONSONANT_RUN = lazy_pattern(r"[b-df-hj-np-tv-xzB-DF-HJ-NP-TV-XZ]{5}", re.ASCII)
+_CODE_SEPARATORS = lazy_pattern(r"[._:/()\[\]-]+", re.ASCII)
+_HUMP = lazy_pattern(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", re.ASCII)
+_KEY_WORD_SPLIT = lazy_pattern(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])", re.ASCII)
 
 
 def shannon_entropy(value: str) -> float:
@@ -90,22 +97,63 @@ def _classes(value: str) -> int:
     return lower + upper + digit + other
 
 
-def looks_like_secret(value: str, min_len: int = SECRET_MIN_LENGTH) -> bool:
-    """Whether a value after a secret-looking key is a credential, not a placeholder or a word.
+def _word_segment(segment: str) -> bool:
+    """Whether one piece of a name is made of words (``environ``, ``SECRET``,
+    ``AbstractBasicAuthHandler``, ``oauth2``, ``v1``), not random characters: letters whose
+    humps are at most 20 long with no run of five consonants anywhere (random letters nearly
+    always have one), then at most three digits; or a number of up to four digits."""
+    if segment.isdigit():
+        return len(segment) <= 4
+    m = _WORD_SEGMENT().fullmatch(segment)
+    if m is None:
+        return False
+    letters = m.group("letters")
+    if _CONSONANT_RUN().search(letters):
+        return False
+    return all(len(hump) <= 20 for hump in _HUMP().findall(letters))
 
-    Rejects values that are too short, variable references and templates (``$X``, ``${x}``,
-    ``{{ x }}``, ``<token>``), masked or example values (``xxxx``, ``****``, ``1234``,
-    ``EXAMPLE``), plain words and identifiers (``hunter``, ``K8S_CRED``, ``ultraPictureBox``),
-    paths, URLs and file names, numbers, and strings whose Shannon entropy is low for their length.
-    UUIDs count as credentials (API keys are often UUIDs). Values with spaces that look like code
-    between two string literals (``" + token + "``, ``: lambda n: b``) are not values at all.
+
+def is_code_reference(value: str) -> bool:
+    """Whether a value is a name in code rather than data: an identifier, a dotted path, an
+    index or a call made of word pieces (``self._authkey``, ``os.environ``,
+    ``settings.SECRET_KEY``, ``authorization[1].encode(``, ``token_value``).
+
+    Random pieces (``sgp_<40 hex>``, ``dop_v1_<64 hex>``, ``<32 hex>-us13``) are not words, so a
+    token with underscores or dashes is not taken for a name.
+    """
+    v = value.rstrip("\\")
+    if not v or len(v) > 128:
+        return False
+    pieces = [piece for piece in _CODE_SEPARATORS().split(v) if piece]
+    return bool(pieces) and all(_word_segment(piece) for piece in pieces)
+
+
+def _is_prose(value: str) -> bool:
+    """Three or more words separated by spaces, most of them plain words: a sentence."""
+    words = value.split()
+    if len(words) < 3:
+        return False
+    plain = sum(word.strip("\"'.,:;!?()\\n").isalpha() for word in words)
+    return plain >= 0.6 * len(words)
+
+
+def looks_like_secret(value: str, min_len: int = SECRET_MIN_LENGTH) -> bool:
+    """Whether a value after a credential-like key (or in an Authorization header) is a secret.
+
+    A keyed value is a secret whatever its case or punctuation, unless it is clearly not one:
+    too short, a variable reference or template (``$X``, ``${x}``, ``{{ x }}``, ``<token>``,
+    ``%s``), a placeholder or mask (``xxxx``, ``****``, ``changeme``, ``EXAMPLE``, ``1234``), a
+    boolean or ``null``, a number, a path, URL or file name, a name in code (``self.token``,
+    ``os.environ``, :func:`is_code_reference`), or the same few characters repeated. UUIDs count
+    as secrets (API keys often are UUIDs). Values with spaces that look like code between two
+    string literals (``" + token + "``, ``: lambda n: b``) are not values at all.
     """
     if value[:1].isspace() or value[-1:].isspace():
         return False
     v = value.rstrip("\\")
     if len(v) < min_len:
         return False
-    if " " in v and any(c in v for c in CODE_CHARS):
+    if " " in v and (any(c in v for c in CODE_CHARS) or _is_prose(v)):
         return False
     lowered = v.lower()
     if v[0] in "$%<[{`" or lowered in PLACEHOLDER_WORDS:
@@ -117,11 +165,11 @@ def looks_like_secret(value: str, min_len: int = SECRET_MIN_LENGTH) -> bool:
     if _UUID().fullmatch(v):
         return len(set(v.replace("-", ""))) > 4
     core = v.rstrip("=")
-    if core.isdigit() or _WORDISH().fullmatch(core):
+    if core.isdigit():
+        return len(core) >= NUMBER_SECRET_DIGITS
+    if is_code_reference(v):
         return False
-    if _classes(core) < 2 and not (len(core) >= 24 and shannon_entropy(core) >= 3.5):
-        return False
-    return shannon_entropy(v) >= min(3.0, 0.7 * math.log2(len(v)))
+    return len(set(core)) >= 4 and shannon_entropy(v) >= 2.0
 
 
 def random_enough(value: str, threshold: float = 3.0) -> bool:
@@ -224,6 +272,11 @@ def _key_name(text: str, start: int, end: int) -> tuple[int, str]:
     return i, text[i:end].lower()
 
 
+def _key_words(name: str) -> list[str]:
+    """The words of a key name, lowercased (``GITHUB_PAT`` -> github, pat; ``dbPw`` -> db, pw)."""
+    return [w.lower() for w in _KEY_WORD_SPLIT().split(name) if w]
+
+
 def _generic_context_ok(m: re.Match[str]) -> bool:
     """Whether the key and separator of a generic match introduce a value, not prose or code."""
     text = m.string
@@ -238,8 +291,11 @@ def _generic_context_ok(m: re.Match[str]) -> bool:
         return False  # https://oauth2:…@host is URL userinfo, the url-credentials rule's
     if any(bad in name for bad in REJECTED_KEY_PARTS):
         return False
-    if m.group("kw").lower() == "key" and not _KEY_QUALIFIED().search(name):
+    kw = m.group("kw").lower()
+    if kw == "key" and not _KEY_QUALIFIED().search(name):
         return False
+    if kw in WHOLE_WORD_KEY_NAMES and kw not in _key_words(text[name_start : m.end("kw")]):
+        return False  # PAT= or github_pat:, not compat= or a pattern
     # password = read_secret(…): a call, not a value
     return not (m.group("bare") is not None and text.startswith("(", m.end()))
 

@@ -94,6 +94,9 @@ PEM_MIN_TRUNCATED = 64
 
 SECRET_MIN_LENGTH = 8
 """Shortest value after a secret-looking key that can be a credential."""
+NUMBER_SECRET_DIGITS = 16
+"""Digits a value that is only a number needs to be taken for a secret (``port: 5432``,
+``max_tokens=4096``, ``timeout_secret_rotation: 86400`` are settings)."""
 
 PLACEHOLDER_PARTS = (
     "xxxx",
@@ -146,6 +149,10 @@ PLACEHOLDER_WORDS = frozenset(
         "nil",
         "true",
         "false",
+        "yes",
+        "no",
+        "on",
+        "off",
         "undefined",
         "empty",
         "string",
@@ -191,6 +198,10 @@ QUALIFIED_KEY_PATTERN = (
 """A bare ``key`` counts only inside a name like these (``api_key``, not ``primary_key``)."""
 REJECTED_KEY_PARTS = ("public", "pubkey", "csrf", "xsrf", "nonce")
 """Key names holding one of these are not secrets (public keys, anti-forgery tokens)."""
+WHOLE_WORD_KEY_NAMES = frozenset({"pat", "pw"})
+"""Generic key names that count only as a word of the key (``GITHUB_PAT``, ``db_pw``), not
+inside one (``compat``, ``pattern``)."""
+
 
 CURL_PLACEHOLDERS = frozenset(
     {"user", "username", "pass", "password", "passwd", "token", "secret", "test", "xxx", "yyy"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-BUILT_FOR = ('2026.12.1', 'bb050a6998235c72')
+BUILT_FOR = ('2026.12.1', 'feb519a640daa159')
 """(RULESET_VERSION, digest of the rule files) this table was built from."""
 
 FAMILIES: tuple[tuple[str, str], ...] = (('private-keys',
@@ -480,7 +480,7 @@ LISTING: tuple[tuple[str, str, tuple[str, ...], str], ...] = (('private-key',
   'The password of URL userinfo (scheme://user:password@host)'),
  ('generic-secret',
   'generic',
-  ('pass', 'pwd', 'secret', 'token', 'auth', 'credential', 'key'),
+  ('pass', 'pwd', 'secret', 'token', 'auth', 'credential', 'creds', 'key', 'pat', 'pw'),
   'The value after a key named like a password, secret, token, credential or API key'))
 """(name, family, keywords, description) of each rule: ``pitstop redact --rules``."""
 
@@ -541,7 +541,7 @@ RULE_TABLE: tuple[dict[str, Any], ...] = ({'check': 'pem-body',
   'family': 'ai',
   'keywords': ('sk-ant-',),
   'name': 'anthropic-key',
-  'pattern': 'sk-ant-(?:api|admin|oat|ort)[0-9]{2}-[A-Za-z0-9_-]{80,120}+'},
+  'pattern': 'sk-ant-(?:api|admin|oat|ort)[0-9]{2}-[A-Za-z0-9_-]{80,120}AA(?![A-Za-z0-9_-])'},
  {'check': 'random-enough',
   'family': 'ai',
   'keywords': ('sk-',),
@@ -1317,7 +1317,7 @@ RULE_TABLE: tuple[dict[str, Any], ...] = ({'check': 'pem-body',
   'parts': ('s',),
   'pattern': 'authorization["\']?[ \\t]{0,8}[:=][ '
              '\\t]{0,8}["\']?(?:(?:bearer|basic|token|api-token|apikey|api-key|key|jwt|dpop|sso-key|otp|gitlab-token|negotiate|ntlm|digest)[ '
-             '\\t]{1,8})?(?P<s>[^\\s"\'`,;]{1,4096}+)',
+             '\\t]{1,8})?(?P<s>[^\\s"\'`,;]{1,16384}+)',
   'select': 'group'},
  {'anchored': True,
   'check': 'looks-like-secret',
@@ -1326,7 +1326,7 @@ RULE_TABLE: tuple[dict[str, Any], ...] = ({'check': 'pem-body',
   'keywords': ('bearer',),
   'name': 'bearer-token',
   'parts': ('s',),
-  'pattern': 'bearer[ \\t]{1,8}(?P<s>[A-Za-z0-9._~+/=-]{16,4096}+)',
+  'pattern': 'bearer[ \\t]{1,8}(?P<s>[^\\s"\'`<>,;\\\\(){}\\[\\]]{16,16384}+)',
   'select': 'group'},
  {'anchored': True,
   'family': 'http-auth',
@@ -1345,11 +1345,11 @@ RULE_TABLE: tuple[dict[str, Any], ...] = ({'check': 'pem-body',
  {'anchored': True,
   'family': 'generic',
   'ignore_case': True,
-  'keywords': ('pass', 'pwd', 'secret', 'token', 'auth', 'credential', 'key'),
+  'keywords': ('pass', 'pwd', 'secret', 'token', 'auth', 'credential', 'creds', 'key', 'pat', 'pw'),
   'name': 'generic-secret',
-  'pattern': '(?:(?<=-)(?P<flag>))?(?P<kw>password|passwd|pwd|passphrase|pass|secret|token|auth|credentials|credential|key)(?:[_.-]?[0-9]{1,3})?(?P<kq>\\\\?["\']?)(?P<sep>[ '
+  'pattern': '(?:(?<=-)(?P<flag>))?(?P<kw>password|passwd|pwd|passphrase|pass|secret|token|auth|credentials|credential|creds|key|pat|pw)(?:[_.-]?[0-9]{1,3})?(?P<kq>\\\\?["\']?)(?P<sep>[ '
              '\\t]{0,4}(?::=|=>|[:=,])[ \\t]{0,8}|(?(flag)[ '
-             '\\t]{1,4}|(?!)))(?:\\\\?"(?P<dq>[^"\\r\\n]{1,512})"|\\\\?\'(?P<sq>[^\'\\r\\n]{1,512})\'|(?P<bare>[^\\s"\'`,;&<>(){}\\[\\]]{1,512}+))',
+             '\\t]{1,4}|(?!)))(?:\\\\?"(?P<dq>[^"\\r\\n]{1,16384})"|\\\\?\'(?P<sq>[^\'\\r\\n]{1,16384})\'|(?P<bare>[^\\s"\'`,;&<>(){}\\[\\]]{1,16384}+))',
   'select': 'generic-secret',
   'start_form': 'key-name',
   'start_words': ('password',
@@ -1362,5 +1362,8 @@ RULE_TABLE: tuple[dict[str, Any], ...] = ({'check': 'pem-body',
                   'auth',
                   'credentials',
                   'credential',
-                  'key')})
+                  'creds',
+                  'key',
+                  'pat',
+                  'pw')})
 """Every rule as data, in priority order (see :mod:`core.redaction.rules`)."""
