@@ -20,6 +20,7 @@ from core.redaction.rules import (
     CURL_PLACEHOLDER_PARTS,
     CURL_PLACEHOLDERS,
     FILENAME_PATTERN,
+    GENERIC_KEY_NAMES,
     KEY_NAME_CHARS,
     NUMBER_SECRET_DIGITS,
     PATH_SEGMENT_PATTERN,
@@ -298,6 +299,48 @@ def _generic_context_ok(m: re.Match[str]) -> bool:
         return False  # PAT= or github_pat:, not compat= or a pattern
     # password = read_secret(…): a call, not a value
     return not (m.group("bare") is not None and text.startswith("(", m.end()))
+
+
+def credential_key(name: str) -> bool:
+    """Whether a key name is credential-like (``DB_PASSWORD``, ``stripe_api_key``, ``GH_PAT``),
+    by the generic rule's key names and its checks (a qualified ``key``, no ``public``…)."""
+    lowered = name.lower()
+    if any(bad in lowered for bad in REJECTED_KEY_PARTS):
+        return False
+    words = _key_words(name)
+    for kw in GENERIC_KEY_NAMES:
+        if kw not in lowered:
+            continue
+        if kw == "key" and not _KEY_QUALIFIED().search(lowered):
+            continue
+        if kw in WHOLE_WORD_KEY_NAMES and kw not in words:
+            continue
+        return True
+    return False
+
+
+_NAME_BEFORE = lazy_pattern(
+    r"name[\"']?[ \t]{0,4}[:=][ \t]{0,8}[\"']?(?P<key>[A-Za-z0-9_.-]{2,64})[\"']?"
+    r"[ \t,]{0,8}(?:\r?\n[ \t-]{0,32})?[\"']?\Z",
+    re.ASCII | re.IGNORECASE,
+)
+NAMED_VALUE_LOOKBACK = 120
+"""Characters before ``value`` searched for its ``name``: less than the text the machine keeps
+before its position (``buffer.CONTEXT``), so streaming sees exactly what a whole text shows."""
+
+
+def select_named_value(m: re.Match[str]) -> list[Span]:
+    """The value of ``name: DB_PASSWORD`` / ``value: …`` (the name on this line or the one before)."""
+    text = m.string
+    start = m.start()
+    before = _NAME_BEFORE().search(text, max(0, start - NAMED_VALUE_LOOKBACK), start)
+    if before is None or not credential_key(before.group("key")):
+        return []
+    for group in _GENERIC_VALUES:
+        value = m.group(group)
+        if value is not None:
+            return [m.span(group)] if looks_like_secret(value) else []
+    return []
 
 
 def select_generic(m: re.Match[str]) -> list[Span]:

@@ -142,6 +142,7 @@ _CHECKS: dict[str, Check] = {
 _CONTEXT_SELECTORS: dict[str, Select] = {
     "curl-credentials": checks.select_curl,
     "generic-secret": checks.select_generic,
+    "named-value": checks.select_named_value,
 }
 
 
