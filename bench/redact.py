@@ -283,10 +283,7 @@ def recall(verbose: bool) -> int:
     corpus = [*secret_corpus.token_rows(), *secret_corpus.look_alike_rows()]
     for row in corpus:
         out = redact_text(row.text)[0]
-        if row.secret:
-            ok = not secret_corpus.survivors(out, row.parts)
-        else:
-            ok = out == row.text
+        ok = not secret_corpus.survivors(out, row.parts) if row.secret else out == row.text
         cell = table[(row.family, row.variant)]
         cell[0] += ok
         cell[1] += 1
@@ -335,7 +332,8 @@ def false_positives(megabytes: float, verbose: bool) -> int:
     lines = len(before)
     per_million = len(changed) / lines * 1_000_000
     kinds = ", ".join(f"{kind}: {n} lines" for kind, n in counts.items())
-    print(f"ruleset {RULESET_VERSION}; {len(data) / 1e6:.1f} MB of secret-free agent logs ({kinds})")
+    size = len(data) / 1e6
+    print(f"ruleset {RULESET_VERSION}; {size:.1f} MB of secret-free agent logs ({kinds})")
     verdict = "met" if per_million <= 10 else "MISSED"
     print(
         f"lines changed: {len(changed)} of {lines} = {per_million:.1f} per million "

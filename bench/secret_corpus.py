@@ -112,7 +112,8 @@ def token_rows(seed: int = 1603, copies: int = 3) -> Iterator[Row]:
             generated = tuple(p for p in parts if len(p) >= SURVIVOR)
             counter += 1
             names = {"KEY": fmt.key, "key": key, "flag": flag, "v": value}
-            yield Row(fmt.family, fmt.provider, "keyed", _KEYED[counter % len(_KEYED)].format(**names), generated, True)
+            keyed = _KEYED[counter % len(_KEYED)].format(**names)
+            yield Row(fmt.family, fmt.provider, "keyed", keyed, generated, True)
             if fmt.shape:
                 yield Row(fmt.family, fmt.provider, "verbatim", value, generated, True)
                 bare = _BARE[counter % len(_BARE)].format(v=value)

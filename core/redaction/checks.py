@@ -330,7 +330,7 @@ before its position (``buffer.CONTEXT``), so streaming sees exactly what a whole
 
 
 def select_named_value(m: re.Match[str]) -> list[Span]:
-    """The value of ``name: DB_PASSWORD`` / ``value: …`` (the name on this line or the one before)."""
+    """The value of ``name: DB_PASSWORD`` / ``value: …`` (its name on its line or the last)."""
     text = m.string
     start = m.start()
     before = _NAME_BEFORE().search(text, max(0, start - NAMED_VALUE_LOOKBACK), start)
