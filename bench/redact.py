@@ -358,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.recall:
         return recall(args.verbose)
     if args.false_positives:
-        return false_positives(min(args.mb, 24.0) if args.mb == 64.0 else args.mb, args.verbose)
+        return false_positives(args.mb, args.verbose)
 
     rng = random.Random(SEED)
     data, secrets = generate(args.mb, rng)

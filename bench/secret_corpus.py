@@ -234,7 +234,15 @@ def secret_free_logs(megabytes: float, seed: int = 20261202) -> tuple[bytes, dic
         text = "\n".join(section) + "\n"
         generated.append(text)
         size += len(text)
-    source = list(agent_view_of_source(rng, stdlib_files(target - size)))
+    source: list[str] = []
+    source_size = 0
+    files = stdlib_files(target - size)
+    while files and size + source_size < target:  # the library again, shown another way
+        for line in agent_view_of_source(rng, files):
+            source.append(line)
+            source_size += len(line) + 1
+            if size + source_size >= target:
+                break
     generated_text = "".join(generated)
     source_text = "\n".join(source) + "\n"
     counts = {"command output": generated_text.count("\n"), "source read": source_text.count("\n")}

@@ -25,11 +25,14 @@ from core.redaction.rules import (
     NUMBER_SECRET_DIGITS,
     PATH_SEGMENT_PATTERN,
     PEM_MIN_BODY,
+    PLACEHOLDER_MAX,
     PLACEHOLDER_PARTS,
     PLACEHOLDER_WORDS,
     QUALIFIED_KEY_PATTERN,
+    REFERENCE_PATTERN,
     REJECTED_KEY_PARTS,
     SECRET_MIN_LENGTH,
+    TEMPLATE_PATTERN,
     TOKEN_MASK_PARTS,
     TOKEN_TAIL,
     URL_PLACEHOLDER_PARTS,
@@ -58,6 +61,10 @@ _WORD_SEGMENT = lazy_pattern(r"(?P<letters>[A-Za-z]+)[0-9]{0,3}", re.ASCII)
 _CONSONANT_RUN = lazy_pattern(r"[b-df-hj-np-tv-xzB-DF-HJ-NP-TV-XZ]{5}", re.ASCII)
 _CODE_SEPARATORS = lazy_pattern(r"[._:/()\[\]-]+", re.ASCII)
 _HUMP = lazy_pattern(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", re.ASCII)
+_TEMPLATE = lazy_pattern(TEMPLATE_PATTERN, re.ASCII)
+_URL = lazy_pattern(r"[A-Za-z][A-Za-z0-9+.-]{0,31}://", re.ASCII)
+_REFERENCE = lazy_pattern(REFERENCE_PATTERN, re.ASCII)
+_MASK = lazy_pattern(r"xxxx|\*\*\*\*|####|\.\.\.\.", re.ASCII)
 _PLACEHOLDER = lazy_pattern("|".join(re.escape(part) for part in PLACEHOLDER_PARTS))
 _TOKEN_MASK = lazy_pattern("|".join(re.escape(part) for part in TOKEN_MASK_PARTS), re.IGNORECASE)
 _KEY_WORD_SPLIT = lazy_pattern(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])", re.ASCII)
@@ -172,11 +179,13 @@ def looks_like_secret(value: str, min_len: int = SECRET_MIN_LENGTH) -> bool:
     if " " in v and (any(c in v for c in CODE_CHARS) or _is_prose(v)):
         return False
     lowered = v.lower()
-    if v[0] in "$%<[{`" or lowered in PLACEHOLDER_WORDS:
+    if lowered in PLACEHOLDER_WORDS or _REFERENCE().fullmatch(v) or _TEMPLATE().search(v):
         return False
-    if _PLACEHOLDER().search(lowered):
-        return False
-    if "://" in v or _is_path(v) or _FILENAME().fullmatch(v):
+    if _MASK().search(lowered):
+        return False  # xxxx, ****: masked, at any length
+    if len(v) <= PLACEHOLDER_MAX and _PLACEHOLDER().search(lowered):
+        return False  # (a long random value holds "token" or "1234" now and then)
+    if _URL().match(v) or _is_path(v) or _FILENAME().fullmatch(v):
         return False
     if _UUID().fullmatch(v):
         return len(set(v.replace("-", ""))) > 4
@@ -185,8 +194,9 @@ def looks_like_secret(value: str, min_len: int = SECRET_MIN_LENGTH) -> bool:
         return len(core) >= NUMBER_SECRET_DIGITS
     if is_code_reference(v):
         return False
-    # the same few characters over and over (``abababab``, ``aaaaaaaa1``) are not a secret
-    return len(set(core)) >= min(8, 4 + len(core) // 16)
+    # the same few characters over and over (``abababab``, ``password=password=…``) are not
+    # a secret: a random value of any alphabet has more kinds of character
+    return len(set(core)) >= min(12, 4 + len(core) // 8)
 
 
 def random_enough(value: str, threshold: float = 3.0) -> bool:
@@ -344,6 +354,29 @@ NAMED_VALUE_LOOKBACK = 120
 before its position (``buffer.CONTEXT``), so streaming sees exactly what a whole text shows."""
 
 
+VALUE_BOUND = 512
+"""Characters a keyed value's regex takes at most (every try scans that far, so it stays
+small); a value that fills it is followed to its end here, once it is known to be a secret."""
+VALUE_EXTEND = 16384
+"""How far past the bound a value is followed (every try may do it once: bounded, linear)."""
+_BARE_TAIL = lazy_pattern(r"[^\s\"'`,;&<>(){}\[\]]*", re.ASCII)
+
+
+def _whole_value(m: re.Match[str], group: str, start: int, end: int) -> int:
+    """Where a keyed value that filled :data:`VALUE_BOUND` really ends: its closing quote, or
+    the end of its run of value characters (on its line, within the match's end position)."""
+    if end - start < VALUE_BOUND:
+        return end
+    text, limit = m.string, min(m.endpos, end + VALUE_EXTEND)
+    nl, cr = text.find("\n", end, limit), text.find("\r", end, limit)
+    stop = min(p for p in (nl, cr, limit) if p >= 0)
+    if group == "bare":
+        tail = _BARE_TAIL().match(text, end, stop)
+        return tail.end() if tail else end
+    close = text.find('"' if group == "dq" else "'", end, stop)
+    return stop if close < 0 else close
+
+
 def select_named_value(m: re.Match[str]) -> list[Span]:
     """The value of ``name: DB_PASSWORD`` / ``value: …`` (its name on its line or the last)."""
     text = m.string
@@ -354,7 +387,10 @@ def select_named_value(m: re.Match[str]) -> list[Span]:
     for group in _GENERIC_VALUES:
         value = m.group(group)
         if value is not None:
-            return [m.span(group)] if looks_like_secret(value) else []
+            if not looks_like_secret(value):
+                return []
+            start, end = m.span(group)
+            return [(start, _whole_value(m, group, start, end))]
     return []
 
 
@@ -374,6 +410,7 @@ def select_generic(m: re.Match[str]) -> list[Span]:
             if not looks_like_secret(value):
                 return []
             start, end = m.span(group)
+            end = _whole_value(m, group, start, end)
             while end > start and m.string[end - 1] == "\\":
                 end -= 1  # keep the escape of a closing \" in JSON-in-a-string
             return [(start, end)]

@@ -14,7 +14,7 @@ import re
 from bisect import bisect_right
 from typing import TYPE_CHECKING
 
-from core.redaction.buffer import CONTEXT, find_terminator
+from core.redaction.buffer import CONTEXT
 from core.redaction.checks import lazy_pattern
 from core.redaction.scanning import JOIN_HEAD, Raw, run_rules
 
@@ -82,7 +82,7 @@ def see_through_escapes(machine: Machine, start: int, end: int) -> Raw:
     """The rules' redactions of buf[start:end], found on a view without escape sequences."""
     buf = machine.buf
     first = max(0, start - CONTEXT)
-    stop = find_terminator(buf, end, min(len(buf), end + 2 * JOIN_HEAD))
+    stop = buf.find("\n", end, min(len(buf), end + 2 * JOIN_HEAD))  # the next line, for joins
     stop = min(len(buf), end + 2 * JOIN_HEAD) if stop < 0 else stop
     view = View(buf, first, stop)
     vstart, vend = view.to_view(start), view.to_view(end)

@@ -24,6 +24,16 @@ from core.redaction.buffer import rfind_terminator
 from core.redaction.checks import lazy_pattern
 from core.redaction.ruleset import RULES
 
+PATTERNS: list[re.Pattern[str] | None] = [None] * len(RULES)
+"""Each rule's compiled regex by index, once compiled (a list index is cheaper than the
+property's cache lookup, on a path taken once per try)."""
+
+
+def compiled(index: int) -> re.Pattern[str]:
+    """Rule ``index``'s regex, compiled on first use and kept in :data:`PATTERNS`."""
+    pattern = PATTERNS[index] = RULES[index].pattern
+    return pattern
+
 Raw = list[tuple[int, int, int]]
 """Redactions before merging: (start, end, rule index)."""
 
@@ -46,43 +56,48 @@ def run_rules(
     text[start:end], with their joins across wrapped lines (which may reach past ``end``)."""
     raw: Raw = []
     for index in sorted(active):
-        rule = RULES[index]
-        select = rule.select
-        for m in rule.pattern.finditer(text, active[index], end):
+        select = RULES[index].select
+        for m in (PATTERNS[index] or compiled(index)).finditer(text, active[index], end):
             for s, e in select(m):
                 raw.append((s, e, index))
-    size = len(text)
     for index, at in tries:
         x = start + at
-        if x < start:
-            continue  # a match starting before the region would cross a line start
-        rule = RULES[index]
-        hit = rule.pattern.match(text, x, end)
-        extending = False
-        if hit is not None:
-            spans = rule.select(hit)
-            if spans:
-                for s, e in spans:
-                    raw.append((s, e, index))
-                e = spans[-1][1]
-                if e >= size or text[e] not in "\r\n":
-                    continue
-                extending = True
-            elif hit.end() < size and text[hit.end()] not in "\r\n":
-                continue  # its value ended on the line and was no secret: nothing wraps
-        # the cheap half of a join's conditions, inline: the try's line ends in a token
-        # character and the next line starts with one
-        t = text.find("\n", x, x + JOIN_REACH)
-        if t > x and t + 1 < size and text[t + 1] in JOIN_CHARS:
-            last = t - 2 if text[t - 1] == "\r" else t - 1
-            if last >= x and text[last] in JOIN_CHARS and text.find("\r", x, last) < 0:
-                raw += _join(text, index, x, t, last, extending)
+        if x >= start:  # a match starting before the region would cross a line start
+            raw += try_anchored(text, index, x, end)
+    return raw
+
+
+def try_anchored(text: str, index: int, x: int, end: int) -> Raw:
+    """Anchored rule ``index`` tried at ``x`` (endpos ``end``), and, where it found nothing on
+    the line or stopped at the line's end, on the line joined to the next."""
+    size = len(text)
+    hit = (PATTERNS[index] or compiled(index)).match(text, x, end)
+    extending = False
+    raw: Raw = []
+    if hit is not None:
+        spans = RULES[index].select(hit)
+        if spans:
+            raw = [(s, e, index) for s, e in spans]
+            e = spans[-1][1]
+            if e >= size or text[e] not in "\r\n":
+                return raw
+            extending = True
+        elif hit.end() < size and text[hit.end()] not in "\r\n":
+            return raw  # its value ended on the line and was no secret: nothing wraps
+    # the cheap half of a join's conditions first: the try's line ends in a token character
+    # and the next line starts with one
+    t = text.find("\n", x, x + JOIN_REACH)
+    if t > x and t + 1 < size and text[t + 1] in JOIN_CHARS:
+        last = t - 2 if text[t - 1] == "\r" else t - 1
+        if last >= x and text[last] in JOIN_CHARS and text.find("\r", x, last) < 0:
+            raw += _join(text, index, x, t, last, extending)
     return raw
 
 
 def _random_piece(piece: str) -> bool:
-    """Whether the head of the next line looks like more of a token (letters and digits mixed),
-    not a word that happens to start the line (``then``, ``Collecting``)."""
+    """Whether text looks like (part of) a token: letters and digits mixed, or a long run of
+    mixed case; not words that happen to meet at a line break (``True`` + ``nntplib.py``,
+    a token + ``Collecting``)."""
     has_digit = any(c.isdigit() for c in piece)
     has_letter = any(c.isalpha() for c in piece)
     if has_digit and has_letter:
@@ -113,6 +128,13 @@ def _join(text: str, index: int, x: int, t: int, last: int, extending: bool) -> 
     limit = min(size, after + JOIN_HEAD)
     while head < limit and text[head] in JOIN_CHARS:
         head += 1
+    if extending and not _random_piece(text[after:head]):
+        return []  # a whole token, then a line that starts with a word
+    run = head - after  # the token characters the next line starts with
+    # the rest of the next line comes too (a closing quote, what follows a value), up to its
+    # end or JOIN_HEAD characters
+    stop = text.find("\n", head, limit)
+    head = limit if stop < 0 else stop
     line = rfind_terminator(text, max(0, x - JOIN_BEFORE), x) + 1
     first = max(line, x - JOIN_BEFORE)
     joined = text[first : last + 1] + text[after:head]
@@ -124,6 +146,8 @@ def _join(text: str, index: int, x: int, t: int, last: int, extending: bool) -> 
     pieces: Raw = []
     for s, e in rule.select(m):
         if s < seam < e:
+            if e - seam > run or not _random_piece(joined[s:e]):
+                continue  # two lines that are words, not a token cut in two
             if extending and not _random_piece(joined[seam:e]):
                 continue
             pieces.append((first + s, last + 1, index))
@@ -150,8 +174,8 @@ _SEPARATOR = lazy_pattern(r"[:=]", re.ASCII)
 
 def next_line_undecided(buf: str, end: int, final: bool) -> bool:
     """Whether a region ending at ``end`` (just after a line terminator) must wait: its last
-    line ends in a token character and the head of the next line is not all there yet, so a
-    join could still change how that line is redacted."""
+    line ends in a token character and the next line is not all there yet, so a join could
+    still change how that line is redacted."""
     if final:
         return False
     r = end - 1
@@ -167,17 +191,6 @@ def next_line_undecided(buf: str, end: int, final: bool) -> bool:
             return True  # "\r" then maybe "\n"
         if buf[head] == "\n":
             head += 1
-    limit = head + JOIN_HEAD + 64
-    while head < size and head < limit:
-        c = buf[head]
-        if c in "\r\n":
-            return False
-        if c not in JOIN_CHARS and c not in ESCAPE_CHARS:
-            return False
-        head += 1
-    return head < limit
-
-
-ESCAPE_CHARS = frozenset("\x1b[]();?<>!\x07\\ ")
-"""Characters terminal escape sequences are made of besides token characters: where one
-follows the head of the next line, only that line's end decides how far the head goes."""
+    # a join takes the next line up to its end or JOIN_HEAD characters (more, before escape
+    # sequences are taken out of it): decided once either is there
+    return buf.find("\n", head, head + 2 * JOIN_HEAD) < 0 and size < head + 2 * JOIN_HEAD

@@ -274,16 +274,20 @@ def test_rules_are_keyword_gated_and_named() -> None:
 
 
 def brute_force_findings(text: str) -> list[tuple[str, int, int]]:
-    """Every rule tried at every position (no gate), overlaps merged as the redactor merges them."""
+    """Every rule tried at every position (no gate), overlaps merged as the redactor merges them.
+
+    Anchored rules are tried as the redactor tries them at their starts, joins across a line
+    break included (core.redaction.scanning.try_anchored)."""
+    from core.redaction.scanning import try_anchored
+
     raw: list[tuple[int, int, int]] = []
     for index, rule in enumerate(RULES):
         if rule.anchored:
-            matches = [rule.pattern.match(text, i) for i in range(len(text))]
-        else:
-            matches = list(rule.pattern.finditer(text))
-        for m in matches:
-            if m is not None:
-                raw += [(s, e, index) for s, e in rule.select(m)]
+            for i in range(len(text)):
+                raw += try_anchored(text, index, i, len(text))
+            continue
+        for m in rule.pattern.finditer(text):
+            raw += [(s, e, index) for s, e in rule.select(m)]
     raw.sort()
     merged: list[tuple[int, int, int]] = []
     for s, e, index in raw:

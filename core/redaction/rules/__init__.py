@@ -123,15 +123,26 @@ PLACEHOLDER_PARTS = (
     "passwd",
     "token",
     "bearer",
-    "<",
-    ">",
-    "${",
-    "{{",
-    "$(",
-    "%(",
-    "%s",
 )
-"""Lowercase pieces that mark a value as a placeholder, a mask or a template."""
+"""Lowercase pieces that mark a value as a placeholder or a mask."""
+PLACEHOLDER_MAX = 64
+"""Longest value the placeholder pieces are looked for in: placeholders are short, and a long
+random value holds ``token`` or ``1234`` now and then (a long mask repeats a few characters,
+which the last check catches)."""
+
+TEMPLATE_PATTERN = (
+    r"\$\{[^}\s]{1,64}\}|\{\{.{0,64}?\}\}|\$\([^)\s]{1,64}\)|%\([A-Za-z_]{1,32}\)[sdr]"
+    r"|<[A-Za-z][A-Za-z0-9 _.-]{0,40}>"
+)
+"""Templates inside a value (``${DB_PASSWORD}``, ``{{ secrets.X }}``, ``$(cat f)``, ``%(pw)s``,
+``<your token>``): the value is filled in elsewhere."""
+REFERENCE_PATTERN = (
+    r"\$[A-Za-z_][A-Za-z0-9_]{0,63}|\$[({][^\s]{0,64}|%[A-Za-z_][A-Za-z0-9_]{0,63}%"
+    r"|\{[A-Za-z_0-9][A-Za-z0-9_.]{0,63}\}|<[A-Za-z_][^\s<]{0,64}"
+    r"|\[[A-Za-z_ -]{1,40}\]|`[^`]{1,64}`"
+)
+"""Whole values that name another value (``$TOKEN``, ``$(gcloud …``, ``%APPDATA%``, ``{token}``,
+``<Openverse API token>`` cut at its first blank, ``[hidden]``, a command in backquotes)."""
 
 PLACEHOLDER_WORDS = frozenset(
     {

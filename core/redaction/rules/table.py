@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-BUILT_FOR = ('2026.12.1', '6b84d7806d73fd44')
+BUILT_FOR = ('2026.12.1', '61abffb24bbd3495')
 """(RULESET_VERSION, digest of the rule files) this table was built from."""
 
 FAMILIES: tuple[tuple[str, str], ...] = (('private-keys',
@@ -1366,7 +1366,7 @@ RULE_TABLE: tuple[dict[str, Any], ...] = ({'check': 'pem-body',
   'parts': ('s',),
   'pattern': 'authorization["\']?[ \\t]{0,8}[:=][ '
              '\\t]{0,8}["\']?(?:(?:bearer|basic|token|api-token|apikey|api-key|key|jwt|dpop|sso-key|otp|gitlab-token|negotiate|ntlm|digest)[ '
-             '\\t]{1,8})?(?P<s>[^\\s"\'`,;]{1,16384}+)',
+             '\\t]{1,8})?(?P<s>[^\\s"\'`,;]{1,4096}+)',
   'select': 'group'},
  {'anchored': True,
   'check': 'looks-like-secret',
@@ -1375,7 +1375,7 @@ RULE_TABLE: tuple[dict[str, Any], ...] = ({'check': 'pem-body',
   'keywords': ('bearer',),
   'name': 'bearer-token',
   'parts': ('s',),
-  'pattern': 'bearer[ \\t]{1,8}(?P<s>[^\\s"\'`<>,;\\\\(){}\\[\\]]{16,16384}+)',
+  'pattern': 'bearer[ \\t]{1,8}(?P<s>[^\\s"\'`<>,;\\\\(){}\\[\\]]{16,4096}+)',
   'select': 'group'},
  {'anchored': True,
   'family': 'http-auth',
@@ -1398,7 +1398,7 @@ RULE_TABLE: tuple[dict[str, Any], ...] = ({'check': 'pem-body',
   'name': 'generic-secret',
   'pattern': '(?:(?<=-)(?P<flag>))?(?P<kw>password|passwd|pwd|passphrase|pass|secret|token|auth|credentials|credential|creds|key|pat|pw)(?:[_.-]?[0-9]{1,3})?(?P<kq>\\\\?["\']?)(?P<sep>[ '
              '\\t]{0,4}(?::=|=>|[:=,])[ \\t]{0,8}|(?(flag)[ '
-             '\\t]{1,4}|(?!)))(?:\\\\?"(?P<dq>[^"\\r\\n]{1,16384})"|\\\\?\'(?P<sq>[^\'\\r\\n]{1,16384})\'|(?P<bare>[^\\s"\'`,;&<>(){}\\[\\]]{1,16384}+))',
+             '\\t]{1,4}|(?!)))(?:\\\\?"(?P<dq>[^"\\r\\n]{1,512}+)(?:\\\\?"|(?=[^"\\r\\n]))|\\\\?\'(?P<sq>[^\'\\r\\n]{1,512}+)(?:\'|(?=[^\'\\r\\n]))|(?P<bare>[^\\s"\'`,;&<>(){}\\[\\]]{1,512}+))',
   'select': 'generic-secret',
   'start_form': 'key-name',
   'start_words': ('password',
@@ -1421,7 +1421,7 @@ RULE_TABLE: tuple[dict[str, Any], ...] = ({'check': 'pem-body',
   'keywords': ('value',),
   'name': 'named-value-secret',
   'pattern': '(?<![A-Za-z0-9_.-])value(?P<kq>\\\\?["\']?)[ \\t]{0,4}[:=][ '
-             '\\t]{0,8}(?:\\\\?"(?P<dq>[^"\\r\\n]{1,16384})"|\\\\?\'(?P<sq>[^\'\\r\\n]{1,16384})\'|(?P<bare>[^\\s"\'`,;&<>(){}\\[\\]]{1,16384}+))',
+             '\\t]{0,8}(?:\\\\?"(?P<dq>[^"\\r\\n]{1,512}+)(?:\\\\?"|(?=[^"\\r\\n]))|\\\\?\'(?P<sq>[^\'\\r\\n]{1,512}+)(?:\'|(?=[^\'\\r\\n]))|(?P<bare>[^\\s"\'`,;&<>(){}\\[\\]]{1,512}+))',
   'select': 'named-value',
   'start_form': 'key-name',
   'start_words': ('value',)})
