@@ -95,15 +95,9 @@ def try_anchored(text: str, index: int, x: int, end: int) -> Raw:
 
 
 def _random_piece(piece: str) -> bool:
-    """Whether text looks like (part of) a token: letters and digits mixed, or a long run of
-    mixed case; not words that happen to meet at a line break (``True`` + ``nntplib.py``,
-    a token + ``Collecting``)."""
-    has_digit = any(c.isdigit() for c in piece)
-    has_letter = any(c.isalpha() for c in piece)
-    if has_digit and has_letter:
-        return True
-    mixed = any(c.islower() for c in piece) and any(c.isupper() for c in piece)
-    return len(piece) >= 16 and mixed and not piece.istitle()
+    """Whether text looks like (part of) a token: letters and digits mixed; not words that
+    happen to meet at a line break (``True`` + ``nntplib.py``, a token + ``Collecting``)."""
+    return any(c.isdigit() for c in piece) and any(c.isalpha() for c in piece)
 
 
 def _join(text: str, index: int, x: int, t: int, last: int, extending: bool) -> Raw:
@@ -130,7 +124,9 @@ def _join(text: str, index: int, x: int, t: int, last: int, extending: bool) -> 
         head += 1
     if extending and not _random_piece(text[after:head]):
         return []  # a whole token, then a line that starts with a word
-    run = head - after  # the token characters the next line starts with
+    if text.startswith("-----", after):
+        return []  # a PEM marker line, the machine's own
+    head_run = head - after  # the token characters the next line starts with
     # the rest of the next line comes too (a closing quote, what follows a value), up to its
     # end or JOIN_HEAD characters
     stop = text.find("\n", head, limit)
@@ -146,7 +142,7 @@ def _join(text: str, index: int, x: int, t: int, last: int, extending: bool) -> 
     pieces: Raw = []
     for s, e in rule.select(m):
         if s < seam < e:
-            if e - seam > run or not _random_piece(joined[s:e]):
+            if e - seam > head_run or not _random_piece(joined[s:e]):
                 continue  # two lines that are words, not a token cut in two
             if extending and not _random_piece(joined[seam:e]):
                 continue

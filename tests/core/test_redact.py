@@ -483,6 +483,10 @@ def _fragments() -> list[bytes]:
         b"-----BEGIN PRIVATE KEY-----\nanything\n-----END PRIVATE KEY-----\n",
         b"-----BEGIN RSA PRIVATE KEY-----\n" + rand(64).encode() + b"\n",
         b"\xff\xfe\x00\x80 binary \xc3\x28 not utf-8",
+        # issue 16: a token cut by a line feed, one with a colour code inside, a key pair
+        b"export API_TOKEN=" + ghp[:17] + b"\n" + ghp[17:] + b"\n",
+        b"\x1b[1m" + ghp[:9] + b"\x1b[0m" + ghp[9:] + b"\n",
+        ("AKIA" + rand(16, string.ascii_uppercase) + "\n" + rand(40, ALNUM + "+/")).encode(),
         b"\n",
         b"\r",
         b"-----END RSA PRIVATE KEY-----\n",

@@ -160,6 +160,15 @@ PIECES = [
     *["://", "@", "\\", '"', "'", " ", "\t", "\n", "\r", "\r\n", "x" * 8, "eyJ", "sig="],
     *["-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "AKIA"],
     *[rand(12), rand(40), rand(32, HEX), rand(32, HEX.upper()), rand(64, ALNUM + "+/")],
+    # issue 16: escape sequences, wrapped tokens, key ids whose secret key follows
+    *[
+        "\x1b[31m",
+        "\x1b[0m",
+        "\x1b]8;;x\x07",
+        "dop_v1_",
+        rand(40, ALNUM + "+/"),
+        "AKIA" + rand(16, HEX.upper()),
+    ],
 ]
 
 
