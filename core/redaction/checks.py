@@ -224,6 +224,13 @@ def token_tail_end(text: str, end: int, limit: int) -> int:
     return end
 
 
+def value_tail_end(text: str, end: int, limit: int) -> int:
+    """Where a header value that ``end`` cut short really ends (at a blank, a quote, ``,`` or
+    ``;``), followed at most :data:`VALUE_EXTEND` characters."""
+    tail = _HEADER_TAIL().match(text, end, min(limit, end + VALUE_EXTEND))
+    return tail.end() if tail else end
+
+
 def url_password_ok(value: str) -> bool:
     """Whether the password of URL userinfo (``://user:password@``) is not a placeholder."""
     if value.lower() in URL_PLACEHOLDERS or value[0] in "$%<[{*":
@@ -359,6 +366,7 @@ VALUE_BOUND = 512
 small); a value that fills it is followed to its end here, once it is known to be a secret."""
 VALUE_EXTEND = 16384
 """How far past the bound a value is followed (every try may do it once: bounded, linear)."""
+_HEADER_TAIL = lazy_pattern(r"[^\s\"'`,;]*", re.ASCII)
 _BARE_TAIL = lazy_pattern(r"[^\s\"'`,;&<>(){}\[\]]*", re.ASCII)
 
 

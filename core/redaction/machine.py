@@ -245,4 +245,9 @@ def _merge(raw: list[tuple[int, int, int]]) -> Spans:
             merged[-1] = (ps, max(pe, e), min(pindex, index))
         else:
             merged.append((s, e, index))
-    return [(s, e, RULES[index].name) for s, e, index in merged]
+    return [(s, e, NAMES[index]) for s, e, index in merged]
+
+
+NAMES = (*(rule.name for rule in RULES), "aws-secret-access-key")
+"""Redaction names by index: the rules', then the bare AWS secret key found next to its key id
+(:mod:`core.redaction.pairs`), which yields to every rule."""

@@ -30,7 +30,10 @@ machine keeps before its position)."""
 
 _NAMES = [rule.name for rule in RULES]
 KEY_ID = _NAMES.index("aws-access-key-id")
-SECRET = _NAMES.index("aws-secret-access-key")
+SECRET = len(RULES)
+"""The index bare secret keys are reported under: after every rule, so that where another rule
+also matched (an Authorization header near a key id) its name is the one shown. The machine
+names it ``aws-secret-access-key``."""
 _BARE_SECRET = lazy_pattern(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])", re.ASCII)
 
 

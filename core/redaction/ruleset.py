@@ -203,11 +203,12 @@ def _starts(record: RuleRecord) -> tuple[tuple[str, int], ...]:
     raise ValueError(f"rule {record['name']}: unknown start form {form!r}")
 
 
-def _whole_token(select: Select) -> Select:
-    """The spans ``select`` chose, each extended over the token characters right after it: a
-    secret longer than its regex allows (a 2,000-character base64 key after ``PRIVATE_KEY=``)
-    is redacted whole, not cut where a bound stopped the match."""
-    tail = checks.token_tail_end
+def _whole_token(select: Select, kind: str = "token") -> Select:
+    """The spans ``select`` chose, each extended over the token characters right after it (or,
+    for a header's value, ``kind="value"``, anything but blanks and quotes): a secret longer
+    than its regex allows (a 2,000-character base64 key after ``PRIVATE_KEY=``) is redacted
+    whole, not cut where a bound stopped the match."""
+    tail = checks.token_tail_end if kind == "token" else checks.value_tail_end
 
     def extended(m: re.Match[str]) -> list[Span]:
         spans = select(m)
@@ -227,7 +228,7 @@ def _rule(record: RuleRecord) -> Rule:
         record["keywords"],
         record["pattern"],
         flags,
-        _whole_token(_selector(record)),
+        _whole_token(_selector(record), record.get("tail", "token")),
         record.get("anchored", False),
         _starts(record),
         record.get("locator"),

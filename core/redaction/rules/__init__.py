@@ -31,7 +31,8 @@ default:
   starts (which are many more: ``ac`` + two hex digits is in every hex id).
 
 Whatever a rule selects is extended over the token characters that follow it
-(:data:`TOKEN_TAIL`), so a secret longer than its regex allows is still redacted whole.
+(:data:`TOKEN_TAIL`; with ``tail = "value"``, a header's value: anything but blanks, quotes,
+``,`` and ``;``), so a secret longer than its regex allows is still redacted whole.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ if TYPE_CHECKING:  # a record is a plain dict at run time: no class to build on 
         start_words: NotRequired[tuple[str, ...]]  # default: the keywords
         start_form: NotRequired[str]  # default "word"
         start_offset: NotRequired[int]  # default 0
+        tail: NotRequired[str]  # default "token"
         locator: NotRequired[tuple[str, int]]
 
 

@@ -66,6 +66,7 @@ FIELDS: dict[str, type | tuple[type, ...]] = {
     "start_words": list,
     "start_form": str,
     "start_offset": int,
+    "tail": str,
     "locator": list,
     "positive": list,
     "negative": list,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-BUILT_FOR = ('2026.12.1', '61abffb24bbd3495')
+BUILT_FOR = ('2026.12.1', '75f0d9b67dfafb8b')
 """(RULESET_VERSION, digest of the rule files) this table was built from."""
 
 FAMILIES: tuple[tuple[str, str], ...] = (('private-keys',
@@ -1367,7 +1367,8 @@ RULE_TABLE: tuple[dict[str, Any], ...] = ({'check': 'pem-body',
   'pattern': 'authorization["\']?[ \\t]{0,8}[:=][ '
              '\\t]{0,8}["\']?(?:(?:bearer|basic|token|api-token|apikey|api-key|key|jwt|dpop|sso-key|otp|gitlab-token|negotiate|ntlm|digest)[ '
              '\\t]{1,8})?(?P<s>[^\\s"\'`,;]{1,4096}+)',
-  'select': 'group'},
+  'select': 'group',
+  'tail': 'value'},
  {'anchored': True,
   'check': 'looks-like-secret',
   'family': 'http-auth',
@@ -1376,7 +1377,8 @@ RULE_TABLE: tuple[dict[str, Any], ...] = ({'check': 'pem-body',
   'name': 'bearer-token',
   'parts': ('s',),
   'pattern': 'bearer[ \\t]{1,8}(?P<s>[^\\s"\'`<>,;\\\\(){}\\[\\]]{16,4096}+)',
-  'select': 'group'},
+  'select': 'group',
+  'tail': 'value'},
  {'anchored': True,
   'family': 'http-auth',
   'keywords': ('-u', '--user'),
