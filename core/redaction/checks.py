@@ -352,7 +352,7 @@ def credential_key(name: str) -> bool:
 
 
 _NAME_BEFORE = lazy_pattern(
-    r"name[\"']?[ \t]{0,4}[:=][ \t]{0,8}[\"']?(?P<key>[A-Za-z0-9_.-]{2,64})[\"']?"
+    r"(?<![A-Za-z0-9_])(?:name|key)[\"']?[ \t]{0,4}[:=][ \t]{0,8}[\"']?(?P<key>[A-Za-z0-9_.-]{2,64})[\"']?"
     r"[ \t,]{0,8}(?:\r?\n[ \t-]{0,32})?[\"']?\Z",
     re.ASCII | re.IGNORECASE,
 )
