@@ -35,6 +35,7 @@ from core.redaction.rules import (
     TEMPLATE_PATTERN,
     TOKEN_MASK_PARTS,
     TOKEN_TAIL,
+    UNQUALIFIED_KEY_MIN,
     URL_PLACEHOLDER_PARTS,
     URL_PLACEHOLDERS,
     UUID_PATTERN,
@@ -67,6 +68,7 @@ _REFERENCE = lazy_pattern(REFERENCE_PATTERN, re.ASCII)
 _MASK = lazy_pattern(r"xxxx|\*\*\*\*|####|\.\.\.\.", re.ASCII)
 _PLACEHOLDER = lazy_pattern("|".join(re.escape(part) for part in PLACEHOLDER_PARTS))
 _TOKEN_MASK = lazy_pattern("|".join(re.escape(part) for part in TOKEN_MASK_PARTS), re.IGNORECASE)
+_HEX = lazy_pattern(r"[0-9a-fA-F]+", re.ASCII)
 _KEY_WORD_SPLIT = lazy_pattern(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])", re.ASCII)
 
 
@@ -325,8 +327,8 @@ def _generic_context_ok(m: re.Match[str]) -> bool:
     if any(bad in name for bad in REJECTED_KEY_PARTS):
         return False
     kw = m.group("kw").lower()
-    if kw == "key" and not _KEY_QUALIFIED().search(name):
-        return False
+    if kw == "key" and not _KEY_QUALIFIED().search(name) and not _random_value(m):
+        return False  # sort(key=…), cache_key: a bare key counts only before a random value
     if kw in WHOLE_WORD_KEY_NAMES and kw not in _key_words(text[name_start : m.end("kw")]):
         return False  # PAT= or github_pat:, not compat= or a pattern
     # password = read_secret(…): a call, not a value
@@ -352,8 +354,8 @@ def credential_key(name: str) -> bool:
 
 
 _NAME_BEFORE = lazy_pattern(
-    r"(?<![A-Za-z0-9_])(?:name|key)[\"']?[ \t]{0,4}[:=][ \t]{0,8}[\"']?(?P<key>[A-Za-z0-9_.-]{2,64})[\"']?"
-    r"[ \t,]{0,8}(?:\r?\n[ \t-]{0,32})?[\"']?\Z",
+    r"(?<![A-Za-z0-9_])(?:name|key)[\"']?[ \t]{0,4}[:=][ \t]{0,8}[\"']?"
+    r"(?P<key>[A-Za-z0-9_.-]{2,64})[\"']?[ \t,]{0,8}(?:\r?\n[ \t-]{0,32})?[\"']?\Z",
     re.ASCII | re.IGNORECASE,
 )
 NAMED_VALUE_LOOKBACK = 120
@@ -399,6 +401,31 @@ def select_named_value(m: re.Match[str]) -> list[Span]:
                 return []
             start, end = m.span(group)
             return [(start, _whole_value(m, group, start, end))]
+    return []
+
+
+def _random_value(m: re.Match[str]) -> bool:
+    """Whether a generic match's value is long and random enough to be a credential even after
+    a key name as vague as ``key`` (``Using Key=rWE8I0axy6Fvw40RE8ts…``, ``?key=AemQ06R3…``)."""
+    value = next((v for v in m.group(*_GENERIC_VALUES) if v is not None), "")
+    if len(value) < UNQUALIFIED_KEY_MIN or _HEX().fullmatch(value):
+        return False  # a hex digest after "key" is a cache or object key, not a credential
+    return random_token(value)
+
+
+def select_xml_element(m: re.Match[str]) -> list[Span]:
+    """The text of ``<password>…</password>``: its tag must be credential-like and the text a
+    secret, or hold a random run (Jenkins keeps secrets as ``{AQAAABAAA…}``)."""
+    text = m.string
+    start = m.start()
+    opening = text.rfind("<", max(0, start - 64), start)
+    if opening < 0 or not credential_key(text[opening + 1 : m.end("kw")]):
+        return []
+    value = m.group("v").strip()
+    if looks_like_secret(value) or (
+        value[:1] == "{" and value[-1:] == "}" and any(random_token(w) for w in value[1:-1].split())
+    ):
+        return [m.span("v")]
     return []
 
 

@@ -143,6 +143,7 @@ _CONTEXT_SELECTORS: dict[str, Select] = {
     "curl-credentials": checks.select_curl,
     "generic-secret": checks.select_generic,
     "named-value": checks.select_named_value,
+    "xml-element": checks.select_xml_element,
 }
 
 

@@ -208,7 +208,9 @@ QUALIFIED_KEY_PATTERN = (
     r"license|session|service|shared|subscription|webhook|consumer|signature|hmac|bot|admin|"
     r"x-api|user|deploy|write|read|root)[_.-]?key"
 )
-"""A bare ``key`` counts only inside a name like these (``api_key``, not ``primary_key``)."""
+"""A bare ``key`` counts inside a name like these (``api_key``, not ``primary_key``)..."""
+UNQUALIFIED_KEY_MIN = 20
+"""...or before a random value (letters and digits, high entropy) of at least this length."""
 REJECTED_KEY_PARTS = ("public", "pubkey", "csrf", "xsrf", "nonce")
 """Key names holding one of these are not secrets (public keys, anti-forgery tokens)."""
 WHOLE_WORD_KEY_NAMES = frozenset({"pat", "pw"})

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-BUILT_FOR = ('2026.12.1', '83f4f3db1892f9c2')
+BUILT_FOR = ('2026.12.1', '96dfd591d913233e')
 """(RULESET_VERSION, digest of the rule files) this table was built from."""
 
 FAMILIES: tuple[tuple[str, str], ...] = (('private-keys',
@@ -454,6 +454,7 @@ LISTING: tuple[tuple[str, str, tuple[str, ...], str], ...] = (('private-key',
  ('service-key',
   'saas',
   ('aio_',
+   'alcht_',
    'odt_',
    'p8e-',
    'apify_api_',
@@ -479,12 +480,12 @@ LISTING: tuple[tuple[str, str, tuple[str, ...], str], ...] = (('private-key',
    'salad_cloud_',
    'thog-secret-',
    'thog-key-'),
-  "More services' prefixed keys: Adafruit IO (aio_), Dependency-Track (odt_), Adobe (p8e-), Apify "
-  '(apify_api_), ClickHouse (4b1d), Intra 42 (s-s4t2ud-), OpenShift (sha256~), Rootly (rootly_), '
-  'Scalingo (tk-us-), SettleMint (sm_pat_), Ubidots (BBFF-), Nightfall (NF-), Voiceflow (VF.), '
-  'Portainer (ptr_), Robinhood (rh-api-), Bannerbear (bb_pr_), Endor Labs (endr+), Ramp '
-  '(ramp_sec_), PhotoRoom (sk_pr_), SaladCloud (salad_cloud_), Authress (sc_…acc), Trufflehog '
-  '(thog-secret-)'),
+  "More services' prefixed keys: Adafruit IO (aio_), Alchemy (alcht_), Dependency-Track (odt_), "
+  'Adobe (p8e-), Apify (apify_api_), ClickHouse (4b1d), Intra 42 (s-s4t2ud-), OpenShift (sha256~), '
+  'Rootly (rootly_), Scalingo (tk-us-), SettleMint (sm_pat_), Ubidots (BBFF-), Nightfall (NF-), '
+  'Voiceflow (VF.), Portainer (ptr_), Robinhood (rh-api-), Bannerbear (bb_pr_), Endor Labs '
+  '(endr+), Ramp (ramp_sec_), PhotoRoom (sk_pr_), SaladCloud (salad_cloud_), Authress (sc_…acc), '
+  'Trufflehog (thog-secret-)'),
  ('sonarqube-login',
   'saas',
   ('sonar.login', 'sonarlogin', 'sonar_login'),
@@ -509,9 +510,9 @@ LISTING: tuple[tuple[str, str, tuple[str, ...], str], ...] = (('private-key',
   'The password of a .netrc entry (machine … login … password …)'),
  ('cli-password',
   'http-auth',
-  ('psexec', 'sshpass', 'mysql', 'mariadb'),
-  'Passwords given to command-line tools as -p: PsExec and sshpass (-p VALUE), mysql and mysqldump '
-  '(-pVALUE)'),
+  ('psexec', 'sshpass', 'mysql', 'mariadb', 'docker login'),
+  'Passwords given to command-line tools as -p: PsExec, sshpass and docker login (-p VALUE), mysql '
+  'and mysqldump (-pVALUE)'),
  ('url-credentials',
   'connection-strings',
   ('://',),
@@ -524,7 +525,25 @@ LISTING: tuple[tuple[str, str, tuple[str, ...], str], ...] = (('private-key',
   'generic',
   ('value',),
   'The value of a name/value pair whose name is credential-like: Kubernetes and Compose env lists '
-  '(- name: DB_PASSWORD / value: …), ECS task definitions, CI variables'))
+  '(- name: DB_PASSWORD / value: …), ECS task definitions, CI variables'),
+ ('xml-secret',
+  'generic',
+  ('password>',
+   'passwd>',
+   'pwd>',
+   'passphrase>',
+   'pass>',
+   'secret>',
+   'token>',
+   'auth>',
+   'credentials>',
+   'credential>',
+   'creds>',
+   'key>',
+   'pat>',
+   'pw>'),
+  'The text of an XML element named like a credential (<password>…</password>, '
+  "<apiToken>…</apiToken>, Jenkins' <secret>{AQAAABAAA…}</secret>)"))
 """(name, family, keywords, description) of each rule: ``pitstop redact --rules``."""
 
 RULE_TABLE: tuple[dict[str, Any], ...] = ({'check': 'pem-body',
@@ -1381,6 +1400,7 @@ RULE_TABLE: tuple[dict[str, Any], ...] = ({'check': 'pem-body',
   'check': 'random-enough',
   'family': 'saas',
   'keywords': ('aio_',
+               'alcht_',
                'odt_',
                'p8e-',
                'apify_api_',
@@ -1407,7 +1427,7 @@ RULE_TABLE: tuple[dict[str, Any], ...] = ({'check': 'pem-body',
                'thog-secret-',
                'thog-key-'),
   'name': 'service-key',
-  'pattern': '(?<![A-Za-z0-9_.~+-])(?:aio_[A-Za-z0-9]{28}|odt_[A-Za-z0-9]{32,40}|p8e-[A-Za-z0-9]{32}|apify_api_[A-Za-z0-9]{36}|4b1d[A-Za-z0-9]{38}|s-s4t2(?:ud|af)-[a-f0-9]{64}|sha256~[A-Za-z0-9_-]{43}|rootly_[a-f0-9]{64}|tk-us-[A-Za-z0-9_-]{48}|sm_(?:pat|aat|sat)_[A-Za-z0-9]{16}|BBFF-[A-Za-z0-9]{30}|NF-[A-Za-z0-9]{32}|VF\\.(?:(?:DM|WS)\\.)?[a-fA-F0-9]{24}\\.[A-Za-z0-9]{16}|ptr_[A-Za-z0-9/_+=-]{40,60}+|rh-api-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|bb_(?:pr|ma)_[a-f0-9]{30}|endr\\+[A-Za-z0-9-]{16}|ramp_(?:sec|id)_[A-Za-z0-9]{40,48}|sk_pr_[A-Za-z0-9]{1,64}_[a-fA-F0-9]{40}|salad_cloud_[0-9A-Za-z]{1,7}_[0-9A-Za-z]{7,235}|thog-(?:secret-[0-9a-f]{32}|key-[0-9a-f]{16}))(?![A-Za-z0-9])'},
+  'pattern': '(?<![A-Za-z0-9_.~+-])(?:aio_[A-Za-z0-9]{28}|alcht_[A-Za-z0-9]{30}|odt_[A-Za-z0-9]{32,40}|p8e-[A-Za-z0-9]{32}|apify_api_[A-Za-z0-9]{36}|4b1d[A-Za-z0-9]{38}|s-s4t2(?:ud|af)-[a-f0-9]{64}|sha256~[A-Za-z0-9_-]{43}|rootly_[a-f0-9]{64}|tk-us-[A-Za-z0-9_-]{48}|sm_(?:pat|aat|sat)_[A-Za-z0-9]{16}|BBFF-[A-Za-z0-9]{30}|NF-[A-Za-z0-9]{32}|VF\\.(?:(?:DM|WS)\\.)?[a-fA-F0-9]{24}\\.[A-Za-z0-9]{16}|ptr_[A-Za-z0-9/_+=-]{40,60}+|rh-api-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|bb_(?:pr|ma)_[a-f0-9]{30}|endr\\+[A-Za-z0-9-]{16}|ramp_(?:sec|id)_[A-Za-z0-9]{40,48}|sk_pr_[A-Za-z0-9]{1,64}_[a-fA-F0-9]{40}|salad_cloud_[0-9A-Za-z]{1,7}_[0-9A-Za-z]{7,235}|thog-(?:secret-[0-9a-f]{32}|key-[0-9a-f]{16}))(?![A-Za-z0-9])'},
  {'anchored': True,
   'check': 'random-enough',
   'family': 'saas',
@@ -1474,12 +1494,14 @@ RULE_TABLE: tuple[dict[str, Any], ...] = ({'check': 'pem-body',
   'check': 'url-password',
   'family': 'http-auth',
   'ignore_case': True,
-  'keywords': ('psexec', 'sshpass', 'mysql', 'mariadb'),
+  'keywords': ('psexec', 'sshpass', 'mysql', 'mariadb', 'docker login'),
   'name': 'cli-password',
-  'parts': ('a', 'b', 'c'),
+  'parts': ('a', 'b', 'c', 'd'),
   'pattern': '(?:psexec(?:64)?(?:\\.exe)?[^\\r\\n]{0,200}?[ \\t]-p[ '
              '\\t]+(?P<a>[^\\s"\']{1,128}+)|sshpass[ \\t]+-p[ '
-             '\\t]*["\']?(?P<b>[^\\s"\']{1,128}+)|(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\\b[^\\r\\n|;&]{0,200}?[ '
+             '\\t]*["\']?(?P<b>[^\\s"\']{1,128}+)|docker[ \\t]+login\\b[^\\r\\n|;&]{0,200}?[ '
+             '\\t]-p[ '
+             '\\t]+["\']?(?P<d>[^\\s"\']{1,256}+)|(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\\b[^\\r\\n|;&]{0,200}?[ '
              '\\t]-p(?P<c>[^\\s"\'-][^\\s"\']{0,127}+))',
   'select': 'group'},
  {'check': 'url-password',
@@ -1522,5 +1544,25 @@ RULE_TABLE: tuple[dict[str, Any], ...] = ({'check': 'pem-body',
              '\\t]{0,8}(?:\\\\?"(?P<dq>[^"\\r\\n]{1,512}+)(?:\\\\?"|(?=[^"\\r\\n]))|\\\\?\'(?P<sq>[^\'\\r\\n]{1,512}+)(?:\'|(?=[^\'\\r\\n]))|(?P<bare>[^\\s"\'`,;&<>(){}\\[\\]]{1,512}+))',
   'select': 'named-value',
   'start_form': 'key-name',
-  'start_words': ('value',)})
+  'start_words': ('value',)},
+ {'anchored': True,
+  'family': 'generic',
+  'ignore_case': True,
+  'keywords': ('password>',
+               'passwd>',
+               'pwd>',
+               'passphrase>',
+               'pass>',
+               'secret>',
+               'token>',
+               'auth>',
+               'credentials>',
+               'credential>',
+               'creds>',
+               'key>',
+               'pat>',
+               'pw>'),
+  'name': 'xml-secret',
+  'pattern': '(?P<kw>password|passwd|pwd|passphrase|pass|secret|token|auth|credentials|credential|creds|key|pat|pw)>(?P<v>[^<>\\r\\n]{1,4096}+)</[A-Za-z0-9_.:-]{0,64}(?P=kw)>',
+  'select': 'xml-element'})
 """Every rule as data, in priority order (see :mod:`core.redaction.rules`)."""
