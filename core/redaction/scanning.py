@@ -60,38 +60,38 @@ def run_rules(
         for m in (PATTERNS[index] or compiled(index)).finditer(text, active[index], end):
             for s, e in select(m):
                 raw.append((s, e, index))
+    size = len(text)
     for index, at in tries:
         x = start + at
-        if x >= start:  # a match starting before the region would cross a line start
-            raw += try_anchored(text, index, x, end)
+        if x < start:
+            continue  # a match starting before the region would cross a line start
+        hit = (PATTERNS[index] or compiled(index)).match(text, x, end)
+        extending = False
+        if hit is not None:
+            spans = RULES[index].select(hit)
+            if spans:
+                for s, e in spans:
+                    raw.append((s, e, index))
+                e = spans[-1][1]
+                if e >= size or text[e] not in "\r\n":
+                    continue
+                extending = True
+            elif hit.end() < size and text[hit.end()] not in "\r\n":
+                continue  # its value ended on the line and was no secret: nothing wraps
+        # the cheap half of a join's conditions first, inline: the try's line ends in a token
+        # character and the next line starts with one
+        t = text.find("\n", x, x + JOIN_REACH)
+        if t > x and t + 1 < size and text[t + 1] in JOIN_CHARS:
+            last = t - 2 if text[t - 1] == "\r" else t - 1
+            if last >= x and text[last] in JOIN_CHARS and text.find("\r", x, last) < 0:
+                raw += _join(text, index, x, t, last, extending)
     return raw
 
 
 def try_anchored(text: str, index: int, x: int, end: int) -> Raw:
-    """Anchored rule ``index`` tried at ``x`` (endpos ``end``), and, where it found nothing on
-    the line or stopped at the line's end, on the line joined to the next."""
-    size = len(text)
-    hit = (PATTERNS[index] or compiled(index)).match(text, x, end)
-    extending = False
-    raw: Raw = []
-    if hit is not None:
-        spans = RULES[index].select(hit)
-        if spans:
-            raw = [(s, e, index) for s, e in spans]
-            e = spans[-1][1]
-            if e >= size or text[e] not in "\r\n":
-                return raw
-            extending = True
-        elif hit.end() < size and text[hit.end()] not in "\r\n":
-            return raw  # its value ended on the line and was no secret: nothing wraps
-    # the cheap half of a join's conditions first: the try's line ends in a token character
-    # and the next line starts with one
-    t = text.find("\n", x, x + JOIN_REACH)
-    if t > x and t + 1 < size and text[t + 1] in JOIN_CHARS:
-        last = t - 2 if text[t - 1] == "\r" else t - 1
-        if last >= x and text[last] in JOIN_CHARS and text.find("\r", x, last) < 0:
-            raw += _join(text, index, x, t, last, extending)
-    return raw
+    """Anchored rule ``index`` tried at ``x`` alone, exactly as :func:`run_rules` tries it
+    (its join included): what trying every rule everywhere means in the tests."""
+    return run_rules(text, x, end, {}, {(index, 0)})
 
 
 def _random_piece(piece: str) -> bool:
@@ -108,6 +108,10 @@ def _join(text: str, index: int, x: int, t: int, last: int, extending: bool) -> 
     line feed ending the try's line, ``last`` the line's last character."""
     size = len(text)
     after = t + 1
+    limit = min(size, after + JOIN_HEAD)
+    head = _HEAD_RUN().match(text, after, limit).end()  # type: ignore[union-attr]
+    if extending and not _random_piece(text[after:head]):
+        return []  # a whole token, then a line that starts with a word
     # the line must end in the token (or the value) this try starts: a run of token
     # characters reaching back to the try, or to just after the key's separator
     run = _TAIL_RUN().search(text, x, last + 1)
@@ -118,12 +122,6 @@ def _join(text: str, index: int, x: int, t: int, last: int, extending: bool) -> 
             pass
         elif index not in _AFTER_SEPARATOR or _SEPARATOR().search(text, x, run.start()) is None:
             return []
-    head = after
-    limit = min(size, after + JOIN_HEAD)
-    while head < limit and text[head] in JOIN_CHARS:
-        head += 1
-    if extending and not _random_piece(text[after:head]):
-        return []  # a whole token, then a line that starts with a word
     if text.startswith("-----", after):
         return []  # a PEM marker line, the machine's own
     head_run = head - after  # the token characters the next line starts with
@@ -164,6 +162,7 @@ _AFTER_SEPARATOR = frozenset(
 """Rules whose secret is a value after a key and a separator (``TOKEN=``, ``"password": "``)."""
 _AFTER_ANY_PREFIX = frozenset(_NAMES.index(name) for name in ("bearer-token", "curl-credentials"))
 """Rules whose secret follows a word and blanks (``Bearer …``, ``-u user:…``)."""
+_HEAD_RUN = lazy_pattern(r"[A-Za-z0-9+/=_.-]*", re.ASCII)
 _TAIL_RUN = lazy_pattern(r"[A-Za-z0-9+/=_.-]{1,256}\Z", re.ASCII)
 _SEPARATOR = lazy_pattern(r"[:=]", re.ASCII)
 
