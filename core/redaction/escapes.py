@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from core.redaction.buffer import CONTEXT
 from core.redaction.checks import lazy_pattern
 from core.redaction.scanning import JOIN_HEAD, Raw, run_rules
 
-if TYPE_CHECKING:
-    from core.redaction.machine import Machine
+Gate = Callable[[str, int, int, dict[int, int], set[tuple[int, int]]], None]
+"""A literal gate: fills (active rules, tries) for text[start:end]."""
 
 ESCAPE = lazy_pattern(
     r"\x1b\[[0-?]{0,64}[ -/]{0,8}[@-~]"  # CSI: colours, cursor moves
@@ -78,9 +78,8 @@ class View:
         return pieces
 
 
-def see_through_escapes(machine: Machine, start: int, end: int) -> Raw:
+def see_through_escapes(buf: str, start: int, end: int, gate: Gate) -> Raw:
     """The rules' redactions of buf[start:end], found on a view without escape sequences."""
-    buf = machine.buf
     first = max(0, start - CONTEXT)
     stop = buf.find("\n", end, min(len(buf), end + 2 * JOIN_HEAD))  # the next line, for joins
     stop = min(len(buf), end + 2 * JOIN_HEAD) if stop < 0 else stop
@@ -88,7 +87,7 @@ def see_through_escapes(machine: Machine, start: int, end: int) -> Raw:
     vstart, vend = view.to_view(start), view.to_view(end)
     active: dict[int, int] = {}
     tries: set[tuple[int, int]] = set()
-    machine._gate_literals(view.text, vstart, vend, active, tries)
+    gate(view.text, vstart, vend, active, tries)
     raw: Raw = []
     for s, e, index in run_rules(view.text, vstart, vend, active, tries):
         raw += [(ps, pe, index) for ps, pe in view.to_source(s, e)]

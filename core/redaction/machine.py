@@ -138,7 +138,7 @@ class Machine(PemReader):
         their key id."""
         buf = self.buf
         if buf.find("\x1b", start, end) >= 0:
-            raw = see_through_escapes(self, start, end)
+            raw = see_through_escapes(buf, start, end, self._gate_literals)
         else:
             active: Active = {}
             tries: Tries = set()

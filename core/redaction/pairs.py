@@ -12,15 +12,11 @@ matter.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
-from core.redaction.buffer import find_terminator, rfind_terminator
+from core.redaction.buffer import RedactionBuffer, find_terminator, rfind_terminator
 from core.redaction.checks import lazy_pattern, shannon_entropy
 from core.redaction.ruleset import RULES
 from core.redaction.scanning import Raw
-
-if TYPE_CHECKING:
-    from core.redaction.machine import Machine
 
 AWS_PAIR_REACH = 256
 """Characters after an access key id in which a bare secret key is looked for."""
@@ -45,7 +41,7 @@ def secret_key_shaped(value: str) -> bool:
     return any(c.isdigit() for c in value) and shannon_entropy(value) >= 4.2
 
 
-def aws_pairs(machine: Machine, start: int, end: int, raw: Raw) -> None:
+def aws_pairs(machine: RedactionBuffer, start: int, end: int, raw: Raw) -> None:
     """Add to ``raw`` the bare secret keys near access key ids in buf[start:end]."""
     buf = machine.buf
     base = machine.base

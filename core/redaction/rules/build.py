@@ -18,7 +18,6 @@ no generated character run survives; each negative example must come out unchang
 from __future__ import annotations
 
 import hashlib
-import pprint
 import random
 import re
 import sys
@@ -188,18 +187,23 @@ def render(version: str, directory: Path | None = None) -> str:
         '"""(RULESET_VERSION, digest of the rule files) this table was built from."""',
         "",
         "FAMILIES: tuple[tuple[str, str], ...] = "
-        + pprint.pformat(tuple((f.name, f.description) for f in families), width=100),
+        + _one_per_line(tuple((f.name, f.description) for f in families)),
         '"""Each family\'s name and what it covers, in priority order."""',
         "",
         "LISTING: tuple[tuple[str, str, tuple[str, ...], str], ...] = "
-        + pprint.pformat(listing, width=100),
+        + _one_per_line(listing),
         '"""(name, family, keywords, description) of each rule: ``pitstop redact --rules``."""',
         "",
-        "RULE_TABLE: tuple[dict[str, Any], ...] = " + pprint.pformat(tuple(table), width=100),
+        "RULE_TABLE: tuple[dict[str, Any], ...] = " + _one_per_line(tuple(table)),
         '"""Every rule as data, in priority order (see :mod:`core.redaction.rules`)."""',
         "",
     ]
     return "\n".join(lines)
+
+
+def _one_per_line(items: tuple[Any, ...]) -> str:
+    """A tuple literal with one item per line (a generated table stays a few hundred lines)."""
+    return "(\n" + "".join(f"    {item!r},\n" for item in items) + ")"
 
 
 def built_for() -> tuple[str, str] | None:
