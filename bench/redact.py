@@ -18,6 +18,15 @@ machine only ever slows a run down). Nothing here asserts a time.
     .venv/bin/python bench/redact.py               # 64 MB, 3 runs
     .venv/bin/python bench/redact.py --mb 8 --runs 1
     .venv/bin/python bench/redact.py --profile     # plus a cProfile of one redactor run
+    .venv/bin/python bench/redact.py --recall      # recall per family and variant (issue 16)
+    .venv/bin/python bench/redact.py --false-positives   # changed lines in secret-free logs
+
+``--recall`` runs the vendored gitleaks corpus (target: every secret row, at most 5% of the
+not_secret rows changed) and a corpus built from public token formats
+(``bench/secret_corpus.py``): each value verbatim, keyed and bare in agent-log lines, per family,
+and look-alikes that are not secrets. ``--false-positives`` redacts secret-free agent logs
+(generated command output, and standard-library source as an agent cats, greps and diffs it)
+and counts the lines it changed (target: at most 10 per million).
 """
 
 from __future__ import annotations
@@ -193,16 +202,19 @@ def _git(rng: random.Random, out: list[str]) -> None:
         out.append(f"{rng.choice('+- ')}    {a}_id = get_{b}(request, key={rng.randrange(100)})")
 
 
+MAKERS = [_pytest, _pip, _npm, _git]
+"""Generators of one section of command output each (pytest, pip, npm, git)."""
+
+
 def generate(megabytes: float, rng: random.Random) -> tuple[bytes, list[str]]:
     """About ``megabytes`` MB of mixed agent logs and the secrets sprinkled through them."""
     target = int(megabytes * 1_000_000)
     parts: list[str] = []
     secrets: list[str] = []
     size = 0
-    makers = [_pytest, _pip, _npm, _git]
     while size < target:
         section: list[str] = []
-        rng.choice(makers)(rng, section)
+        rng.choice(MAKERS)(rng, section)
         if rng.random() < 0.5:
             line, secret = _secret_line(rng)
             section.insert(rng.randrange(len(section) + 1), line)
@@ -243,12 +255,110 @@ def run_floor(data: bytes) -> Timing:
     return _since(start)
 
 
+def _percent(part: int, whole: int) -> str:
+    return f"{part / whole:6.1%} ({part}/{whole})" if whole else "     — (0/0)"
+
+
+def recall(verbose: bool) -> int:
+    """Recall on the gitleaks corpus and on the token-format corpus, per family and variant."""
+    import json
+    from collections import defaultdict
+
+    from bench import secret_corpus
+    from core.redaction.redact import redact_text
+
+    print(f"ruleset {RULESET_VERSION}")
+    rows = [json.loads(line) for line in secret_corpus.GITLEAKS.read_text().splitlines() if line]
+    secret = [r for r in rows if r["label"] == "secret"]
+    not_secret = [r for r in rows if r["label"] == "not_secret"]
+    missed = [r for r in secret if not redact_text(r["text"])[1]]
+    changed = [r for r in not_secret if redact_text(r["text"])[0] != r["text"]]
+    print(
+        f"gitleaks corpus: secret rows redacted {_percent(len(secret) - len(missed), len(secret))}"
+        f" (target 100%); not_secret rows changed {_percent(len(changed), len(not_secret))}"
+        " (target ≤ 5%)"
+    )
+    table: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    misses: list[tuple[str, str, str, str]] = []
+    corpus = [*secret_corpus.token_rows(), *secret_corpus.look_alike_rows()]
+    for row in corpus:
+        out = redact_text(row.text)[0]
+        ok = not secret_corpus.survivors(out, row.parts) if row.secret else out == row.text
+        cell = table[(row.family, row.variant)]
+        cell[0] += ok
+        cell[1] += 1
+        if not ok:
+            misses.append((row.family, row.variant, row.provider, out if row.secret else row.text))
+    variants = ["verbatim", "keyed", "bare"]
+    families = sorted({family for family, _ in table})
+    formats = secret_corpus.formats()
+    print(
+        f"token formats ({len(formats)} formats, {len(corpus)} rows; a row counts only if "
+        f"nothing of its secret survives; verbatim and bare only for formats with a shape):"
+    )
+    header = "".join(f"{v:>20}" for v in variants) + f"{'look-alikes unchanged':>26}"
+    print(f"{'family':20}{header}")
+    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for family in families:
+        cells = []
+        for variant in [*variants, "look-alike"]:
+            ok, n = table.get((family, variant), [0, 0])
+            totals[variant][0] += ok
+            totals[variant][1] += n
+            cells.append(f"{_percent(ok, n):>{26 if variant == 'look-alike' else 20}}")
+        print(f"{family:20}" + "".join(cells))
+    print(
+        f"{'all':20}"
+        + "".join(
+            f"{_percent(*totals[v]):>{26 if v == 'look-alike' else 20}}"
+            for v in [*variants, "look-alike"]
+        )
+    )
+    if verbose:
+        for family, variant, provider, text in misses:
+            print(f"  miss {family}/{variant} {provider}: {text[:150]!r}")
+    return 0
+
+
+def false_positives(megabytes: float, verbose: bool) -> int:
+    """Lines changed in secret-free agent logs, per million, by kind of log."""
+    from bench import secret_corpus
+    from core.redaction.redact import redact_bytes
+
+    data, counts = secret_corpus.secret_free_logs(megabytes)
+    out = redact_bytes(data)
+    before, after = data.split(b"\n"), out.split(b"\n")
+    changed = [(a, b) for a, b in zip(before, after, strict=False) if a != b]
+    lines = len(before)
+    per_million = len(changed) / lines * 1_000_000
+    kinds = ", ".join(f"{kind}: {n} lines" for kind, n in counts.items())
+    size = len(data) / 1e6
+    print(f"ruleset {RULESET_VERSION}; {size:.1f} MB of secret-free agent logs ({kinds})")
+    verdict = "met" if per_million <= 10 else "MISSED"
+    print(
+        f"lines changed: {len(changed)} of {lines} = {per_million:.1f} per million "
+        f"(target ≤ 10: {verdict})"
+    )
+    for _, line in changed[: 50 if verbose else 10]:
+        print("  ", line[:160].decode("utf-8", "replace"))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=64.0, help="MB of logs to generate (≥ 50)")
     parser.add_argument("--runs", type=int, default=3, help="runs of each; the best is kept")
     parser.add_argument("--profile", action="store_true", help="cProfile one redactor run")
+    parser.add_argument("--recall", action="store_true", help="recall per family and variant")
+    parser.add_argument(
+        "--false-positives", action="store_true", help="changed lines in secret-free logs"
+    )
+    parser.add_argument("--verbose", action="store_true", help="with --recall: list the misses")
     args = parser.parse_args(argv)
+    if args.recall:
+        return recall(args.verbose)
+    if args.false_positives:
+        return false_positives(args.mb, args.verbose)
 
     rng = random.Random(SEED)
     data, secrets = generate(args.mb, rng)

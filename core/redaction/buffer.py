@@ -64,9 +64,11 @@ class RedactionBuffer:
     """Input held back, output written, and the record of every redaction made."""
 
     __slots__ = (
+        "aws_after",
         "base",
         "buf",
         "cache",
+        "carry",
         "counts",
         "dropped_newlines",
         "findings",
@@ -112,6 +114,11 @@ class RedactionBuffer:
         # Line feeds of the input that the output does not have (inside redacted spans): the
         # output's line count plus this is the input's, so a caller need not count both.
         self.dropped_newlines: int = 0
+        # Pieces of a wrapped token on the line after a region, found when the region was
+        # scanned (absolute (start, end, rule index)); and where, after AWS access key ids near
+        # the end of a region, a bare secret key is still looked for (absolute (from, to)).
+        self.carry: list[tuple[int, int, int]] = []
+        self.aws_after: list[tuple[int, int]] = []
 
     # input ------------------------------------------------------------------
 
@@ -142,6 +149,18 @@ class RedactionBuffer:
         if self.cache is not None and drop:
             end, spans = self.cache
             self.cache = (end - drop, [(s - drop, e - drop, r) for s, e, r in spans])
+
+    def keep_carry(self, raw: list[tuple[int, int, int]], end: int) -> None:
+        """Keep the redactions that start at or after ``end`` for the region that follows."""
+        base = self.base
+        self.carry += [(base + s, base + e, index) for s, e, index in raw if s >= end]
+
+    def take_carry(self, start: int, end: int) -> list[tuple[int, int, int]]:
+        """The carried redactions that start in buf[start:end], in buf offsets."""
+        base = self.base
+        taken = [(s - base, e - base, i) for s, e, i in self.carry if s - base < end]
+        self.carry = [c for c in self.carry if c[0] - base >= end]
+        return [c for c in taken if c[1] > start]
 
     # output -----------------------------------------------------------------
 

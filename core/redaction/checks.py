@@ -20,18 +20,26 @@ from core.redaction.rules import (
     CURL_PLACEHOLDER_PARTS,
     CURL_PLACEHOLDERS,
     FILENAME_PATTERN,
+    GENERIC_KEY_NAMES,
     KEY_NAME_CHARS,
+    NUMBER_SECRET_DIGITS,
     PATH_SEGMENT_PATTERN,
     PEM_MIN_BODY,
+    PLACEHOLDER_MAX,
     PLACEHOLDER_PARTS,
     PLACEHOLDER_WORDS,
     QUALIFIED_KEY_PATTERN,
+    REFERENCE_PATTERN,
     REJECTED_KEY_PARTS,
     SECRET_MIN_LENGTH,
+    TEMPLATE_PATTERN,
     TOKEN_MASK_PARTS,
+    TOKEN_TAIL,
+    UNQUALIFIED_KEY_MIN,
     URL_PLACEHOLDER_PARTS,
     URL_PLACEHOLDERS,
     UUID_PATTERN,
+    WHOLE_WORD_KEY_NAMES,
     WORDISH_PATTERN,
 )
 
@@ -50,18 +58,43 @@ _FILENAME = lazy_pattern(FILENAME_PATTERN, re.ASCII)
 _PATH_SEGMENT = lazy_pattern(PATH_SEGMENT_PATTERN, re.ASCII)
 _KEY_QUALIFIED = lazy_pattern(QUALIFIED_KEY_PATTERN, re.ASCII)
 _B64_CHAR = lazy_pattern(r"[A-Za-z0-9+/]")
+_WORD_SEGMENT = lazy_pattern(r"(?P<letters>[A-Za-z]+)[0-9]{0,3}", re.ASCII)
+_CONSONANT_RUN = lazy_pattern(r"[b-df-hj-np-tv-xzB-DF-HJ-NP-TV-XZ]{5}", re.ASCII)
+_CODE_SEPARATORS = lazy_pattern(r"[._:/()\[\]-]+", re.ASCII)
+_HUMP = lazy_pattern(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", re.ASCII)
+_TEMPLATE = lazy_pattern(TEMPLATE_PATTERN, re.ASCII)
+_URL = lazy_pattern(r"[A-Za-z][A-Za-z0-9+.-]{0,31}://", re.ASCII)
+_REFERENCE = lazy_pattern(REFERENCE_PATTERN, re.ASCII)
+_MASK = lazy_pattern(r"xxxx|\*\*\*\*|####|\.\.\.\.", re.ASCII)
+_PLACEHOLDER = lazy_pattern("|".join(re.escape(part) for part in PLACEHOLDER_PARTS))
+_TOKEN_MASK = lazy_pattern("|".join(re.escape(part) for part in TOKEN_MASK_PARTS), re.IGNORECASE)
+_HEX = lazy_pattern(r"[0-9a-fA-F]+", re.ASCII)
+_KEY_WORD_SPLIT = lazy_pattern(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])", re.ASCII)
 
 
 def shannon_entropy(value: str) -> float:
-    """Shannon entropy of ``value`` in bits per character."""
+    """Shannon entropy of ``value`` in bits per character.
+
+    As ``log2(n) - sum(c * log2(c)) / n`` over the character counts ``c``, with ``c * log2(c)``
+    looked up: the checks compute it for every candidate value, and ``log2`` per character kind
+    was a tenth of the redactor's time on agent logs.
+    """
     n = len(value)
     if n == 0:
         return 0.0
-    total = 0.0
-    for count in Counter(value).values():
-        p = count / n
-        total -= p * math.log2(p)
-    return total
+    table = _c_log_c(n)
+    return max(0.0, math.log2(n) - sum(map(table.__getitem__, Counter(value).values())) / n)
+
+
+_C_LOG_C: list[float] = [0.0]
+
+
+def _c_log_c(n: int) -> list[float]:
+    """``c * log2(c)`` for every count up to ``n`` (grown on demand, kept)."""
+    table = _C_LOG_C
+    for c in range(len(table), n + 1):
+        table.append(c * math.log2(c))
+    return table
 
 
 def _is_path(value: str) -> bool:
@@ -89,38 +122,83 @@ def _classes(value: str) -> int:
     return lower + upper + digit + other
 
 
-def looks_like_secret(value: str, min_len: int = SECRET_MIN_LENGTH) -> bool:
-    """Whether a value after a secret-looking key is a credential, not a placeholder or a word.
+def _word_segment(segment: str) -> bool:
+    """Whether one piece of a name is made of words (``environ``, ``SECRET``,
+    ``AbstractBasicAuthHandler``, ``oauth2``, ``v1``), not random characters: letters whose
+    humps are at most 20 long with no run of five consonants anywhere (random letters nearly
+    always have one), then at most three digits; or a number of up to four digits."""
+    if segment.isdigit():
+        return len(segment) <= 4
+    m = _WORD_SEGMENT().fullmatch(segment)
+    if m is None:
+        return False
+    letters = m.group("letters")
+    if _CONSONANT_RUN().search(letters):
+        return False
+    return all(len(hump) <= 20 for hump in _HUMP().findall(letters))
 
-    Rejects values that are too short, variable references and templates (``$X``, ``${x}``,
-    ``{{ x }}``, ``<token>``), masked or example values (``xxxx``, ``****``, ``1234``,
-    ``EXAMPLE``), plain words and identifiers (``hunter``, ``K8S_CRED``, ``ultraPictureBox``),
-    paths, URLs and file names, numbers, and strings whose Shannon entropy is low for their length.
-    UUIDs count as credentials (API keys are often UUIDs). Values with spaces that look like code
-    between two string literals (``" + token + "``, ``: lambda n: b``) are not values at all.
+
+def is_code_reference(value: str) -> bool:
+    """Whether a value is a name in code rather than data: an identifier, a dotted path, an
+    index or a call made of word pieces (``self._authkey``, ``os.environ``,
+    ``settings.SECRET_KEY``, ``authorization[1].encode(``, ``token_value``).
+
+    Random pieces (``sgp_<40 hex>``, ``dop_v1_<64 hex>``, ``<32 hex>-us13``) are not words, so a
+    token with underscores or dashes is not taken for a name.
+    """
+    v = value.rstrip("\\")
+    if not v or len(v) > 128:
+        return False
+    pieces = [piece for piece in _CODE_SEPARATORS().split(v) if piece]
+    return bool(pieces) and all(_word_segment(piece) for piece in pieces)
+
+
+def _is_prose(value: str) -> bool:
+    """Three or more words separated by spaces, most of them plain words: a sentence."""
+    words = value.split()
+    if len(words) < 3:
+        return False
+    plain = sum(word.strip("\"'.,:;!?()\\n").isalpha() for word in words)
+    return plain >= 0.6 * len(words)
+
+
+def looks_like_secret(value: str, min_len: int = SECRET_MIN_LENGTH) -> bool:
+    """Whether a value after a credential-like key (or in an Authorization header) is a secret.
+
+    A keyed value is a secret whatever its case or punctuation, unless it is clearly not one:
+    too short, a variable reference or template (``$X``, ``${x}``, ``{{ x }}``, ``<token>``,
+    ``%s``), a placeholder or mask (``xxxx``, ``****``, ``changeme``, ``EXAMPLE``, ``1234``), a
+    boolean or ``null``, a number, a path, URL or file name, a name in code (``self.token``,
+    ``os.environ``, :func:`is_code_reference`), or the same few characters repeated. UUIDs count
+    as secrets (API keys often are UUIDs). Values with spaces that look like code between two
+    string literals (``" + token + "``, ``: lambda n: b``) are not values at all.
     """
     if value[:1].isspace() or value[-1:].isspace():
         return False
     v = value.rstrip("\\")
     if len(v) < min_len:
         return False
-    if " " in v and any(c in v for c in CODE_CHARS):
+    if " " in v and (any(c in v for c in CODE_CHARS) or _is_prose(v)):
         return False
     lowered = v.lower()
-    if v[0] in "$%<[{`" or lowered in PLACEHOLDER_WORDS:
+    if lowered in PLACEHOLDER_WORDS or _REFERENCE().fullmatch(v) or _TEMPLATE().search(v):
         return False
-    if any(part in lowered for part in PLACEHOLDER_PARTS):
-        return False
-    if "://" in v or _is_path(v) or _FILENAME().fullmatch(v):
+    if _MASK().search(lowered):
+        return False  # xxxx, ****: masked, at any length
+    if len(v) <= PLACEHOLDER_MAX and _PLACEHOLDER().search(lowered):
+        return False  # (a long random value holds "token" or "1234" now and then)
+    if _URL().match(v) or _is_path(v) or _FILENAME().fullmatch(v):
         return False
     if _UUID().fullmatch(v):
         return len(set(v.replace("-", ""))) > 4
     core = v.rstrip("=")
-    if core.isdigit() or _WORDISH().fullmatch(core):
+    if core.isdigit():
+        return len(core) >= NUMBER_SECRET_DIGITS
+    if is_code_reference(v):
         return False
-    if _classes(core) < 2 and not (len(core) >= 24 and shannon_entropy(core) >= 3.5):
-        return False
-    return shannon_entropy(v) >= min(3.0, 0.7 * math.log2(len(v)))
+    # the same few characters over and over (``abababab``, ``password=password=…``) are not
+    # a secret: a random value of any alphabet has more kinds of character
+    return len(set(core)) >= min(12, 4 + len(core) // 8)
 
 
 def random_enough(value: str, threshold: float = 3.0) -> bool:
@@ -128,15 +206,36 @@ def random_enough(value: str, threshold: float = 3.0) -> bool:
 
     The entropy bar scales with length (a random 16-character base32 body can score 2.9).
     """
-    lowered = value.lower()
-    if any(part in lowered for part in TOKEN_MASK_PARTS):
+    if _TOKEN_MASK().search(value):
         return False
     return shannon_entropy(value) >= min(threshold, 0.6 * math.log2(max(2, len(value))))
 
 
+def random_token(value: str) -> bool:
+    """A token body that is random, not a word joined by underscores (``live_reload_when…``):
+    random enough, holding a digit, and not an identifier."""
+    if not random_enough(value) or not any(c.isdigit() for c in value):
+        return False
+    return not _WORDISH().fullmatch(value)
+
+
+def token_tail_end(text: str, end: int, limit: int) -> int:
+    """Where the run of token characters (:data:`TOKEN_TAIL`) starting at ``end`` stops."""
+    while end < limit and text[end] in TOKEN_TAIL:
+        end += 1
+    return end
+
+
+def value_tail_end(text: str, end: int, limit: int) -> int:
+    """Where a header value that ``end`` cut short really ends (at a blank, a quote, ``,`` or
+    ``;``), followed at most :data:`VALUE_EXTEND` characters."""
+    tail = _HEADER_TAIL().match(text, end, min(limit, end + VALUE_EXTEND))
+    return tail.end() if tail else end
+
+
 def url_password_ok(value: str) -> bool:
     """Whether the password of URL userinfo (``://user:password@``) is not a placeholder."""
-    if len(value) < 4 or value.lower() in URL_PLACEHOLDERS or value[0] in "$%<[{*":
+    if value.lower() in URL_PLACEHOLDERS or value[0] in "$%<[{*":
         return False
     lowered = value.lower()
     return not any(part in lowered for part in URL_PLACEHOLDER_PARTS)
@@ -208,6 +307,11 @@ def _key_name(text: str, start: int, end: int) -> tuple[int, str]:
     return i, text[i:end].lower()
 
 
+def _key_words(name: str) -> list[str]:
+    """The words of a key name, lowercased (``GITHUB_PAT`` -> github, pat; ``dbPw`` -> db, pw)."""
+    return [w.lower() for w in _KEY_WORD_SPLIT().split(name) if w]
+
+
 def _generic_context_ok(m: re.Match[str]) -> bool:
     """Whether the key and separator of a generic match introduce a value, not prose or code."""
     text = m.string
@@ -218,14 +322,111 @@ def _generic_context_ok(m: re.Match[str]) -> bool:
     if sep == "," and not (m.group("kq") and m.group("bare") is None):
         return False  # f("api_token", "…") only, not an argument list
     name_start, name = _key_name(text, start, m.end("kw"))
-    if text.startswith("://", name_start - 3):
+    if name_start >= 3 and text.startswith("://", name_start - 3):
         return False  # https://oauth2:…@host is URL userinfo, the url-credentials rule's
     if any(bad in name for bad in REJECTED_KEY_PARTS):
         return False
-    if m.group("kw").lower() == "key" and not _KEY_QUALIFIED().search(name):
-        return False
+    kw = m.group("kw").lower()
+    if kw == "key" and not _KEY_QUALIFIED().search(name) and not _random_value(m):
+        return False  # sort(key=…), cache_key: a bare key counts only before a random value
+    if kw in WHOLE_WORD_KEY_NAMES and kw not in _key_words(text[name_start : m.end("kw")]):
+        return False  # PAT= or github_pat:, not compat= or a pattern
     # password = read_secret(…): a call, not a value
     return not (m.group("bare") is not None and text.startswith("(", m.end()))
+
+
+def credential_key(name: str) -> bool:
+    """Whether a key name is credential-like (``DB_PASSWORD``, ``stripe_api_key``, ``GH_PAT``),
+    by the generic rule's key names and its checks (a qualified ``key``, no ``public``…)."""
+    lowered = name.lower()
+    if any(bad in lowered for bad in REJECTED_KEY_PARTS):
+        return False
+    words = _key_words(name)
+    for kw in GENERIC_KEY_NAMES:
+        if kw not in lowered:
+            continue
+        if kw == "key" and not _KEY_QUALIFIED().search(lowered):
+            continue
+        if kw in WHOLE_WORD_KEY_NAMES and kw not in words:
+            continue
+        return True
+    return False
+
+
+_NAME_BEFORE = lazy_pattern(
+    r"(?<![A-Za-z0-9_])(?:name|key)[\"']?[ \t]{0,4}[:=][ \t]{0,8}[\"']?"
+    r"(?P<key>[A-Za-z0-9_.-]{2,64})[\"']?[ \t,]{0,8}(?:\r?\n[ \t-]{0,32})?[\"']?\Z",
+    re.ASCII | re.IGNORECASE,
+)
+NAMED_VALUE_LOOKBACK = 120
+"""Characters before ``value`` searched for its ``name``: less than the text the machine keeps
+before its position (``buffer.CONTEXT``), so streaming sees exactly what a whole text shows."""
+
+
+VALUE_BOUND = 512
+"""Characters a keyed value's regex takes at most (every try scans that far, so it stays
+small); a value that fills it is followed to its end here, once it is known to be a secret."""
+VALUE_EXTEND = 16384
+"""How far past the bound a value is followed (every try may do it once: bounded, linear)."""
+_HEADER_TAIL = lazy_pattern(r"[^\s\"'`,;]*", re.ASCII)
+_BARE_TAIL = lazy_pattern(r"[^\s\"'`,;&<>(){}\[\]]*", re.ASCII)
+
+
+def _whole_value(m: re.Match[str], group: str, start: int, end: int) -> int:
+    """Where a keyed value that filled :data:`VALUE_BOUND` really ends: its closing quote, or
+    the end of its run of value characters (on its line, within the match's end position)."""
+    if end - start < VALUE_BOUND:
+        return end
+    text, limit = m.string, min(m.endpos, end + VALUE_EXTEND)
+    nl, cr = text.find("\n", end, limit), text.find("\r", end, limit)
+    stop = min(p for p in (nl, cr, limit) if p >= 0)
+    if group == "bare":
+        tail = _BARE_TAIL().match(text, end, stop)
+        return tail.end() if tail else end
+    close = text.find('"' if group == "dq" else "'", end, stop)
+    return stop if close < 0 else close
+
+
+def select_named_value(m: re.Match[str]) -> list[Span]:
+    """The value of ``name: DB_PASSWORD`` / ``value: …`` (its name on its line or the last)."""
+    text = m.string
+    start = m.start()
+    before = _NAME_BEFORE().search(text, max(0, start - NAMED_VALUE_LOOKBACK), start)
+    if before is None or not credential_key(before.group("key")):
+        return []
+    for group in _GENERIC_VALUES:
+        value = m.group(group)
+        if value is not None:
+            if not looks_like_secret(value):
+                return []
+            start, end = m.span(group)
+            return [(start, _whole_value(m, group, start, end))]
+    return []
+
+
+def _random_value(m: re.Match[str]) -> bool:
+    """Whether a generic match's value is long and random enough to be a credential even after
+    a key name as vague as ``key`` (``Using Key=rWE8I0axy6Fvw40RE8ts…``, ``?key=AemQ06R3…``)."""
+    value = next((v for v in m.group(*_GENERIC_VALUES) if v is not None), "")
+    if len(value) < UNQUALIFIED_KEY_MIN or _HEX().fullmatch(value):
+        return False  # a hex digest after "key" is a cache or object key, not a credential
+    return random_token(value)
+
+
+def select_xml_element(m: re.Match[str]) -> list[Span]:
+    """The text of ``<password>…</password>``: its tag must be credential-like and the text a
+    secret, or hold a random run (Jenkins keeps secrets as ``{AQAAABAAA…}``)."""
+    text = m.string
+    start = m.start()
+    opening = text.rfind("<", max(0, start - 64), start)
+    if opening < 0 or not credential_key(text[opening + 1 : m.end("kw")]):
+        return []
+    value = m.group("v").strip()
+    if looks_like_secret(value) or (
+        value[:1] == "{" and value[-1:] == "}" and any(random_token(w) for w in value[1:-1].split())
+    ):
+        return [m.span("v")]
+    return []
 
 
 def select_generic(m: re.Match[str]) -> list[Span]:
@@ -244,6 +445,7 @@ def select_generic(m: re.Match[str]) -> list[Span]:
             if not looks_like_secret(value):
                 return []
             start, end = m.span(group)
+            end = _whole_value(m, group, start, end)
             while end > start and m.string[end - 1] == "\\":
                 end -= 1  # keep the escape of a closing \" in JSON-in-a-string
             return [(start, end)]

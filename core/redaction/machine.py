@@ -20,9 +20,12 @@ from core.redaction.buffer import (
     find_terminator,
     rfind_terminator,
 )
+from core.redaction.escapes import see_through_escapes
 from core.redaction.literal_gate import GATES, STARTS, literal_hits
+from core.redaction.pairs import aws_pairs
 from core.redaction.pem import PEM_LINE_MAX, PemReader
 from core.redaction.ruleset import RULES
+from core.redaction.scanning import next_line_undecided, run_rules
 
 Active = dict[int, int]
 """Scanned rules to run over a block: rule index -> where its first match can start."""
@@ -96,10 +99,12 @@ class Machine(PemReader):
             scratch=self.scratch,
         )
         pem_pattern = len(table) - 1
-        if not any(pattern == pem_pattern for pattern, _ in hits):
-            self.no_pem = (self.base + start, self.base + end)
+        marker = False
         buf = self.buf
         for pattern, hit_end in hits:
+            if pattern == pem_pattern:
+                marker = True
+                continue
             gates, starts, width = table[pattern]
             for index in gates:
                 # The first place the rule's regex can end (a superset's first match): every
@@ -110,12 +115,16 @@ class Machine(PemReader):
             at = hit_end - width
             for index, offset in starts:
                 tries.add((index, at + offset))
+        if not marker:
+            self.no_pem = (self.base + start, self.base + end)
 
-    def _gate_literals(self, start: int, end: int, active: Active, tries: Tries) -> None:
-        """Fill ``active`` and ``tries`` for buf[start:end] from the rules' literals."""
+    def _gate_literals(
+        self, text: str, start: int, end: int, active: Active, tries: Tries
+    ) -> None:
+        """Fill ``active`` and ``tries`` for text[start:end] from the rules' literals."""
         # Lowercased bytes, one per character (a character above U+00FF, only possible in
         # redact_text, becomes "?", which no literal contains).
-        low = self.buf[start:end].encode("latin-1", "replace").lower()
+        low = text[start:end].encode("latin-1", "replace").lower()
         for literal, at in literal_hits(low):
             for index in GATES[literal]:
                 active[index] = start
@@ -123,25 +132,27 @@ class Machine(PemReader):
                 tries.add((index, at + offset))
 
     def scan(self, start: int, end: int) -> Spans:
-        """All redaction spans of matches starting in buf[start:end] (endpos ``end``), merged."""
-        active: Active = {}
-        tries: Tries = set()
-        if self.scratch is not None:
-            self._gate_hyperscan(start, end, active, tries)
-        else:
-            self._gate_literals(start, end, active, tries)
+        """All redaction spans of matches starting in buf[start:end] (endpos ``end``), merged:
+        the rules' matches (seen through terminal escape sequences and across wrapped lines),
+        the spans a join on the region before carried over, and bare AWS secret keys near
+        their key id."""
         buf = self.buf
-        raw: list[tuple[int, int, int]] = []  # (start, end, rule index)
-        for index in sorted(active):
-            select = RULES[index].select
-            for m in RULES[index].pattern.finditer(buf, active[index], end):
-                for s, e in select(m):
-                    raw.append((s, e, index))
-        for index, at in tries:
-            hit = RULES[index].pattern.match(buf, start + at, end)
-            if hit is not None:
-                for s, e in RULES[index].select(hit):
-                    raw.append((s, e, index))
+        if buf.find("\x1b", start, end) >= 0:
+            raw = see_through_escapes(buf, start, end, self._gate_literals)
+        else:
+            active: Active = {}
+            tries: Tries = set()
+            if self.scratch is not None:
+                self._gate_hyperscan(start, end, active, tries)
+            else:
+                self._gate_literals(buf, start, end, active, tries)
+            raw = run_rules(buf, start, end, active, tries)
+        if self.carry:
+            raw += self.take_carry(start, end)
+        aws_pairs(self, start, end, raw)
+        if any(s >= end for s, _, _ in raw):
+            self.keep_carry(raw, end)
+            raw = [r for r in raw if r[0] < end]
         return _merge(raw)
 
     # the main loop ----------------------------------------------------------
@@ -176,10 +187,17 @@ class Machine(PemReader):
                 self._region(p, n)
                 continue
             # A region of complete lines, all shorter than MAX_LINE.
-            if t + 1 - p >= BLOCK:
-                self._region(p, t + 1)
-            else:
-                self._region(p, rfind_terminator(buf, t, min(n, p + BLOCK)) + 1)
+            e = t + 1 if t + 1 - p >= BLOCK else rfind_terminator(buf, t, min(n, p + BLOCK)) + 1
+            if next_line_undecided(buf, e, final):
+                # its last line could be the first half of a wrapped token: wait for the next
+                # line's head (the lines before it can go now)
+                before = rfind_terminator(buf, p, e - 1)
+                if before >= 0 and buf[before] == "\r" and before == e - 2:
+                    before = rfind_terminator(buf, p, before)
+                if before < p:
+                    return
+                e = before + 1
+            self._region(p, e)
 
     def _region(self, p: int, e: int, spans: Spans | None = None) -> None:
         """Write buf[p:e] redacted, or up to a PEM block it starts (which is then held)."""
@@ -227,4 +245,9 @@ def _merge(raw: list[tuple[int, int, int]]) -> Spans:
             merged[-1] = (ps, max(pe, e), min(pindex, index))
         else:
             merged.append((s, e, index))
-    return [(s, e, RULES[index].name) for s, e, index in merged]
+    return [(s, e, NAMES[index]) for s, e, index in merged]
+
+
+NAMES = (*(rule.name for rule in RULES), "aws-secret-access-key")
+"""Redaction names by index: the rules', then the bare AWS secret key found next to its key id
+(:mod:`core.redaction.pairs`), which yields to every rule."""

@@ -29,8 +29,9 @@ Guarantees:
 
 API: :func:`redact_text` (with findings in original offsets), :func:`redact_bytes`,
 :class:`StreamRedactor` (``feed``/``flush``, per-rule ``counts``), :func:`redact_argv` (a command
-line, each argument seen next to its neighbours: ``-u user:pw``, ``--password pw``), and
-:data:`RULESET_VERSION`, which callers record with everything they redact.
+line, each argument seen next to its neighbours: ``-u user:pw``, ``--password pw``),
+:func:`rule_listing`, and :data:`RULESET_VERSION`, which callers record with everything they
+redact.
 
 Bytes are handled as latin-1 text (one character per byte), so ``redact_bytes`` round-trips every
 byte exactly; the rules themselves are ASCII.
@@ -47,7 +48,7 @@ and the machine: :mod:`~core.redaction.buffer` (state), :mod:`~core.redaction.pe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from core.redaction.buffer import MAX_LINE
 from core.redaction.checks import looks_like_secret, shannon_entropy
@@ -70,6 +71,7 @@ __all__ = [
     "RULESET_VERSION",
     "Finding",
     "Rule",
+    "RuleInfo",
     "StreamRedactor",
     "hyperscan_available",
     "hyperscan_database",
@@ -77,6 +79,7 @@ __all__ = [
     "redact_argv",
     "redact_bytes",
     "redact_text",
+    "rule_listing",
     "rule_names",
     "shannon_entropy",
     "use_hyperscan_cache",
@@ -103,6 +106,23 @@ def redact_text(text: str) -> tuple[str, list[Finding]]:
     machine = Machine(keep_findings=True, buf=text)
     machine.advance(final=True)
     return machine.take(), machine.findings
+
+
+class RuleInfo(NamedTuple):
+    """What ``pitstop redact --rules`` shows of a rule."""
+
+    name: str
+    family: str
+    keywords: tuple[str, ...]
+    """The literals every match contains (the gate the rule runs behind)."""
+    description: str
+
+
+def rule_listing() -> list[RuleInfo]:
+    """Every rule, in priority order: its name, family, keywords and what it finds."""
+    from core.redaction.rules.table import LISTING
+
+    return [RuleInfo(*entry) for entry in LISTING]
 
 
 def redact_argv(argv: Sequence[str]) -> list[str]:

@@ -91,14 +91,17 @@ def _whole(check: Check | None) -> Select:
     return select
 
 
-def _group(name: str, check: Check | None) -> Select:
-    """Redact only the named part (when it matched and passes ``check``)."""
+def _group(names: tuple[str, ...], check: Check | None) -> Select:
+    """Redact only the first named part that matched (when it passes ``check``)."""
 
     def select(m: re.Match[str]) -> list[Span]:
-        value = m.group(name)
-        if value is None or (check is not None and not check(value)):
-            return []
-        return [m.span(name)]
+        for name in names:
+            value = m.group(name)
+            if value is not None:
+                if check is not None and not check(value):
+                    return []
+                return [m.span(name)]
+        return []
 
     return select
 
@@ -130,6 +133,7 @@ def _check(record: RuleRecord) -> Check | None:
 
 
 _CHECKS: dict[str, Check] = {
+    "random-token": checks.random_token,
     "looks-like-secret": checks.looks_like_secret,
     "url-password": checks.url_password_ok,
     "pem-body": checks.pem_body_ok,
@@ -138,6 +142,8 @@ _CHECKS: dict[str, Check] = {
 _CONTEXT_SELECTORS: dict[str, Select] = {
     "curl-credentials": checks.select_curl,
     "generic-secret": checks.select_generic,
+    "named-value": checks.select_named_value,
+    "xml-element": checks.select_xml_element,
 }
 
 
@@ -147,7 +153,7 @@ def _selector(record: RuleRecord) -> Select:
     select = record.get("select", "match")
     parts = record.get("parts", ())
     if select == "group":
-        return _group(parts[0], check)
+        return _group(parts, check)
     if select == "match":
         if not parts:
             return _whole(check)
@@ -189,12 +195,30 @@ def _starts(record: RuleRecord) -> tuple[tuple[str, int], ...]:
     words = record.get("start_words", record["keywords"])
     form = record.get("start_form", "word")
     if form == "word":
-        return tuple((word, 0) for word in words)
+        offset = record.get("start_offset", 0)
+        return tuple((word, offset) for word in words)
     if form == "word+hex-pair":
         return tuple((word + pair, 0) for word in words for pair in _HEX_PAIRS)
     if form == "key-name":
         return tuple(_key_name_starts(words))
     raise ValueError(f"rule {record['name']}: unknown start form {form!r}")
+
+
+def _whole_token(select: Select, kind: str = "token") -> Select:
+    """The spans ``select`` chose, each extended over the token characters right after it (or,
+    for a header's value, ``kind="value"``, anything but blanks and quotes): a secret longer
+    than its regex allows (a 2,000-character base64 key after ``PRIVATE_KEY=``) is redacted
+    whole, not cut where a bound stopped the match."""
+    tail = checks.token_tail_end if kind == "token" else checks.value_tail_end
+
+    def extended(m: re.Match[str]) -> list[Span]:
+        spans = select(m)
+        if not spans:
+            return spans
+        text, limit = m.string, m.endpos
+        return [(s, tail(text, e, limit)) for s, e in spans]
+
+    return extended
 
 
 def _rule(record: RuleRecord) -> Rule:
@@ -205,7 +229,7 @@ def _rule(record: RuleRecord) -> Rule:
         record["keywords"],
         record["pattern"],
         flags,
-        _selector(record),
+        _whole_token(_selector(record), record.get("tail", "token")),
         record.get("anchored", False),
         _starts(record),
         record.get("locator"),

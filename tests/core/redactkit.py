@@ -9,15 +9,22 @@ import pytest
 
 from core.redaction.redact import StreamRedactor
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "data" / "secrets"
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "secrets"
 CORPUS_FILE = CORPUS / "gitleaks_rule_cases.jsonl"
 
 
 def load_corpus() -> list[dict[str, str]]:
-    """The gitleaks rule cases, one dict per line (the test is skipped without them)."""
+    """The gitleaks rule cases (vendored in tests/fixtures/secrets), one dict per line.
+
+    A missing or short corpus fails the test that asked for it: a redaction test that quietly
+    skips in a fresh clone proves nothing.
+    """
     if not CORPUS_FILE.exists():
-        pytest.skip(f"corpus not found: {CORPUS_FILE}")
-    return [json.loads(line) for line in CORPUS_FILE.read_text().splitlines() if line.strip()]
+        pytest.fail(f"the gitleaks corpus is missing: {CORPUS_FILE} (it is part of the repository)")
+    rows = [json.loads(line) for line in CORPUS_FILE.read_text().splitlines() if line.strip()]
+    if len(rows) < 250:
+        pytest.fail(f"the gitleaks corpus at {CORPUS_FILE} has {len(rows)} rows, not 259")
+    return rows
 
 
 def stream(

@@ -160,6 +160,15 @@ PIECES = [
     *["://", "@", "\\", '"', "'", " ", "\t", "\n", "\r", "\r\n", "x" * 8, "eyJ", "sig="],
     *["-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "AKIA"],
     *[rand(12), rand(40), rand(32, HEX), rand(32, HEX.upper()), rand(64, ALNUM + "+/")],
+    # issue 16: escape sequences, wrapped tokens, key ids whose secret key follows
+    *[
+        "\x1b[31m",
+        "\x1b[0m",
+        "\x1b]8;;x\x07",
+        "dop_v1_",
+        rand(40, ALNUM + "+/"),
+        "AKIA" + rand(16, HEX.upper()),
+    ],
 ]
 
 
@@ -197,8 +206,17 @@ def test_locators_find_every_place_their_rule_matches() -> None:
         f"AC{rand(32, HEX)} SK{rand(32, HEX + 'ABCDEF')} xAC{rand(32, HEX)}_ AC{rand(31, HEX)}"
         for _ in range(50)
     ]
+    from core.redaction.rules import build
+
+    texts += [text for _, _, text, _ in build.examples(build.load_families(), "positive")]
+    texts += [f"{rand(32, HEX)}-us{RNG.randint(1, 20)} pat{rand(14)}.{rand(64, HEX)}"] * 20
     located = [rule for rule in RULES if rule.locator is not None]
-    assert {rule.name for rule in located} == {"twilio-api-key", "twilio-account-sid"}
+    assert {rule.name for rule in located} == {
+        "twilio-api-key",
+        "twilio-account-sid",
+        "mailchimp-key",
+        "airtable-token",
+    }
     hits = 0
     for rule in located:
         assert rule.locator is not None

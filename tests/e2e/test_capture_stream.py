@@ -27,11 +27,7 @@ from core.redaction.redact import redact_text
 from tests.gitconfig import EMPTY_GITCONFIG
 
 CORPUS = (
-    Path(__file__).resolve().parents[3]
-    / "shared"
-    / "data"
-    / "secrets"
-    / "gitleaks_rule_cases.jsonl"
+    Path(__file__).resolve().parents[1] / "fixtures" / "secrets" / "gitleaks_rule_cases.jsonl"
 )
 
 
@@ -100,7 +96,7 @@ def task(tmp_path: Path, env: dict[str, str]) -> str:
 
 def corpus_rows() -> list[dict[str, str]]:
     if not CORPUS.exists():
-        pytest.skip(f"the shared secrets corpus is not here: {CORPUS}")
+        pytest.fail(f"the gitleaks corpus is missing: {CORPUS} (it is part of the repository)")
     return [json.loads(line) for line in CORPUS.read_text().splitlines() if line.strip()]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPUS_FILE = ROOT.parent / "shared" / "data" / "secrets" / "gitleaks_rule_cases.jsonl"
+CORPUS_FILE = ROOT / "tests" / "fixtures" / "secrets" / "gitleaks_rule_cases.jsonl"
 RNG = random.Random(4242)
 
 
@@ -109,7 +109,7 @@ def test_redact_passes_clean_and_binary_input_through_unchanged(tmp_path: Path) 
 
 def test_redact_matches_the_library_on_the_corpus(tmp_path: Path) -> None:
     if not CORPUS_FILE.exists():
-        pytest.skip("corpus not found")
+        pytest.fail(f"the gitleaks corpus is missing: {CORPUS_FILE} (it is part of the repository)")
     from core.redaction.redact import redact_bytes
 
     rows = [json.loads(line) for line in CORPUS_FILE.read_text().splitlines() if line.strip()]
@@ -173,3 +173,25 @@ def test_redact_stops_quietly_when_the_reader_goes_away(tmp_path: Path) -> None:
         code = producer.wait(timeout=60)
     assert b"Traceback" not in err
     assert code == 0
+
+
+def test_redact_rules_lists_every_rule_with_its_family_and_keywords() -> None:
+    from core.redaction.redact import RULESET_VERSION, rule_names
+
+    result = run_redact("--rules", stdin=b"")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.decode().splitlines()
+    assert lines[0].startswith(f"ruleset {RULESET_VERSION}: {len(rule_names())} rules in ")
+    listed = {line.split()[1] for line in lines[2:]}
+    assert listed == set(rule_names())
+    assert any(line.split()[:2] == ["cloud", "digitalocean-token"] for line in lines)
+    assert any("dop_v1_" in line for line in lines)
+
+    as_json = run_redact("--rules", "--json", stdin=b"")
+    document = json.loads(as_json.stdout)
+    assert document["ruleset"] == RULESET_VERSION
+    by_name = {rule["name"]: rule for rule in document["rules"]}
+    assert set(by_name) == set(rule_names())
+    assert by_name["sourcegraph-token"]["family"] == "code-hosting"
+    assert "sgp_" in by_name["sourcegraph-token"]["keywords"]
+    assert all(rule["description"] for rule in document["rules"])

@@ -2,6 +2,7 @@
 
     some-command 2>&1 | pitstop redact > safe.log
     pitstop redact --stats < build.log > build.redacted.log
+    pitstop redact --rules            # every rule: name, family, the literals it is gated on
 
 It reads standard input and writes the redacted stream to standard output as it goes (constant
 memory: what is held back is at most an incomplete line or a PEM block being checked), with the
@@ -23,14 +24,21 @@ CHUNK = 64 * 1024
 
 @click.command()
 @click.option("--stats", is_flag=True, help="Print how many secrets each rule redacted to stderr.")
-@click.option("--json", "as_json", is_flag=True, help="With --stats: one JSON document instead.")
-def redact(stats: bool, as_json: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="With --stats or --rules: JSON instead.")
+@click.option(
+    "--rules", "list_rules", is_flag=True, help="List the rules (name, family, keywords) and exit."
+)
+def redact(stats: bool, as_json: bool, list_rules: bool) -> None:
     """Redact secrets from standard input to standard output.
 
-    Each secret (cloud and SaaS tokens, JWTs, private keys, Authorization headers, URL and
-    `curl -u` passwords, password/secret/token assignments) becomes [REDACTED:<rule>].
+    Each secret (cloud, SaaS and AI providers' tokens, JWTs, private keys, webhooks,
+    Authorization headers, URL and connection-string passwords, values after a credential-like
+    key) becomes [REDACTED:<rule>]; `--rules` lists the rules.
     Exit codes: 0 done; 1 read or write error; 130 interrupted.
     """
+    if list_rules:
+        _print_rules(as_json)
+        return
     from core.redaction.redact import RULESET_VERSION, StreamRedactor
 
     redactor = StreamRedactor()
@@ -61,6 +69,22 @@ def redact(stats: bool, as_json: bool) -> None:
             click.echo(f"redacted {total} {noun} (ruleset {RULESET_VERSION})", err=True)
             for rule, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
                 click.echo(f"  {rule:<24} {count}", err=True)
+
+
+def _print_rules(as_json: bool) -> None:
+    """The rule listing: one line per rule, by family in priority order."""
+    from core.redaction.redact import RULESET_VERSION, rule_listing
+
+    rules = rule_listing()
+    if as_json:
+        document = {"ruleset": RULESET_VERSION, "rules": [rule._asdict() for rule in rules]}
+        click.echo(json.dumps(document, indent=2))
+        return
+    families = len({rule.family for rule in rules})
+    click.echo(f"ruleset {RULESET_VERSION}: {len(rules)} rules in {families} families")
+    click.echo(f"{'FAMILY':<20} {'RULE':<28} KEYWORDS")
+    for rule in rules:
+        click.echo(f"{rule.family:<20} {rule.name:<28} {', '.join(rule.keywords)}")
 
 
 def _write(sink: BinaryIO, data: bytes) -> None:
