@@ -117,6 +117,10 @@ def parse_task_header(raw: bytes | None, task_id: str | None = None) -> dict[str
         recipients=[check.pattern(r, f"{what}: a recipient", _RECIPIENT, 4096) for r in recipients],
         sealed=field("sealed", check.sealed, HEADER_CAP),
     )
+    for name in ("harness", "harness_version", "model", "model_version"):
+        # an older Pitstop wrote these in clear: still checked (a control character refuses
+        # the header), never read (`plain_free_text`; the sealed part holds them)
+        field.optional(name, check.text)
     if "sealed_fp" in header:
         clean["sealed_fp"] = field("sealed_fp", check.hex_digest, (32, 64))
     return clean

@@ -88,7 +88,7 @@ def insert_task(db: Database, task: Task, keys: TextKeys) -> None:
             "id": task.id,
             "repo_root": task.repo_root,
             "store_repo": task.store_repo,
-            **_field_columns(keys, task),
+            "objective": "",  # sealed just below: the task's key needs its row first
             "status": task.status.value,
             "budget_tokens": task.budget.tokens,
             "budget_usd": task.budget.usd,
@@ -101,6 +101,7 @@ def insert_task(db: Database, task: Task, keys: TextKeys) -> None:
             "updated_at": task.updated_at,
         }
     )
+    db.table("tasks").update(task.id, _field_columns(keys, task))
 
 
 def get_task(db: Database, task_id: str, keys: TextKeys | None = None) -> Task:
