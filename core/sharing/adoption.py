@@ -86,7 +86,7 @@ def adopt_fetched(
             id=task_id,
             repo_root=str(source.toplevel),
             store_repo=source.store_repo_name,
-            objective=persistable(str(content["objective"])) or "(no objective)",
+            objective=persistable(str(content["objective"])),
             status=TaskStatus(str(header["status"])),
             created_at=str(header["created_at"]),
             updated_at=str(header["updated_at"]),
