@@ -401,3 +401,34 @@ def test_a_store_from_a_newer_pitstop_is_still_refused_untouched(store_root: Pat
         Engine(store_root)
     assert "0099_from_the_future" in refused.value.message and "\n" not in refused.value.message
     assert (store_root / "pitstop.db").read_bytes() == before
+
+
+def test_an_effect_fact_from_an_older_pitstop_keeps_its_plain_kind_readable(
+    world: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An older Pitstop put an effect's kind in the fact's plain part (`effect_kind`) and not
+    in its sealed content: a fetch still takes it, redacted, and seals it here."""
+    from core.ledger import facts as ledger_facts
+
+    current = ledger_facts.local_facts
+
+    def as_an_older_pitstop(session: Any, task_id: str) -> list[tuple[dict[str, Any], Any]]:
+        found = []
+        for plain, content in current(session, task_id):
+            if plain["kind"] == "effect":
+                content = {k: v for k, v in content.items() if k != "kind"}
+                plain = {**plain, "effect_kind": f"legacy-{GITHUB}"}
+            found.append((plain, content))
+        return found
+
+    with Engine(tmp_path / "store-a") as a:
+        planted_task(a, world["author"], tmp_path)
+        monkeypatch.setattr(ledger_facts, "local_facts", as_an_older_pitstop)
+        a.push([TASK])
+    monkeypatch.setattr(ledger_facts, "local_facts", current)
+    with Engine(tmp_path / "store-b") as b:
+        b.fetch([TASK], repo=world["other"])
+        kinds = {e.key: e.kind for e in b.list_effects(TASK)}
+        assert kinds == dict.fromkeys(("fx-1", "fx-2"), "legacy-[REDACTED:github-token]")
+    with sqlite3.connect(tmp_path / "store-b" / "pitstop.db") as db:
+        assert db.execute("SELECT DISTINCT typeof(kind) FROM effects").fetchall() == [("blob",)]
