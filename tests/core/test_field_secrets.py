@@ -432,3 +432,18 @@ def test_an_effect_fact_from_an_older_pitstop_keeps_its_plain_kind_readable(
         assert kinds == dict.fromkeys(("fx-1", "fx-2"), "legacy-[REDACTED:github-token]")
     with sqlite3.connect(tmp_path / "store-b" / "pitstop.db") as db:
         assert db.execute("SELECT DISTINCT typeof(kind) FROM effects").fetchall() == [("blob",)]
+
+
+def test_cost_estimates_classify_runs_by_their_opened_label(engine: Engine, tmp_path: Path) -> None:
+    """A run without a command line is classified by its label, which is sealed: opened first."""
+    from core.economics.metrics import recorded_runs
+    from core.economics.work_kinds import WorkKind
+
+    repo = init_repo(tmp_path / "repo", {"app.py": "value = 1\n"})
+    engine.start_task(repo=repo, objective="plain work", task_id=TASK)
+    log = write(tmp_path / "build.log", "done\n")
+    engine.add_evidence_file(TASK, log, label="compile the Tangerine bundle")
+    (run,), _notes = recorded_runs(engine.db, engine.keys, TASK)
+    assert (run.kind, run.label) == (WorkKind.BUILD, "compile the Tangerine bundle")
+    (unopened,), notes = recorded_runs(engine.db, None, TASK)
+    assert (unopened.kind, unopened.label) == (WorkKind.OTHER, store.UNREADABLE) and notes
