@@ -7,10 +7,12 @@ less than one frame's worth of work (16.7 ms at 60 fps) per keystroke.
     .venv/bin/python bench/tui.py --quick          # 1,000 tasks, 10,000 checkpoints, 3 runs
 
 The big store is FABRICATED: its rows are inserted straight into SQLite (the schema comes from
-opening a real `Engine`, so migrations and indexes are Pitstop's own), with no git objects,
-manifests or keys behind them. That is enough here because the dashboard only reads the
-`tasks`, `checkpoints`, `approvals`, `effects` and `validations` tables; nothing in this bench
-opens a task. Building it through the engine would take many minutes of git work.
+opening a real `Engine`, so migrations and indexes are Pitstop's own), with no git objects or
+manifests behind them. Each task's objective, harness and model are then sealed under a data key
+of its own, as the store keeps them (the very code the `0017_sealed_fields` migration runs), so
+the dashboard opens 10,000 keys and their fields as it does on a real store. That is enough
+here because the dashboard only reads the `tasks`, `checkpoints`, `approvals`, `effects` and
+`validations` tables. Building it through the engine would take many minutes of git work.
 
 What is timed, headless (`App.run_test`), runs interleaved (empty, big, big, empty, ...), medians:
 
@@ -166,6 +168,10 @@ def fabricate_store(root: Path, tasks: int, checkpoints_per_task: int) -> dict[s
                 "interface) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 validation_rows,
             )
+        from core.store.sealed_text import FIELD_COLUMNS, seal_clear_text
+
+        with write_txn(db):  # as the store holds them: sealed, one data key per task
+            seal_clear_text(db, FIELD_COLUMNS, engine.keys)
         db.execute("ANALYZE")
         counts.update(
             tasks=len(task_rows),
@@ -207,8 +213,8 @@ def install_probe() -> None:
     show = TaskTable.show
     render_line = TaskTable.render_line
 
-    def timed_show(self: TaskTable, summaries: Any) -> None:
-        show(self, summaries)
+    def timed_show(self: TaskTable, *args: Any) -> None:
+        show(self, *args)
         PROBE.loaded_at = time.perf_counter()
 
     def timed_render_line(self: TaskTable, y: int) -> Any:

@@ -141,6 +141,7 @@ def recorded_runs(
         if row["state"] != "complete":
             continue
         argv: list[str] = []
+        label = row["label"]  # sealed: the marker until the item is opened with the key
         if keys is None:
             unreadable += 1
         else:
@@ -151,10 +152,11 @@ def recorded_runs(
                 keys = None
             else:
                 argv = [str(arg) for arg in (loaded.command or {}).get("argv", [])]
+                label = loaded.label
         summary = row["summary"] or {}
-        kind = economics.classify_run(argv, summary.get("tool"), row["label"])
+        kind = economics.classify_run(argv, summary.get("tool"), label)
         runs.append(
-            economics.RecordedRun(int(row["id"]), int(row["duration_ms"] or 0), kind, row["label"])
+            economics.RecordedRun(int(row["id"]), int(row["duration_ms"] or 0), kind, label)
         )
     if unreadable:
         notes.append(

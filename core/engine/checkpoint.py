@@ -131,6 +131,8 @@ def checkpoint(
             too_soon = _turn_too_soon(session, task_id)
             if too_soon:
                 return CheckpointResult(None, skipped=too_soon)
+        # the manifest holds the objective, harness and model: read them opened, under the lock
+        task = store.get_task(session.db, task_id, session.keys)
         from core import snapshot  # only now: a skipped turn needs no git
         from core.git import plumbing
 
@@ -180,7 +182,7 @@ def _checkpoint_in_session(
         previous = open_checkpoint(session, previous)
     snap, previous = _take_snapshot(session, request, located, store_repo, previous)
     progress = _progress(previous, request)
-    pending = store.list_evidence(session.db, task.id, pending=True)
+    pending = store.list_evidence(session.db, task.id, pending=True, keys=session.keys)
     if previous and not request.force and not pending and _is_noop(previous, snap, request, task):
         return CheckpointResult(
             None,

@@ -203,14 +203,15 @@ def _record_evidence_event(session: Session, item: evidence.Evidence) -> None:
 
 
 def list_evidence(session: Session, spec: str) -> list[evidence.Evidence]:
-    """Evidence of a task (`TASK`) or of one of its checkpoints (`TASK@SEQ`), oldest first."""
+    """Evidence of a task (`TASK`) or of one of its checkpoints (`TASK@SEQ`), oldest first; its
+    labels opened (the marker when the key is not available)."""
     from core.evidence import storage as evidence
 
     task_id, seq = parse_checkpoint_ref(spec)
     store.get_task(session.db, task_id)
     if seq is not None:
         store.get_checkpoint(session.db, task_id, seq)
-    rows = store.list_evidence(session.db, task_id, checkpoint_seq=seq)
+    rows = store.list_evidence(session.db, task_id, checkpoint_seq=seq, keys=session.keys)
     return [evidence.evidence_from_row(row) for row in rows]
 
 

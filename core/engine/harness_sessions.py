@@ -14,7 +14,8 @@ from typing import Any
 from core import clock, store
 from core.engine.workdir import is_task_directory
 from core.errors import NotAGitRepoError, UsageError
-from core.models import Task, TaskStatus
+from core.models import NamedVersion, Task, TaskStatus
+from core.redaction.free_text import persistable
 from core.session import Session
 from core.store.db import write_txn
 
@@ -44,12 +45,14 @@ def link_harness_session(
         raise UsageError("a harness session id is 1-200 characters")
     now = clock.now_iso()
     with write_txn(session.db):
-        task = store.get_task(session.db, task_id)
+        # the harness is sealed: opened (the key loaded) only when there is a version to learn
+        task = store.get_task(session.db, task_id, session.keys if harness_version else None)
         if harness_version and (
             task.harness is None or (task.harness.name == harness and not task.harness.version)
         ):
-            store.update_task(
-                session.db, task_id, harness=harness, harness_version=harness_version[:100]
+            version = persistable(harness_version)[:100]
+            store.set_task_harness(
+                session.db, task_id, NamedVersion(harness, version), session.keys
             )
         known = store.session_task_id(session.db, harness, session_id)
         store.upsert_harness_session(

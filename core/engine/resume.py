@@ -56,7 +56,7 @@ def resume(
     if into and in_place:
         raise UsageError("choose --into DIR or --in-place, not both")
     task_id, _seq = parse_checkpoint_ref(ref)
-    task = store.get_task(session.db, task_id)
+    task = store.get_task(session.db, task_id, session.keys)  # the brief shows its objective
     source = snapshot.resolve_source_repo(task.repo_root)
     target = _resume_target(source, task, into, in_place)
     report = validate(session, ref, into=None if in_place else target, offline=offline)

@@ -2,7 +2,9 @@
 
 A task is the unit everything else hangs on (checkpoints, evidence, effects, approvals), so its
 lifecycle changes — start, harness activity, finish — are audited here, and its recipients (the
-public keys its remote copies are encrypted to) are recorded with it.
+public keys its remote copies are encrypted to) are recorded with it. Its objective and its
+harness's and model's names and versions are free text: redacted, then sealed under the task's
+key (DESIGN §6.6); the lists here open them with the session's keys.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ from core import clock, store
 from core.engine.approvals import list_approvals
 from core.errors import ConflictError, UsageError
 from core.models import Budget, NamedVersion, Task, TaskStatus, validate_task_id
+from core.redaction.free_text import persistable
 from core.session import Session
 from core.store.db import write_txn
+
+_REDACTION_MARK = re.compile(r"\[REDACTED:[^\]]*\]")
 
 
 class TaskSummary(NamedTuple):
@@ -32,8 +37,12 @@ class TaskSummary(NamedTuple):
 
 
 def generate_task_id(objective: str, taken: set[str]) -> str:
-    """A short, human id from the objective's first words plus four hex digits."""
-    words = re.findall(r"[a-z0-9]+", objective.lower())
+    """A short, human id from the objective's first words plus four hex digits.
+
+    Ids are plain, so the words come from the redacted objective with its `[REDACTED:rule]`
+    markers taken out: a secret in the objective never reaches an id.
+    """
+    words = re.findall(r"[a-z0-9]+", _REDACTION_MARK.sub(" ", persistable(objective)).lower())
     stem = "-".join(words[:3])[:24].strip("-") or "task"
     while True:
         candidate = f"{stem}-{os.urandom(2).hex()}"
@@ -65,6 +74,8 @@ def start_task(
 
     if not objective.strip():
         raise UsageError("the objective is empty; say what the task should achieve")
+    stored_objective = persistable(objective)
+    harness, model = _persistable_named(harness), _persistable_named(model)
     approver_names = validate_operator_names(approvers)
     recipient_keys = identity.with_own_recipient(identity.parse_recipients(recipients))
     _check_credential_names(credentials)
@@ -75,13 +86,13 @@ def start_task(
         new_id = (
             validate_task_id(task_id)
             if task_id
-            else generate_task_id(objective, store.task_ids(session.db))
+            else generate_task_id(stored_objective, store.task_ids(session.db))
         )
         task = Task(
             id=new_id,
             repo_root=str(source.toplevel),
             store_repo=source.store_repo_name,
-            objective=objective.strip(),
+            objective=stored_objective,
             status=TaskStatus.RUNNING,
             created_at=now,
             updated_at=now,
@@ -91,12 +102,21 @@ def start_task(
             credentials=tuple(dict.fromkeys(credentials)),
             approvers=approver_names,
         )
-        store.insert_task(session.db, task)
+        store.insert_task(session.db, task, session.keys)
         session.record_event(
             task.id, "task", task.id, "start", None, TaskStatus.RUNNING.value, None, now
         )
         _add_recipients(session, task.id, recipient_keys, now)
     return task
+
+
+def _persistable_named(named: NamedVersion | None) -> NamedVersion | None:
+    """A harness or model as it may be stored: its name and version redacted (invariant 2)."""
+    if named is None:
+        return None
+    return NamedVersion(
+        persistable(named.name), persistable(named.version) if named.version else None
+    )
 
 
 def _check_credential_names(credentials: Sequence[str]) -> None:
@@ -206,19 +226,20 @@ def _normal_member_text(text: str) -> str:
 
 
 def get_task(session: Session, task_id: str) -> Task:
-    """One task by id."""
-    return store.get_task(session.db, task_id)
+    """One task by id, its objective, harness and model opened (the marker without the key)."""
+    return store.get_task(session.db, task_id, session.keys)
 
 
 def list_tasks(session: Session, statuses: Sequence[TaskStatus] = ()) -> list[Task]:
-    """Tasks, most recently updated first."""
-    return store.list_tasks(session.db, tuple(statuses))
+    """Tasks, most recently updated first, their sealed fields opened as `get_task`'s."""
+    return store.list_tasks(session.db, tuple(statuses), session.keys)
 
 
 def task_summaries(session: Session) -> list[TaskSummary]:
     """Tasks with their checkpoint counts, pending approvals, uncertain effects and last
     verdict, most recently updated first: one aggregate query, for lists and the dashboard."""
-    return [TaskSummary(*row) for row in store.task_rollups(session.db, clock.now_iso())]
+    rows = store.task_rollups(session.db, clock.now_iso(), session.keys)
+    return [TaskSummary(*row) for row in rows]
 
 
 def first_task_summaries(
@@ -226,7 +247,9 @@ def first_task_summaries(
 ) -> list[TaskSummary]:
     """The first `limit` task summaries in triage order (statuses as in `status_order`, then
     the most recent checkpoint first), without aggregating the whole store: a first screen."""
-    rows = store.first_task_rollups(session.db, clock.now_iso(), limit, tuple(status_order))
+    rows = store.first_task_rollups(
+        session.db, clock.now_iso(), limit, tuple(status_order), session.keys
+    )
     return [TaskSummary(*row) for row in rows]
 
 
@@ -243,7 +266,7 @@ def finish_task(
         raise UsageError(f"a task can be finished as done or cancelled, not {status.value}")
     now = clock.now_iso()
     with write_txn(session.db):
-        task = store.get_task(session.db, task_id)
+        task = store.get_task(session.db, task_id, session.keys)
         if task.status.is_final:
             raise ConflictError(f"task {task_id} is already {task.status.value}; nothing to change")
         store.update_task(session.db, task_id, status=status, updated_at=now)
@@ -254,7 +277,11 @@ def finish_task(
 
 
 def set_task_activity(session: Session, task_id: str, status: TaskStatus, reason: str) -> Task:
-    """A harness says its agent waits for input (`waiting`) or works again (`running`)."""
+    """A harness says its agent waits for input (`waiting`) or works again (`running`).
+
+    Hooks call this on every turn, so no key is loaded: the task returned has its ids, states
+    and times, and its sealed fields hold the marker (`get_task` opens them).
+    """
     if status not in (TaskStatus.WAITING, TaskStatus.RUNNING):
         raise UsageError(f"a harness marks a task waiting or running, not {status.value}")
     now = clock.now_iso()

@@ -81,7 +81,7 @@ def validation_inputs(
     from core.security.fingerprint import load_or_create_key
 
     task_id, seq = parse_checkpoint_ref(ref)
-    task = store.get_task(session.db, task_id)
+    task = store.get_task(session.db, task_id, session.keys)  # its harness picks the config
     if seq is None:
         seq = store.latest_seq(session.db, task_id)
         if seq is None:

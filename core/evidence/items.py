@@ -1,7 +1,7 @@
 """Evidence items: what one item records about a command's output, and reading one back.
 
-An item is a row of listable facts (counts, hash, outcome, summary) plus two sealed fields, the
-command line and the tail, which only the task's key opens. Its output lives in chunks
+An item is a row of listable facts (counts, hash, outcome, summary) plus three sealed fields, the
+label, the command line and the tail, which only the task's key opens. Its output lives in chunks
 (:mod:`core.evidence.chunks`); it is written by :class:`core.evidence.recorder.EvidenceRecorder`.
 """
 
@@ -116,8 +116,9 @@ def evidence_from_row(row: Mapping[str, Any], **decrypted: Any) -> Evidence:
 def load_evidence(
     db: Database, keys: TaskKeys, evidence_id: int, *, decrypt: bool = True
 ) -> Evidence:
-    """An evidence item with its command and tail decrypted (when `decrypt`)."""
-    row = store.get_evidence(db, evidence_id)
+    """An evidence item with its label, command and tail decrypted (when `decrypt`; else the
+    label holds the marker and no key is loaded)."""
+    row = store.get_evidence(db, evidence_id, keys if decrypt else None)
     if not decrypt:
         return evidence_from_row(row)
     command_blob, tail_blob = store.get_evidence_secrets(db, evidence_id)

@@ -131,7 +131,7 @@ class EvidenceRecorder:
     def _open_item(
         self, source: str, label: str | None, command: Mapping[str, Any], started_at: str | None
     ) -> int:
-        """Insert the item (state `writing`) with its sealed command; its id."""
+        """Insert the item (state `writing`) with its sealed command and label; its id."""
         db = self._db
         with write_txn(db):
             store.get_task(db, self.task_id)
@@ -140,11 +140,13 @@ class EvidenceRecorder:
                 task_id=self.task_id,
                 state="writing",
                 source=source,
-                label=redact_text(label)[0] if label else None,
                 started_at=started_at or clock.now_iso(),
                 cap_bytes=self.limits.cap_bytes,
                 ruleset=RULESET_VERSION,
             )
+            if label:
+                safe_label = redact_text(label)[0]
+                store.set_evidence_label(db, self._keys, self.task_id, evidence_id, safe_label)
             store.update_evidence(
                 db,
                 evidence_id,

@@ -15,6 +15,7 @@ from core import clock, store
 from core.ledger.approvals import effective
 from core.ledger.fact_format import Fact, canonical, fact_uid
 from core.ledger.local_facts import (
+    LEGACY_EFFECT_KIND,
     RESUME_PLAIN,
     RESUME_SEALED,
     VALIDATION_PLAIN,
@@ -24,7 +25,9 @@ from core.ledger.local_facts import (
     request_plain,
 )
 from core.ledger.merge import ApprovalView, Conflict, EffectView, resume_identity
+from core.ledger.states import MAX_KIND_CHARS
 from core.models import Approval, ApprovalState, Interface, Risk, SideEffect, TaskStatus
+from core.redaction import free_text
 
 if TYPE_CHECKING:
     from core.session import Session
@@ -60,6 +63,14 @@ class ApplyReport:
             + self.approvals_decided + self.approvals_overruled + self.validations
             + self.resumes + self.events + self.new_conflicts
         )  # fmt: skip
+
+
+def _effect_kind(said: object, row: SideEffect | None) -> str:
+    """The kind to store for an effect a fact brings: another store's word, redacted before
+    it is stored (invariant 2); the row's own when the fact says none."""
+    if isinstance(said, str) and said.strip():
+        return free_text.persistable(said)[:MAX_KIND_CHARS]
+    return row.kind if row is not None else "unknown"
 
 
 class RowApplier:
@@ -104,6 +115,7 @@ class RowApplier:
         winner = self.facts[view.uid]
         row = store.find_effect(self.db, self.task_id, view.key, self.session.keys)
         wanted = dict(winner.plain)
+        legacy_kind = wanted.pop(LEGACY_EFFECT_KIND, None)  # an older Pitstop's plain kind
         wanted["created_at"] = view.created_at
         if row is not None:
             have = effect_plain(row)
@@ -114,8 +126,9 @@ class RowApplier:
                 return
         content = self.content(winner)
         text = {name: content.get(name) for name in ("target", "check", "note")}
+        kind = _effect_kind(content.get("kind") or legacy_kind, row)
         columns: dict[str, Any] = {
-            "kind": winner.get("effect_kind"),
+            "kind": kind,
             "needs_approval": int(bool(winner.get("needs_approval"))),
             "attempts": view.attempts,
             "exit_code": winner.get("exit_code"),
@@ -132,7 +145,7 @@ class RowApplier:
                 SideEffect(
                     task_id=self.task_id,
                     key=view.key,
-                    kind=str(winner.get("effect_kind")),
+                    kind=kind,
                     state=view.state,
                     created_at=view.created_at,
                     updated_at=str(winner.get("at")),

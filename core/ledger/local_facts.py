@@ -31,18 +31,25 @@ if TYPE_CHECKING:
     from core.session import Session
 
 
+# Where an older Pitstop put an effect's kind: in the plain part (now it is sealed content).
+LEGACY_EFFECT_KIND = "effect_kind"
+
+
 def plain_fact(kind: str, task_id: str, **fields: Any) -> dict[str, Any]:
     """The plain part of a fact of `kind` about one task."""
     return {"schema": SCHEMA, "kind": kind, "task": task_id, **fields}
 
 
 def effect_plain(effect: SideEffect) -> dict[str, Any]:
-    """The plain part of the fact that records an effect row as it stands."""
+    """The plain part of the fact that records an effect row as it stands.
+
+    Its kind is the proposer's own word, so it travels sealed with the target (a fact from an
+    older Pitstop carries it here as `effect_kind`; `LEGACY_EFFECT_KIND`).
+    """
     return plain_fact(
         EFFECT,
         effect.task_id,
         key=effect.key,
-        effect_kind=effect.kind,
         state=effect.state.value,
         attempts=effect.attempts,
         at=effect.updated_at,
@@ -103,7 +110,12 @@ def local_facts(session: Session, task_id: str) -> list[tuple[dict[str, Any], di
     """Every fact the task's rows stand for now: (plain part, content to seal)."""
     found: list[tuple[dict[str, Any], dict[str, Any]]] = []
     for effect in store.list_effects(session.db, task_id, (), session.keys):
-        content = {"target": effect.target, "check": effect.check, "note": effect.note}
+        content = {
+            "kind": effect.kind,
+            "target": effect.target,
+            "check": effect.check,
+            "note": effect.note,
+        }
         found.append((effect_plain(effect), content))
     for approval in store.list_approvals(session.db, task_id, keys=session.keys):
         found.append((request_plain(approval), {"action": approval.action}))

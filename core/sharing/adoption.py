@@ -2,7 +2,8 @@
 
 An adopted task keeps its id and stays bound to its origin store (its sealed content opens
 under the origin's scope); its data key is kept wrapped by this store's master key, so the
-task reads like one created here.
+task reads like one created here. Its objective, harness and model come from the header's
+sealed part only, and are redacted before they are stored: what another store wrote is input.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from core import clock, snapshot, store
 from core.errors import ConflictError
 from core.models import Budget, NamedVersion, Task, TaskStatus
+from core.redaction.free_text import persistable
 from core.security import identity
 from core.sharing.key_file import TaskKeySet
 from core.sharing.remote_documents import task_content
@@ -37,7 +39,7 @@ def adopt_task(session: Session, task: Task, *, origin_store: str, data_key: byt
     session.keys.adopt(task.id, data_key, origin_store)
     now = clock.now_iso()
     with write_txn(session.db):
-        store.insert_task(session.db, task)
+        store.insert_task(session.db, task, session.keys)
         store.set_task_origin(session.db, task.id, origin_store)
         session.keys.keep_adopted(task.id)
         session.record_event(task.id, "task", task.id, "adopt", None, task.status.value, None, now)
@@ -84,12 +86,12 @@ def adopt_fetched(
             id=task_id,
             repo_root=str(source.toplevel),
             store_repo=source.store_repo_name,
-            objective=str(content["objective"]),
+            objective=persistable(str(content["objective"])),
             status=TaskStatus(str(header["status"])),
             created_at=str(header["created_at"]),
             updated_at=str(header["updated_at"]),
-            harness=_named(header.get("harness"), header.get("harness_version")),
-            model=_named(header.get("model"), header.get("model_version")),
+            harness=_named(content["harness"], content["harness_version"]),
+            model=_named(content["model"], content["model_version"]),
             budget=Budget(
                 tokens=budget.get("tokens"), usd=budget.get("usd"), minutes=budget.get("minutes")
             ),
@@ -105,7 +107,10 @@ def adopt_fetched(
 
 
 def _named(name: Any, version: Any) -> NamedVersion | None:
-    return NamedVersion(str(name), str(version) if version else None) if name else None
+    """A harness or model from a fetched header's sealed part, redacted before it is stored."""
+    if not name or not persistable(str(name)):
+        return None
+    return NamedVersion(persistable(str(name)), persistable(str(version)) if version else None)
 
 
 def refresh_task(session: Session, task_id: str, header: Mapping[str, Any]) -> None:

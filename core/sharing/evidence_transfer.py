@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from core import store
 from core.git import plumbing
+from core.redaction.free_text import persistable
 from core.sharing import remote_documents as docs
 from core.sharing.layout import RemoteFormatError, canonical
 from core.sharing.remote_reads import read_capped
@@ -58,9 +59,10 @@ def export_evidence(
     base = f"evidence/{origin_id}/"
     files: dict[str, bytes] = {}
     plain = {name: row[name] for name in EVIDENCE_PLAIN if name in row}
-    text: dict[str, Any] = {}
+    # the label is sealed here under the item's local id: opened, it travels in the sealed text
+    text: dict[str, Any] = {"label": store.opened_label(session.keys, row)}
     for name, value in row.items():
-        if name in EVIDENCE_PLAIN or name in EVIDENCE_LOCAL:
+        if name in EVIDENCE_PLAIN or name in EVIDENCE_LOCAL or name == "label":
             continue
         if isinstance(value, bytes | bytearray | memoryview):
             files[f"{base}{name}.enc"] = bytes(value)
@@ -143,8 +145,12 @@ def _read_item(
 def insert_evidence(session: Session, task_id: str, seq: int, item: Mapping[str, Any]) -> None:
     """Store one fetched evidence item under a new local id, re-binding its sealed blobs."""
     origin_id = int(item["origin_id"])
-    columns = {**item["plain"], **item["text"], "task_id": task_id, "checkpoint_seq": seq}
+    text = dict(item["text"])
+    label = text.pop("label", None)
+    columns = {**item["plain"], **text, "task_id": task_id, "checkpoint_seq": seq}
     new_id = store.insert_evidence(session.db, **columns)
+    if label:  # another store's words: redacted, then sealed under the new id
+        store.set_evidence_label(session.db, session.keys, task_id, new_id, persistable(label))
 
     def rebind(name: str, envelope: bytes) -> bytes:
         plain = session.keys.open(

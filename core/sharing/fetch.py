@@ -30,7 +30,7 @@ from core.sharing.layout import (
     local_ledger_ref,
 )
 from core.sharing.ledger_commit import facts_of
-from core.sharing.remote_documents import parse_task_header
+from core.sharing.remote_documents import parse_task_header, plain_free_text
 from core.sharing.remote_reads import COMMIT_CAP, read_capped, read_ledger_files
 from core.sharing.remotes import open_remote
 from core.sharing.roster_reading import roster_in
@@ -230,6 +230,9 @@ def _import_task(
         if problem is None:
             refresh_task(session, task_id, header)
         session.record_event(None, "remote", task_id, "fetch", None, None, None, now)
+    ignored = plain_free_text(header)
+    if ignored is not None:
+        refused = [*refused, ignored]
     outcome = {
         "adopted": adopted,
         "checkpoints": imported.count,

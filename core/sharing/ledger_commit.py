@@ -207,7 +207,8 @@ def task_header(
     recipients: list[str],
     previous: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """The plain `task.json` of a task: what a listing shows, the rest sealed."""
+    """The `task.json` of a task: ids, states, times, counts and keys in clear (what a listing
+    shows); every text a person or an agent wrote sealed."""
     header: dict[str, Any] = {
         "schema": TASK_SCHEMA,
         "task": task.id,
@@ -215,10 +216,6 @@ def task_header(
         "status": task.status.value,
         "created_at": task.created_at,
         "updated_at": task.updated_at,
-        "harness": task.harness.name if task.harness else None,
-        "harness_version": task.harness.version if task.harness else None,
-        "model": task.model.name if task.model else None,
-        "model_version": task.model.version if task.model else None,
         "budget": {
             "tokens": task.budget.tokens,
             "usd": task.budget.usd,
@@ -230,11 +227,20 @@ def task_header(
         "recipients": recipients,
         key_file.HEADER_FIELD: key_file.header_entry_of(session.keys, task.id),
     }
-    content = {
+    content = {  # every field a person or an agent wrote: sealed (DESIGN §6.7)
         "objective": task.objective,
+        "harness": task.harness.name if task.harness else None,
+        "harness_version": task.harness.version if task.harness else None,
+        "model": task.model.name if task.model else None,
+        "model_version": task.model.version if task.model else None,
         "credentials": list(task.credentials),
         "approvers": list(task.approvers),
     }
+    if store.UNREADABLE in (content["objective"], content["harness"], content["model"]):
+        raise UsageError(
+            f"task {task.id}'s objective cannot be opened here (its key is not available), so "
+            "its header cannot be written; push from the store that holds its key"
+        )
     sealed, fingerprint = seal_json(session, task.id, "remote/task", content)
     header["sealed_fp"] = fingerprint
     if previous.get("sealed_fp") == fingerprint and "sealed" in previous:

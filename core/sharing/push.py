@@ -51,7 +51,8 @@ def push(
     seal_worktree: bool = False,
 ) -> PushResult:
     """Send tasks' checkpoints and ledgers to a remote in one atomic push."""
-    tasks = [store.get_task(session.db, task_id) for task_id in task_ids]
+    # opened: the task header seals the objective, harness and model for the remote
+    tasks = [store.get_task(session.db, task_id, session.keys) for task_id in task_ids]
     if not tasks:
         raise UsageError("no task to push; name one (`pitstop task list` shows them)")
     by_repo: dict[str, list[Task]] = {}

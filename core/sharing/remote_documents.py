@@ -58,6 +58,13 @@ EVIDENCE_BLOBS = frozenset({"command", "tail"})
 _CHUNK_COUNTS = ("offset", "raw_len", "first_line", "line_count", "stored_len")
 T = TypeVar("T")
 _SOURCE = re.compile(r"[a-z][a-z0-9_-]{0,31}")  # how an item was recorded: `run`, `file`…
+# A recipient as Pitstop writes it (normalised): an age key or an ssh-ed25519 key, never words.
+_RECIPIENT = re.compile(r"age1[02-9ac-hj-np-z]{58}|ssh-ed25519 [A-Za-z0-9+/]{1,4000}={0,2}")
+# What a task header carries only sealed: the text a person or an agent wrote.
+SEALED_ONLY = frozenset(
+    {"objective", "harness", "harness_version", "model", "model_version", "credentials",
+     "approvers", "label", "labels", "note", "branch"}
+)  # fmt: skip
 
 
 class _Fields:
@@ -96,7 +103,7 @@ def parse_task_header(raw: bytes | None, task_id: str | None = None) -> dict[str
     if task_id is not None and claimed != task_id:
         raise RemoteFormatError(f"{what} is for task {check.shown(claimed)}; it is ignored")
     recipients = field("recipients", check.items, default=[], limit=MAX_RECIPIENTS)
-    clean = dict(header)
+    clean = dict(header)  # every field kept, for its signature; only the checked ones are read
     clean.update(
         task=claimed,
         origin_store=field("origin_store", check.store_id),
@@ -107,14 +114,33 @@ def parse_task_header(raw: bytes | None, task_id: str | None = None) -> dict[str
         tokens_used=field("tokens_used", check.integer, default=0),
         usd_used=field("usd_used", check.number, default=0.0),
         checkpoints=_listed_checkpoints(header.get("checkpoints", []), what),
-        recipients=[check.text(r, f"{what}: a recipient", limit=4096) for r in recipients],
+        recipients=[check.pattern(r, f"{what}: a recipient", _RECIPIENT, 4096) for r in recipients],
         sealed=field("sealed", check.sealed, HEADER_CAP),
     )
     for name in ("harness", "harness_version", "model", "model_version"):
-        clean[name] = field.optional(name, check.text)
+        # an older Pitstop wrote these in clear: still checked (a control character refuses
+        # the header), never read (`plain_free_text`; the sealed part holds them)
+        field.optional(name, check.text)
     if "sealed_fp" in header:
         clean["sealed_fp"] = field("sealed_fp", check.hex_digest, (32, 64))
     return clean
+
+
+def plain_free_text(header: Mapping[str, Any]) -> str | None:
+    """One line naming the free-text fields a task header carries in clear, or None.
+
+    Pitstop reads a task's objective, harness, model, credentials and approvers only from the
+    sealed part: in clear they are someone's words offered to every reader of the remote (an
+    older Pitstop put the harness and model there, or a writer means them to be taken), so they
+    are never read, stored or shown, and the fetch says so.
+    """
+    found = sorted(name for name in SEALED_ONLY if header.get(name) is not None)
+    if not found:
+        return None
+    return (
+        f"its task header carries {', '.join(found)} in clear; ignored (a task's text is read "
+        "only from the sealed part of its header)"
+    )
 
 
 def _choice(kind: type[check.E]) -> Callable[[object, str], str]:
@@ -157,16 +183,20 @@ def header_or_empty(raw: bytes | None, task_id: str) -> dict[str, Any]:
 
 
 def task_content(document: object, task_id: str) -> dict[str, Any]:
-    """The sealed part of a task header, once opened: objective, credentials, approvers."""
+    """The sealed part of a task header, once opened: objective, harness and model (names and
+    versions), credentials, approvers."""
     what = f"task {task_id}'s sealed header"
     field = _Fields(check.mapping(document, what), what)
     credentials = field("credentials", check.items, default=[], limit=256)
     approvers = field("approvers", check.items, default=[], limit=256)
-    return {
+    content: dict[str, Any] = {
         "objective": field("objective", check.text, limit=64 * KIB, multiline=True),
         "credentials": [check.text(c, f"{what}: a credential name") for c in credentials],
         "approvers": [check.text(a, f"{what}: an approver") for a in approvers],
     }
+    for name in ("harness", "harness_version", "model", "model_version"):
+        content[name] = field.optional(name, check.text)
+    return content
 
 
 def checkpoint_facts(raw: bytes, oid: str, task_id: str | None = None) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from core.models import ApprovalState, CheckpointState, EffectState, Task, TaskStatus
 from core.store.db import Database
+from core.store.sealed_text import TASK_SEALED, TextKeys
 from core.store.tasks import task_from_row
 
 # What the dashboard lists beside a task: `(task, complete checkpoints, newest checkpoint's time,
@@ -51,11 +52,12 @@ ORDER BY t.updated_at DESC
 """
 
 
-def task_rollups(db: Database, now_iso: str) -> list[TaskRollup]:
+def task_rollups(db: Database, now_iso: str, keys: TextKeys | None = None) -> list[TaskRollup]:
     """Every task, most recently updated first, with what the dashboard lists beside it.
 
     Each entry is `(task, complete checkpoints, newest checkpoint's time, pending approvals not
-    yet expired at `now_iso`, uncertain effects, verdict of the newest validation or None)`.
+    yet expired at `now_iso`, uncertain effects, verdict of the newest validation or None)`;
+    the task's sealed fields are opened with `keys` (without: the marker).
     """
     rows = db.query(
         _TASK_ROLLUP_SQL,
@@ -66,7 +68,7 @@ def task_rollups(db: Database, now_iso: str) -> list[TaskRollup]:
             "now": now_iso,
         },
     )
-    return [_rollup_entry(row) for row in rows]
+    return [_rollup_entry(row, keys) for row in rows]
 
 
 # The first screenful, before the whole list: the `limit` tasks that come first in the order the
@@ -79,6 +81,16 @@ _TASK_JSON_FIELDS = (
     "model_version", "budget_tokens", "budget_usd", "budget_minutes", "tokens_used", "usd_used",
     "credentials", "approvers", "created_at", "updated_at",
 )  # fmt: skip
+
+
+def _json_value(column: str) -> str:
+    """A task column as JSON holds it: a sealed one (a BLOB) as `[hex]`, JSON having no bytes."""
+    if column not in TASK_SEALED:
+        return f"t.{column}"
+    value = f"t.{column}"
+    return f"CASE typeof({value}) WHEN 'blob' THEN json_array(hex({value})) ELSE {value} END"
+
+
 _FIRST_ROLLUP_SQL = f"""
 WITH page AS (
     SELECT t.id AS id,
@@ -90,7 +102,7 @@ WITH page AS (
     LIMIT :limit
 )
 SELECT json_group_array(json_object(
-    {", ".join(f"'{name}', t.{name}" for name in _TASK_JSON_FIELDS)},
+    {", ".join(f"'{name}', {_json_value(name)}" for name in _TASK_JSON_FIELDS)},
     'rollup_checkpoints', (SELECT COUNT(*) FROM checkpoints
                            WHERE state = :complete AND task_id = t.id),
     'rollup_last_checkpoint_at', page.last,
@@ -107,7 +119,11 @@ FROM page JOIN tasks AS t ON t.id = page.id
 
 
 def first_task_rollups(
-    db: Database, now_iso: str, limit: int, order: tuple[TaskStatus, ...]
+    db: Database,
+    now_iso: str,
+    limit: int,
+    order: tuple[TaskStatus, ...],
+    keys: TextKeys | None = None,
 ) -> list[TaskRollup]:
     """The first `limit` entries of `task_rollups` in triage order: statuses as listed in
     `order` (any others last), then the newest checkpoint (or update) first."""
@@ -135,13 +151,21 @@ def first_task_rollups(
             key=lambda row: row["rollup_last_checkpoint_at"] or row["updated_at"], reverse=True
         )
         rows.extend(found)
-    return [_rollup_entry(row) for row in rows]
+    return [_rollup_entry(_unhexed(row), keys) for row in rows]
 
 
-def _rollup_entry(row: Mapping[str, Any]) -> TaskRollup:
+def _unhexed(row: dict[str, Any]) -> dict[str, Any]:
+    """A JSON rollup row with its sealed fields as the bytes the table holds."""
+    for column in TASK_SEALED:
+        if isinstance(row.get(column), list):
+            row[column] = bytes.fromhex(row[column][0])
+    return row
+
+
+def _rollup_entry(row: Mapping[str, Any], keys: TextKeys | None) -> TaskRollup:
     """One rollup row (either statement's) as the dashboard's entry."""
     return (
-        task_from_row(row),
+        task_from_row(row, keys),
         row["rollup_checkpoints"],
         row["rollup_last_checkpoint_at"],
         row["rollup_pending_approvals"],

@@ -1,7 +1,8 @@
 """The `effects` table: side effects by idempotency key, moved only by compare-and-set.
 
 An effect's state changes only from the state its caller saw (`move_effect`), so two processes
-can never both run it; its target, check and note are sealed under the item names of its key.
+can never both run it; its kind, target, check and note are sealed under the item names of its
+key (a kind is whatever word its proposer chose: `deploy`, `pr`, `migration`…).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ _EFFECT_COLUMN = {"check": "check_command"}
 
 
 # Sealed effect columns -> the item name they are bound to.
-_EFFECT_SEALED = {"target": "target", "check_command": "check", "note": "note"}
+_EFFECT_SEALED = {"kind": "kind", "target": "target", "check_command": "check", "note": "note"}
 
 
 def _effect_from_row(row: Mapping[str, Any], keys: TextKeys | None) -> SideEffect:
@@ -34,7 +35,7 @@ def _effect_from_row(row: Mapping[str, Any], keys: TextKeys | None) -> SideEffec
     return SideEffect(
         task_id=row["task_id"],
         key=row["key"],
-        kind=row["kind"],
+        kind=opened("kind"),
         state=EffectState(row["state"]),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
@@ -53,7 +54,7 @@ def _effect_from_row(row: Mapping[str, Any], keys: TextKeys | None) -> SideEffec
 
 
 def insert_effect(db: Database, effect: SideEffect, keys: TextKeys) -> None:
-    """Record a newly proposed side effect (its target, check and note sealed); a new key only."""
+    """Record a newly proposed side effect (kind, target, check and note sealed); a new key only."""
     if db.execute(
         "SELECT 1 FROM effects WHERE task_id = ? AND key = ?", [effect.task_id, effect.key]
     ).fetchone():
@@ -65,7 +66,7 @@ def insert_effect(db: Database, effect: SideEffect, keys: TextKeys) -> None:
         [
             effect.task_id,
             effect.key,
-            effect.kind,
+            sealed_value(keys, effect.task_id, effect_item(effect.key, "kind"), effect.kind),
             sealed_value(keys, effect.task_id, effect_item(effect.key, "target"), effect.target),
             sealed_value(keys, effect.task_id, effect_item(effect.key, "check"), effect.check),
             int(effect.needs_approval),

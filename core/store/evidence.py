@@ -1,6 +1,7 @@
 """The `evidence` and `evidence_chunks` tables: recorded command output, its facts and its chunks.
 
-An item's plain facts (exit code, sizes, summary) are listable without a key; its command line,
+An item's plain facts (exit code, sizes, summary) are listable without a key; its label is
+sealed text opened here with the keys a caller passes (without: the marker); its command line,
 tail and chunks stay sealed blobs here, opened by `core.evidence`.
 """
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from core.errors import NotFoundError
 from core.store.db import Database
+from core.store.sealed_text import TextKeys, label_item, opened_value, sealed_value
 
 _EVIDENCE_FIELDS = (
     "id, task_id, checkpoint_seq, state, source, label, started_at, duration_ms, exit_code, "
@@ -20,8 +22,9 @@ _EVIDENCE_FIELDS = (
 )
 
 
-def _evidence_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
+def _evidence_from_row(row: Mapping[str, Any], keys: TextKeys | None) -> dict[str, Any]:
     data = dict(row)
+    data["label"] = opened_value(keys, data["task_id"], label_item(data["id"]), data["label"])
     data["timed_out"] = bool(data["timed_out"])
     data["truncated"] = bool(data["truncated"])
     data["summary"] = json.loads(data["summary"]) if data["summary"] else None
@@ -29,10 +32,27 @@ def _evidence_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def insert_evidence(db: Database, **columns: Any) -> int:
-    """Record a new evidence item (state `writing`); returns its id."""
+    """Record a new evidence item (state `writing`); returns its id. Its label, sealed to the
+    id the row gets, is set after (`set_evidence_label`)."""
+    if columns.get("label") is not None:
+        raise ValueError("an evidence label is sealed to its item's id: use set_evidence_label")
     table = db.table("evidence")
     table.insert(columns)
     return int(table.last_rowid or 0)
+
+
+def set_evidence_label(
+    db: Database, keys: TextKeys, task_id: str, evidence_id: int, label: str | None
+) -> None:
+    """Store an item's (already redacted) label sealed; none or empty stays as it is."""
+    if label:
+        sealed = sealed_value(keys, task_id, label_item(evidence_id), label)
+        db.execute("UPDATE evidence SET label = ? WHERE id = ?", [sealed, evidence_id])
+
+
+def opened_label(keys: TextKeys | None, row: Mapping[str, Any]) -> Any:
+    """The label of an exported row (every column, as `evidence_rows_for_export` gives)."""
+    return opened_value(keys, row["task_id"], label_item(int(row["id"])), row["label"])
 
 
 def update_evidence(db: Database, evidence_id: int, **columns: Any) -> None:
@@ -52,14 +72,14 @@ def delete_chunk(db: Database, evidence_id: int, seq: int) -> None:
     db.execute("DELETE FROM evidence_chunks WHERE evidence_id = ? AND seq = ?", [evidence_id, seq])
 
 
-def get_evidence(db: Database, evidence_id: int) -> dict[str, Any]:
-    """An evidence item's plain columns, or a NotFoundError."""
+def get_evidence(db: Database, evidence_id: int, keys: TextKeys | None = None) -> dict[str, Any]:
+    """An evidence item's listable columns (its label opened with `keys`), or a NotFoundError."""
     rows = list(db.query(f"SELECT {_EVIDENCE_FIELDS} FROM evidence WHERE id = ?", [evidence_id]))
     if not rows:
         raise NotFoundError(
             f"no evidence {evidence_id} in this store; `pitstop evidence list TASK` lists them"
         )
-    return _evidence_from_row(rows[0])
+    return _evidence_from_row(rows[0], keys)
 
 
 def get_evidence_secrets(db: Database, evidence_id: int) -> tuple[bytes | None, bytes | None]:
@@ -73,8 +93,10 @@ def list_evidence(
     task_id: str,
     checkpoint_seq: int | None = None,
     pending: bool = False,
+    keys: TextKeys | None = None,
 ) -> list[dict[str, Any]]:
-    """A task's evidence, oldest first: all, one checkpoint's, or not yet in any checkpoint."""
+    """A task's evidence, oldest first: all, one checkpoint's, or not yet in any checkpoint
+    (labels opened with `keys`; without, the marker)."""
     sql = f"SELECT {_EVIDENCE_FIELDS} FROM evidence WHERE task_id = ?"
     params: list[Any] = [task_id]
     if pending:
@@ -82,7 +104,7 @@ def list_evidence(
     elif checkpoint_seq is not None:
         sql += " AND checkpoint_seq = ?"
         params.append(checkpoint_seq)
-    return [_evidence_from_row(row) for row in db.query(sql + " ORDER BY id", params)]
+    return [_evidence_from_row(row, keys) for row in db.query(sql + " ORDER BY id", params)]
 
 
 def attach_evidence(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from core.errors import MasterKeyError, SchemaTooNewError
+from core.errors import SchemaTooNewError
 from core.store.db import Database, write_txn
 from core.store.effects import create_foreign_checks
 from core.store.task_keys import create_key_history
@@ -369,9 +369,10 @@ def _refuse_newer(db: Database) -> None:
 def migrate(db: Database, text_keys: TextKeysFactory | None = None) -> None:
     """Bring the database to this build's schema, or refuse one from a newer Pitstop.
 
-    `text_keys` opens the task keys that seal free text a pre-0011 store kept in clear (the
-    security layer sits above the store, so the store is handed it rather than importing it);
-    without it that text stays readable, as it does for a task whose master key is absent.
+    `text_keys` opens the task keys that seal free text an older store kept in clear (0011's
+    reasons and notes, 0017's objectives, labels and kinds; the security layer sits above the
+    store, so the store is handed it rather than importing it); without it that text stays
+    readable, as it does for a task whose master key is absent.
     """
     _refuse_newer(db)
     if not migrations.pending(db):
@@ -496,35 +497,19 @@ def _sealed_text(db: sqlite_utils.Database) -> None:
     # resume verdict reasons) is sealed under its task's data key from now on: the columns keep
     # their names and hold envelopes (BLOBs); `core.store.sealed_text` names them and their
     # items. What a precondition check found moves to the plain `detail`, which the metrics count.
-    from core.store.sealed_text import clear_text_rows, record_check_findings, replace_clear_text
+    from core.store.sealed_text import TEXT_COLUMNS, record_check_findings, seal_clear_text
 
     plain = Database(db.conn)
-    # What the clear text's pages held is zeroed as it is replaced, not left in free space.
-    (secure_delete,) = db.execute("PRAGMA secure_delete").fetchone()
-    db.execute("PRAGMA secure_delete = ON")
     # The audit log is append-only; this one rewrite puts its text into sealed form.
     db.execute("DROP TRIGGER events_no_update")
     record_check_findings(plain)
-    clear = clear_text_rows(plain)
-    if clear:
-        # Text already stored is sealed when the master key is available. Without it (or for a
-        # task keyed by another master) it stays readable as it was; new text is sealed anyway.
-        keys = _TEXT_KEYS[0](plain) if _TEXT_KEYS else None
-        unsealable: set[str] = set()
-        for table, column, rowid, task_id, item, text in clear:
-            if keys is None or task_id in unsealable:
-                continue
-            try:
-                sealed = keys.seal_text(task_id, item, text)
-            except MasterKeyError:
-                unsealable.add(task_id)
-                continue
-            replace_clear_text(plain, table, column, rowid, sealed)
+    # Text already stored is sealed when the master key is available. Without it (or for a
+    # task keyed by another master) it stays readable as it was; new text is sealed anyway.
+    seal_clear_text(plain, TEXT_COLUMNS, _TEXT_KEYS[0](plain) if _TEXT_KEYS else None)
     db.execute(
         "CREATE TRIGGER events_no_update BEFORE UPDATE ON events "
         "BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END"
     )
-    db.execute(f"PRAGMA secure_delete = {int(secure_delete)}")
 
 
 @migrations(name="0012_remotes")
@@ -597,3 +582,13 @@ def _validations_by_time(db: sqlite_utils.Database) -> None:
 migrations(name="0014_trust")(create_trust_tables)
 migrations(name="0015_task_key_history")(create_key_history)
 migrations(name="0016_foreign_checks")(create_foreign_checks)
+
+
+@migrations(name="0017_sealed_fields")
+def _sealed_fields(db: sqlite_utils.Database) -> None:
+    # Task objectives, harness and model names and versions, evidence labels and effect kinds
+    # are sealed from now on, in the columns that held them (`sealed_text.FIELD_COLUMNS`).
+    from core.store.sealed_text import FIELD_COLUMNS, seal_clear_text
+
+    plain = Database(db.conn)
+    seal_clear_text(plain, FIELD_COLUMNS, _TEXT_KEYS[0](plain) if _TEXT_KEYS else None)

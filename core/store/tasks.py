@@ -1,7 +1,10 @@
 """The `tasks` table and its recipients: a task row to a `Task` and back.
 
 A task is what every other table hangs off; its row is read here, and by the dashboard's rollup
-(`task_from_row`), so the mapping of its columns to the model is written once.
+(`task_from_row`), so the mapping of its columns to the model is written once. Its objective and
+its harness's and model's names and versions are sealed under the task's key
+(`core.store.sealed_text.TASK_SEALED`): a caller after ids, states and times alone reads without
+keys, and those fields then hold the marker.
 """
 
 from __future__ import annotations
@@ -13,23 +16,38 @@ from typing import Any
 from core.errors import ConflictError, NotFoundError
 from core.models import Budget, NamedVersion, Task, TaskStatus
 from core.store.db import Database
+from core.store.sealed_text import (
+    TASK_SEALED,
+    UNREADABLE,
+    TextKeys,
+    opened_value,
+    sealed_value,
+    task_item,
+)
 
 
 def _named(name: str | None, version: str | None) -> NamedVersion | None:
-    return NamedVersion(name, version) if name else None
+    if not name:
+        return None
+    return NamedVersion(name, None if name == UNREADABLE else version)
 
 
-def task_from_row(row: Mapping[str, Any]) -> Task:
+def task_from_row(row: Mapping[str, Any], keys: TextKeys | None) -> Task:
+    """The model of one `tasks` row, its sealed fields opened with `keys` (without: the marker)."""
+
+    def opened(column: str) -> Any:
+        return opened_value(keys, row["id"], task_item(column), row[column])
+
     return Task(
         id=row["id"],
         repo_root=row["repo_root"],
         store_repo=row["store_repo"],
-        objective=row["objective"],
+        objective=opened("objective"),
         status=TaskStatus(row["status"]),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
-        harness=_named(row["harness"], row["harness_version"]),
-        model=_named(row["model"], row["model_version"]),
+        harness=_named(opened("harness"), opened("harness_version")),
+        model=_named(opened("model"), opened("model_version")),
         budget=Budget(
             tokens=row["budget_tokens"], usd=row["budget_usd"], minutes=row["budget_minutes"]
         ),
@@ -40,8 +58,27 @@ def task_from_row(row: Mapping[str, Any]) -> Task:
     )
 
 
-def insert_task(db: Database, task: Task) -> None:
-    """Add a new task; an existing id is refused."""
+def _field_columns(keys: TextKeys, task: Task) -> dict[str, Any]:
+    """The task's sealed columns as stored: each field sealed to its own item."""
+    fields = {
+        "objective": task.objective,
+        "harness": task.harness.name if task.harness else None,
+        "harness_version": task.harness.version if task.harness else None,
+        "model": task.model.name if task.model else None,
+        "model_version": task.model.version if task.model else None,
+    }
+    return {
+        column: sealed_value(keys, task.id, task_item(column), fields[column])
+        for column in TASK_SEALED
+    }
+
+
+def insert_task(db: Database, task: Task, keys: TextKeys) -> None:
+    """Add a new task (its objective, harness and model sealed); an existing id is refused.
+
+    Runs inside the caller's write transaction: a data key made to seal the fields commits or
+    rolls back with the row.
+    """
     if db.execute("SELECT 1 FROM tasks WHERE id = ?", [task.id]).fetchone():
         raise ConflictError(
             f"a task with id {task.id!r} already exists; pick another --id or omit it"
@@ -51,12 +88,8 @@ def insert_task(db: Database, task: Task) -> None:
             "id": task.id,
             "repo_root": task.repo_root,
             "store_repo": task.store_repo,
-            "objective": task.objective,
+            "objective": "",  # sealed just below: the task's key needs its row first
             "status": task.status.value,
-            "harness": task.harness.name if task.harness else None,
-            "harness_version": task.harness.version if task.harness else None,
-            "model": task.model.name if task.model else None,
-            "model_version": task.model.version if task.model else None,
             "budget_tokens": task.budget.tokens,
             "budget_usd": task.budget.usd,
             "budget_minutes": task.budget.minutes,
@@ -68,18 +101,26 @@ def insert_task(db: Database, task: Task) -> None:
             "updated_at": task.updated_at,
         }
     )
+    db.table("tasks").update(task.id, _field_columns(keys, task))
 
 
-def get_task(db: Database, task_id: str) -> Task:
-    """The task with this id, or a NotFoundError naming it."""
+def get_task(db: Database, task_id: str, keys: TextKeys | None = None) -> Task:
+    """The task with this id, or a NotFoundError naming it.
+
+    Its objective, harness and model are opened with `keys`; a caller after ids, states and
+    times passes none (no key is loaded) and those fields hold the marker.
+    """
     rows = list(db.query("SELECT * FROM tasks WHERE id = ?", [task_id]))
     if not rows:
         raise NotFoundError(f"no task {task_id!r} in this store; `pitstop task list` shows them")
-    return task_from_row(rows[0])
+    return task_from_row(rows[0], keys)
 
 
-def list_tasks(db: Database, statuses: tuple[TaskStatus, ...] = ()) -> list[Task]:
-    """Tasks, most recently updated first, optionally only those with the given statuses."""
+def list_tasks(
+    db: Database, statuses: tuple[TaskStatus, ...] = (), keys: TextKeys | None = None
+) -> list[Task]:
+    """Tasks, most recently updated first, optionally only those with the given statuses
+    (sealed fields opened with `keys`, as `get_task`)."""
     if statuses:
         marks = ", ".join("?" for _ in statuses)
         rows = db.query(
@@ -88,7 +129,7 @@ def list_tasks(db: Database, statuses: tuple[TaskStatus, ...] = ()) -> list[Task
         )
     else:
         rows = db.query("SELECT * FROM tasks ORDER BY updated_at DESC")
-    return [task_from_row(row) for row in rows]
+    return [task_from_row(row, keys) for row in rows]
 
 
 def task_ids(db: Database) -> set[str]:
@@ -98,11 +139,23 @@ def task_ids(db: Database) -> set[str]:
 
 def update_task(db: Database, task_id: str, **changes: Any) -> None:
     """Change task columns by model field name (status, tokens_used, usd_used, updated_at)."""
+    sealed = set(changes) & set(TASK_SEALED)
+    if sealed:
+        raise ValueError(f"{', '.join(sorted(sealed))} is sealed: use set_task_harness")
     columns = {
         key: (value.value if isinstance(value, TaskStatus) else value)
         for key, value in changes.items()
     }
     db.table("tasks").update(task_id, columns)
+
+
+def set_task_harness(db: Database, task_id: str, harness: NamedVersion, keys: TextKeys) -> None:
+    """Record the harness (name and version) a task runs under, sealed."""
+    sealed = {
+        column: sealed_value(keys, task_id, task_item(column), value)
+        for column, value in (("harness", harness.name), ("harness_version", harness.version))
+    }
+    db.table("tasks").update(task_id, sealed)
 
 
 def task_status_counts(db: Database) -> dict[TaskStatus, int]:

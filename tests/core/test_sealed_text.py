@@ -97,16 +97,20 @@ def test_every_reason_note_and_action_is_sealed_and_reads_back(
 
 
 def test_events_without_text_or_task_need_no_key(
-    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    engine: Engine, tmp_path: Path, store_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Writes that carry no text neither load the master key nor create a data key."""
+    """Writes that carry no text load no master key. A task's objective and an effect's kind
+    are text (sealed as they are written, `test_field_secrets.py`); a move without a note or a
+    reason is not, and goes through with the key gone."""
     repo = init_repo(tmp_path / "repo", {"app.py": "print('v1')\n"})
-    monkeypatch.delenv("PITSTOP_KEY")
     task = engine.start_task(repo=repo, objective="no text yet")
     engine.propose_effect(task.id, "pr-1", "pr")
-    engine.move_effect(task.id, "pr-1", EffectState.IN_PROGRESS)
-    assert not store.has_wrapped_key(engine.db, task.id)
-    assert [e.action for e in engine.events(task.id)][-2:] == ["propose", "start"]
+    engine.close()
+    monkeypatch.delenv("PITSTOP_KEY")
+    with Engine(store_root) as keyless:
+        keyless.move_effect(task.id, "pr-1", EffectState.IN_PROGRESS)
+        assert [e.action for e in keyless.events(task.id)][-2:] == ["propose", "start"]
+        assert keyless.list_effects(task.id)[0].state is EffectState.IN_PROGRESS
 
 
 def test_a_missing_or_wrong_key_shows_a_marker_in_lists(
@@ -272,11 +276,15 @@ def test_a_sealed_text_moved_to_another_row_reads_as_the_marker(
 
 
 def test_a_key_made_inside_a_write_that_rolls_back_is_not_kept(
-    engine: Engine, tmp_path: Path
+    engine: Engine, tmp_path: Path, store_root: Path
 ) -> None:
     """Sealing inside a transaction creates the task's key there; a rollback takes both away."""
     repo = init_repo(tmp_path / "repo", {"app.py": "print('v1')\n"})
-    task = engine.start_task(repo=repo, objective="ship")
+    task = engine.start_task(repo=repo, objective="ship")  # its objective is sealed: a key
+    with write_txn(engine.db):  # a task with no key yet, as an older store has one
+        store.delete_wrapped_key(engine.db, task.id)
+    engine.close()
+    engine = Engine(store_root)
     with pytest.raises(RuntimeError, match="changed my mind"), write_txn(engine.db):
         engine.keys.seal_text(task.id, "probe/1", "first")
         engine.keys.seal_text(task.id, "probe/2", "second")  # reads the uncommitted key
@@ -286,3 +294,4 @@ def test_a_key_made_inside_a_write_that_rolls_back_is_not_kept(
     assert store.has_wrapped_key(engine.db, task.id)
     with Engine(engine.paths.root) as other:  # a fresh process reads it with the stored key
         assert other.keys.open_text(task.id, "probe/3", sealed) == "kept"
+    engine.close()

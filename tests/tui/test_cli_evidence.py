@@ -157,7 +157,7 @@ def _last_json(stdout: bytes) -> str:
 # --- keys -----------------------------------------------------------------------------------
 
 
-def test_key_init_print_gives_a_usable_key(env: dict[str, str], task: str) -> None:
+def test_key_init_print_gives_a_usable_key(env: dict[str, str], repo: Path) -> None:
     lines = ok(env, "key", "init", "--print").decode().splitlines()
     exports = dict(
         line.removeprefix("export ").split("=", 1) for line in lines if line.startswith("export ")
@@ -172,8 +172,9 @@ def test_key_init_print_gives_a_usable_key(env: dict[str, str], task: str) -> No
         "key", "id", "identity", "recipient", "signing_key", "signer", "fingerprint"
     } and document["key"] != printed  # fmt: skip
     assert len(base64.b64decode(document["key"], validate=True)) == 32
-    # The printed key works as PITSTOP_KEY.
+    # The printed key works as PITSTOP_KEY (for a task it seals from the start: its objective).
     env["PITSTOP_KEY"] = printed
+    task = start_task(env, repo, "t1")
     result = pitstop(env, "run", "--task", task, "--quiet", "--", "echo", "works")
     assert result.returncode == 0 and result.stdout == b"works\n"
 

@@ -31,7 +31,8 @@ def _unsettled(effect: SideEffect) -> Finding:
     return Finding(
         "side-effects",
         Status.FAIL,
-        f"side effect {e.key} ({e.kind}) is {e.state.value}"
+        # the kind is sealed text, and a finding is stored plain: the key names the effect
+        f"side effect {e.key} is {e.state.value}"
         + (" and its runner is still alive" if e.runner_alive else ""),
         f"its precondition check came from another store: read it, and if it is safe, "
         f"`{check} --yes-run-check`; or {settle}"
