@@ -61,6 +61,9 @@ class CheckpointRequest(NamedTuple):
     # False when the note only names the moment (a hook's "the agent finished a turn"): it is
     # recorded, but a note alone then does not make a checkpoint with nothing new worth taking.
     note_is_news: bool = True
+    # Files (relative to the repository's top) kept as they are though they hold a secret,
+    # each audited; every other file holding one is left out (untracked) or sealed (tracked).
+    allow_secrets: tuple[str, ...] = ()
 
 
 class _Progress(NamedTuple):
@@ -116,6 +119,7 @@ def checkpoint(
             f"task {task_id} is {task.status.value}; a finished task takes no checkpoints"
         )
     _validate_consumption(request)
+    allowed = allowed_secret_paths(task.repo_root, request.allow_secrets)
     session.keys.data_key(task_id, create=True)  # no key: refuse before anything is written
     with task_lock(session.paths, task_id):
         expire_stale_writers(session, task_id)
@@ -129,7 +133,32 @@ def checkpoint(
         located = snapshot.locate(task.repo_root)  # the repository and its HEAD at once
         store_repo = snapshot.ensure_store_repo(session.paths.repos, located.source)
         with plumbing.session(store_repo):  # one `cat-file` for every read of the store
-            return _checkpoint_in_session(session, task, request, located, store_repo, started)
+            return _checkpoint_in_session(
+                session, task, request, located, store_repo, started, allowed
+            )
+
+
+def allowed_secret_paths(repo_root: str, paths: tuple[str, ...]) -> frozenset[str]:
+    """`--allow-secret` paths as the snapshot names them (relative to the repository's top,
+    `/`-separated); one that is outside the repository or names nothing there is refused."""
+    root = Path(repo_root).resolve()
+    allowed = set()
+    for raw in paths:
+        given = Path(raw).expanduser()
+        absolute = given if given.is_absolute() else root / given
+        relative = os.path.relpath(os.path.normpath(absolute), root)
+        if relative == "." or relative.split(os.sep)[0] == "..":
+            raise UsageError(
+                f"--allow-secret {raw}: not a file inside {root}; name it relative to the "
+                "repository's top"
+            )
+        if not os.path.lexists(root / relative):
+            raise UsageError(
+                f"--allow-secret {raw}: {root / relative} does not exist; name a file of the "
+                "work tree, relative to the repository's top"
+            )
+        allowed.add(Path(relative).as_posix())
+    return frozenset(allowed)
 
 
 def _turn_too_soon(session: Session, task_id: str) -> str | None:
@@ -160,11 +189,13 @@ def _checkpoint_in_session(
     located: snapshot.Located,
     store_repo: Path,
     started: float,
+    allowed: frozenset[str],
 ) -> CheckpointResult:
     previous = store.latest_complete(session.db, task.id)
     if previous is not None:
         previous = open_checkpoint(session, previous)
-    snap, previous = _take_snapshot(session, request, located, store_repo, previous)
+    sealing = _sealing(session, task.id, previous, allowed)
+    snap, previous = _take_snapshot(session, request, located, store_repo, previous, sealing)
     progress = _progress(previous, request)
     pending = store.list_evidence(session.db, task.id, pending=True)
     if previous and not request.force and not pending and _is_noop(previous, snap, request, task):
@@ -179,12 +210,27 @@ def _checkpoint_in_session(
     return _record_checkpoint(session, draft)
 
 
+def _sealing(
+    session: Session, task_id: str, previous: Checkpoint | None, allowed: frozenset[str]
+) -> snapshot.Sealing:
+    """How this checkpoint seals the tracked files that hold a secret: under the task's data
+    key, reusing the previous checkpoint's stand-ins for bytes that did not change."""
+    from core import snapshot
+
+    def seal(item: str, plaintext: bytes) -> bytes:
+        return session.keys.seal(task_id, item, plaintext)
+
+    reuse = snapshot.sealed_reuse_map(previous.manifest if previous else None)
+    return snapshot.Sealing(seal, session.keys.data_key_id(task_id), reuse, allowed)
+
+
 def _take_snapshot(
     session: Session,
     request: CheckpointRequest,
     located: snapshot.Located,
     store_repo: Path,
     previous: Checkpoint | None,
+    sealing: snapshot.Sealing,
 ) -> tuple[snapshot.Snapshot, Checkpoint | None]:
     """The new snapshot, stored as a delta on the previous checkpoint when that one is sound.
 
@@ -218,6 +264,7 @@ def _take_snapshot(
                 trees,
                 _lockfiles_of(previous),
                 located,
+                sealing=sealing,
             )
         except Exception:
             if not walk.problems():
@@ -226,7 +273,7 @@ def _take_snapshot(
             previous, snap = None, None
     if snap is None:
         snap = snapshot.take_snapshot(
-            source, store_repo, session.paths.tmp, limits, None, None, located
+            source, store_repo, session.paths.tmp, limits, None, None, located, sealing=sealing
         )
     return snap, previous
 
@@ -359,6 +406,9 @@ def _build_manifest(
         if snap.lockfiles is not None
         else snapshot.lockfiles_in(store_repo, snap.worktree_tree)
     )
+    for sealed in snap.sealed:  # a sealed lockfile is recorded by its real bytes' id
+        if sealed.tree == "worktree" and sealed.path in lockfiles:
+            lockfiles[sealed.path] = sealed.plain_blob
     tokens_used = task.tokens_used if request.tokens_used is None else request.tokens_used
     usd_used = task.usd_used if request.usd_used is None else request.usd_used
     created = clock.parse(draft.created_at)
@@ -536,6 +586,26 @@ def _complete(session: Session, draft: _Draft, written: _Written) -> None:
             updated_at=completed_at,
         )
         _record_completion(session, task, seq, request, new_status, completed_at)
+        _record_allowed_secrets(session, task.id, seq, snap, completed_at)
+
+
+def _record_allowed_secrets(
+    session: Session, task_id: str, seq: int, snap: snapshot.Snapshot, at: str
+) -> None:
+    """One audit event per file kept as it is though it holds a secret (`--allow-secret`):
+    the path and the rule, never the value."""
+    for path, rule, line in dict.fromkeys(snap.allowed):
+        session.record_event(
+            task_id,
+            "checkpoint",
+            f"{task_id}@{seq}",
+            "allow-secret",
+            None,
+            None,
+            f"{path} kept as it is (--allow-secret) though it contains a {rule} at line {line}",
+            at,
+            detail={"rule": rule},
+        )
 
 
 def _record_completion(
