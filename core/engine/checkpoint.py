@@ -594,6 +594,8 @@ def _record_allowed_secrets(
 ) -> None:
     """One audit event per file kept as it is though it holds a secret (`--allow-secret`):
     the path and the rule, never the value."""
+    from core.snapshot import describe_secret
+
     for path, rule, line in dict.fromkeys(snap.allowed):
         session.record_event(
             task_id,
@@ -602,7 +604,7 @@ def _record_allowed_secrets(
             "allow-secret",
             None,
             None,
-            f"{path} kept as it is (--allow-secret) though it contains a {rule} at line {line}",
+            f"{path} kept as it is (--allow-secret) though it {describe_secret(rule, line)}",
             at,
             detail={"rule": rule},
         )

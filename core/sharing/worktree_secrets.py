@@ -51,7 +51,8 @@ class SecretCheck:
         self, store_repo: Path, base_commit: str | None, trees: Mapping[str, str]
     ) -> bool:
         """Read the blobs the trees add over the base commit; True at the first secret."""
-        added = [oid for oid in _added_blobs(store_repo, base_commit, trees) if oid not in self.clean]
+        added = _added_blobs(store_repo, base_commit, trees)
+        added = [oid for oid in added if oid not in self.clean]
         for oid, data in plumbing.read_objects(store_repo, added).items():
             if data is not None and first_secret(data) is not None:
                 return True

@@ -36,10 +36,11 @@ from core.snapshot.lockfiles import lockfiles_in as lockfiles_in
 from core.snapshot.sealed_files import AllowedSecret as AllowedSecret
 from core.snapshot.sealed_files import SealedFile as SealedFile
 from core.snapshot.sealed_files import Sealing as Sealing
-from core.snapshot.sealed_files import from_manifest as sealed_files_of
 from core.snapshot.sealed_files import open_sealed as open_sealed
-from core.snapshot.sealed_files import reuse_map as sealed_reuse_map
+from core.snapshot.sealed_files import sealed_files_of as sealed_files_of
+from core.snapshot.sealed_files import sealed_reuse_map as sealed_reuse_map
 from core.snapshot.secret_scan import SecretHit as SecretHit
+from core.snapshot.secret_scan import describe_secret as describe_secret
 from core.snapshot.secret_scan import first_secret as first_secret
 from core.snapshot.selection import SECRET_NAME_PATTERNS as SECRET_NAME_PATTERNS
 from core.snapshot.selection import SnapshotLimits as SnapshotLimits

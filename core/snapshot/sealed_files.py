@@ -150,7 +150,9 @@ def to_manifest(entries: Iterable[SealedFile]) -> list[dict[str, Any]]:
     return [entry._asdict() for entry in entries]
 
 
-def from_manifest(manifest: Mapping[str, Any] | None, tree: str | None = None) -> list[SealedFile]:
+def sealed_files_of(
+    manifest: Mapping[str, Any] | None, tree: str | None = None
+) -> list[SealedFile]:
     """The sealed files a manifest lists (of one `tree` when given); a malformed entry means
     the checkpoint cannot be restored exactly, and says so."""
     listed = ((manifest or {}).get("snapshot") or {}).get("sealed") or []
@@ -168,10 +170,10 @@ def from_manifest(manifest: Mapping[str, Any] | None, tree: str | None = None) -
     return entries
 
 
-def reuse_map(manifest: Mapping[str, Any] | None) -> dict[str, str]:
+def sealed_reuse_map(manifest: Mapping[str, Any] | None) -> dict[str, str]:
     """Blob id of the real bytes → stand-in, from a previous checkpoint's manifest."""
     try:
-        return {entry.plain_blob: entry.blob for entry in from_manifest(manifest)}
+        return {entry.plain_blob: entry.blob for entry in sealed_files_of(manifest)}
     except DamagedCheckpointError:
         return {}
 
@@ -207,7 +209,9 @@ def open_sealed(
     return opened
 
 
-def write_real_files(into: Path, entries: Sequence[SealedFile], opened: Mapping[str, bytes]) -> None:
+def write_real_files(
+    into: Path, entries: Sequence[SealedFile], opened: Mapping[str, bytes]
+) -> None:
     """Replace each stand-in a checkout wrote in `into` with the real file: bytes, mode, or a
     symbolic link. Only paths the tree itself put there are written (a stand-in is there)."""
     import os

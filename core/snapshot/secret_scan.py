@@ -24,9 +24,12 @@ from typing import NamedTuple
 # As git decides a file is binary: a NUL among its first 8,000 bytes.
 BINARY_SNIFF_BYTES = 8000
 MIN_TEXT_RUN = 8
-_TEXT_RUN = re.compile(rb"[\t\x1b\x20-\x7e]{%d,}" % MIN_TEXT_RUN)
-# CSI (colours, cursor moves), OSC (titles, links; ended by BEL or ST) and two-byte escapes.
-_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_TEXT_RUN = re.compile(rb"[\t\x07\x1b\x20-\x7e]{%d,}" % MIN_TEXT_RUN)  # BEL, ESC: escapes
+# CSI (colours, cursor moves), OSC (titles, links; ended by BEL or ST), character-set and
+# other nF escapes (`ESC ( B`), and two-byte escapes; none spans a line break.
+_ESCAPE = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[ -/]+[0-~]|[@-Z\\-_])"
+)
 
 
 class SecretHit(NamedTuple):
@@ -37,7 +40,13 @@ class SecretHit(NamedTuple):
 
     def describe(self) -> str:
         """The finding as the manifest and the CLI print it: never the value."""
-        return f"contains a {self.rule} at line {self.line}"
+        return describe_secret(self.rule, self.line)
+
+
+def describe_secret(rule: str, line: int) -> str:
+    """ "contains a github-token at line 1" (an before a vowel: "an aws-access-key-id")."""
+    article = "an" if rule[:1].lower() in "aeiou" else "a"
+    return f"contains {article} {rule} at line {line}"
 
 
 def first_secret(data: bytes) -> SecretHit | None:

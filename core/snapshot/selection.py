@@ -167,9 +167,7 @@ def select_paths(
         _judge_tracked(source.toplevel / path, path, scan, limits, allowed, chosen)
     for path in scan.untracked:
         if path.endswith("/"):
-            chosen.left_out.append(
-                LeftOut(path, "a nested git repository that is not a submodule")
-            )
+            chosen.left_out.append(LeftOut(path, "a nested git repository that is not a submodule"))
             continue
         _judge_untracked(source.toplevel / path, path, limits, allowed, chosen)
     chosen.left_out.extend(_ignored_left_out(scan.ignored))

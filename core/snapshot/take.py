@@ -44,8 +44,8 @@ from core.snapshot.selection import (
     parse_status,
     select_paths,
 )
-from core.snapshot.staged import staged_to_seal
 from core.snapshot.source import HeadFacts, Located, RepoFacts, SourceRepo, head_facts
+from core.snapshot.staged import staged_to_seal
 
 
 class Snapshot(NamedTuple):
@@ -161,7 +161,7 @@ def _seal_staged(
     files sealed so, and the staged ones kept because allowed."""
     if not staged.scan.staged_blobs:
         return staged.index_tree, [], []
-    to_seal, allowed = staged_to_seal(source.toplevel, staged.scan.staged_blobs, sealing.allowed)
+    to_seal, allowed = staged_to_seal(source, staged.scan.staged_blobs, sealing.allowed)
     if not to_seal:
         return staged.index_tree, [], allowed
     sealed = seal_candidates(store_repo, to_seal, sealing)
