@@ -15,6 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core import clock, store
+from core.engine.checkpoint_secrets import (
+    allowed_secret_paths,
+    record_allowed_secrets,
+    sealing_for,
+)
 from core.engine.checkpoints import open_checkpoint
 from core.engine.ledgers import approval_book
 from core.engine.writers import expire_stale_writers, task_lock
@@ -138,29 +143,6 @@ def checkpoint(
             )
 
 
-def allowed_secret_paths(repo_root: str, paths: tuple[str, ...]) -> frozenset[str]:
-    """`--allow-secret` paths as the snapshot names them (relative to the repository's top,
-    `/`-separated); one that is outside the repository or names nothing there is refused."""
-    root = Path(repo_root).resolve()
-    allowed = set()
-    for raw in paths:
-        given = Path(raw).expanduser()
-        absolute = given if given.is_absolute() else root / given
-        relative = os.path.relpath(os.path.normpath(absolute), root)
-        if relative == "." or relative.split(os.sep)[0] == "..":
-            raise UsageError(
-                f"--allow-secret {raw}: not a file inside {root}; name it relative to the "
-                "repository's top"
-            )
-        if not os.path.lexists(root / relative):
-            raise UsageError(
-                f"--allow-secret {raw}: {root / relative} does not exist; name a file of the "
-                "work tree, relative to the repository's top"
-            )
-        allowed.add(Path(relative).as_posix())
-    return frozenset(allowed)
-
-
 def _turn_too_soon(session: Session, task_id: str) -> str | None:
     """Why a turn's checkpoint comes too soon after the last one (None: take it)."""
     from core.economics.policy import turn_skip_reason
@@ -194,7 +176,7 @@ def _checkpoint_in_session(
     previous = store.latest_complete(session.db, task.id)
     if previous is not None:
         previous = open_checkpoint(session, previous)
-    sealing = _sealing(session, task.id, previous, allowed)
+    sealing = sealing_for(session, task.id, previous, allowed)
     snap, previous = _take_snapshot(session, request, located, store_repo, previous, sealing)
     progress = _progress(previous, request)
     pending = store.list_evidence(session.db, task.id, pending=True)
@@ -208,20 +190,6 @@ def _checkpoint_in_session(
         task, located.source, store_repo, snap, previous, request, progress, started, pending
     )
     return _record_checkpoint(session, draft)
-
-
-def _sealing(
-    session: Session, task_id: str, previous: Checkpoint | None, allowed: frozenset[str]
-) -> snapshot.Sealing:
-    """How this checkpoint seals the tracked files that hold a secret: under the task's data
-    key, reusing the previous checkpoint's stand-ins for bytes that did not change."""
-    from core import snapshot
-
-    def seal(item: str, plaintext: bytes) -> bytes:
-        return session.keys.seal(task_id, item, plaintext)
-
-    reuse = snapshot.sealed_reuse_map(previous.manifest if previous else None)
-    return snapshot.Sealing(seal, session.keys.data_key_id(task_id), reuse, allowed)
 
 
 def _take_snapshot(
@@ -586,28 +554,7 @@ def _complete(session: Session, draft: _Draft, written: _Written) -> None:
             updated_at=completed_at,
         )
         _record_completion(session, task, seq, request, new_status, completed_at)
-        _record_allowed_secrets(session, task.id, seq, snap, completed_at)
-
-
-def _record_allowed_secrets(
-    session: Session, task_id: str, seq: int, snap: snapshot.Snapshot, at: str
-) -> None:
-    """One audit event per file kept as it is though it holds a secret (`--allow-secret`):
-    the path and the rule, never the value."""
-    from core.snapshot import describe_secret
-
-    for path, rule, line in dict.fromkeys(snap.allowed):
-        session.record_event(
-            task_id,
-            "checkpoint",
-            f"{task_id}@{seq}",
-            "allow-secret",
-            None,
-            None,
-            f"{path} kept as it is (--allow-secret) though it {describe_secret(rule, line)}",
-            at,
-            detail={"rule": rule},
-        )
+        record_allowed_secrets(session, task.id, seq, snap, completed_at)
 
 
 def _record_completion(

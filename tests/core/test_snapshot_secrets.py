@@ -170,6 +170,7 @@ def test_staged_secrets_are_sealed_in_the_index_and_resume_restores_both_exactly
     if packed:  # the staged blobs live in a pack, as after `git gc`
         git(repo, "repack", "-a", "-d", "-q")
         git(repo, "prune-packed")
+        assert "count: 0\n" in git(repo, "count-objects", "-v")
     staged_settings = git(repo, "show", ":src/settings.py")
     status_before = git(repo, "status", "--porcelain")
     engine.start_task(repo=repo, objective="staged secrets", task_id="t1")
