@@ -54,18 +54,22 @@ def push(
             sent = info["checkpoints_sent"]
             ledger = "ledger updated" if info["ledger_updated"] else "ledger unchanged"
             lines.append(f"  {task_id}: {sent} new checkpoint(s), {ledger}")
-        for task_id, seqs in result.sealed_for_secrets.items():
-            refs = ", ".join(f"{task_id}@{seq}" for seq in seqs)
-            lines.append(
-                f"  {refs}: the snapshot holds a detected secret, so its files travel "
-                "encrypted (as with --encrypt-worktree)"
-            )
+        lines += sealed_for_secrets_lines(result.sealed_for_secrets)
         return "\n".join(lines)
 
     document = {"url": result.url, "tasks": result.tasks}
     if result.sealed_for_secrets:
         document["sealed_for_secrets"] = result.sealed_for_secrets
     emit(as_json, document, human)
+
+
+def sealed_for_secrets_lines(sealed: dict[str, list[int]]) -> list[str]:
+    """One line per task whose new checkpoints travelled sealed because they hold a secret."""
+    return [
+        f"  {', '.join(f'{task_id}@{seq}' for seq in seqs)}: the snapshot holds a detected "
+        "secret, so its files travel encrypted (as with --encrypt-worktree)"
+        for task_id, seqs in sealed.items()
+    ]
 
 
 @click.command("fetch")
@@ -156,6 +160,7 @@ def sync(
         for task_id, info in report["pushed"].items():
             ledger = "ledger updated" if info["ledger_updated"] else "ledger unchanged"
             lines.append(f"  {task_id}: pushed {info['checkpoints_sent']} checkpoint(s), {ledger}")
+        lines += sealed_for_secrets_lines(report.get("sealed_for_secrets", {}))
         for task_id in report["no_key"]:
             lines.append(f"  {task_id}: no key (you are not a recipient)")
         for task_id, problem in report["problems"].items():
