@@ -197,8 +197,7 @@ def open_sealed_files(
     if not sealed:
         return {}
 
-    def opener(item: str, envelope: bytes) -> bytes:
-        what = f"a sealed file of {checkpoint.ref}"
-        return session.keys.open(checkpoint.task_id, item, envelope, what)
+    def opener(item: str, envelope: bytes, what: str) -> bytes:
+        return session.keys.open(checkpoint.task_id, item, envelope, f"{what} in {checkpoint.ref}")
 
     return snapshot.open_sealed(store_repo, sealed, opener)

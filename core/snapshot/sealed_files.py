@@ -181,12 +181,13 @@ def sealed_reuse_map(manifest: Mapping[str, Any] | None) -> dict[str, str]:
 def open_sealed(
     store_repo: Path,
     entries: Sequence[SealedFile],
-    opener: Callable[[str, bytes], bytes],
+    opener: Callable[[str, bytes, str], bytes],
 ) -> dict[str, bytes]:
     """The real bytes of each sealed file (stand-in → bytes), each checked against its id.
 
-    `opener(item, envelope)` opens an envelope (the task's keys); a stand-in missing, altered
-    or not opening is a DamagedCheckpointError naming the file.
+    `opener(item, envelope, what)` opens an envelope with the task's keys (`what` names the
+    file in its error); a stand-in missing or not its manifest's bytes is a
+    DamagedCheckpointError naming the file.
     """
     wanted = list(dict.fromkeys(entry.blob for entry in entries))
     found = read_objects(store_repo, wanted)
@@ -200,7 +201,8 @@ def open_sealed(
                 f"the sealed copy of {entry.path} is missing from the store; this checkpoint "
                 "cannot be restored exactly"
             )
-        plain = opener(sealed_file_item(entry.plain_blob), body[len(STAND_IN_MAGIC) :])
+        what = f"the sealed copy of {entry.path}"
+        plain = opener(sealed_file_item(entry.plain_blob), body[len(STAND_IN_MAGIC) :], what)
         if git_blob_id(plain) != entry.plain_blob:
             raise DamagedCheckpointError(
                 f"the sealed copy of {entry.path} does not hold the bytes its manifest names"

@@ -235,6 +235,30 @@ def test_an_unchanged_sealed_file_keeps_its_stand_in_so_nothing_new_is_skipped(
     assert_store_holds_no_secret(store_root)
 
 
+def test_a_sealed_copy_that_is_not_the_manifests_bytes_is_refused_and_nothing_is_written(
+    engine: Engine, repo: Path, store_root: Path, tmp_path: Path
+) -> None:
+    from core.errors import PitstopError
+
+    write(repo / "src/settings.py", f"TOKEN = '{GITHUB}'\n")
+    write(repo / "src/app.py", f"print('{SLACK}')\n")
+    engine.start_task(repo=repo, objective="tampered", task_id="t1")
+    cp = _checkpoint(engine)
+    engine.close()
+
+    def swap_copies(document: dict[str, Any]) -> None:  # each path now names the other's bytes
+        first, second = document["snapshot"]["sealed"]
+        first["blob"], second["blob"] = second["blob"], first["blob"]
+
+    rewrite_manifests(store_root, "t1", swap_copies)
+    with Engine() as reopened:
+        with pytest.raises(PitstopError) as refused:
+            reopened.checkout(cp.ref, tmp_path / "restored")
+        assert "the sealed copy of src/" in refused.value.message
+        assert "altered or moved" in refused.value.message
+        assert not (tmp_path / "restored").exists()
+
+
 def test_checkpoint_and_show_print_the_rule_and_line_never_the_value(
     engine: Engine, repo: Path
 ) -> None:
