@@ -7,6 +7,9 @@ costs, that it stores only what changed, and that restoring one costs about what
 - snapshot:  `core.snapshot.take_snapshot` in-process  vs  `git stash create`   (target <= 1.3x)
 - storage:   `Checkpoint.bytes_added` for ~20 edited files  vs  their zlib size (target <= 2x)
 - checkout:  `Engine.checkout(ref, into)`               vs  `git worktree add`  (target <= 1.1x)
+- secrets:   the scan every snapshot makes of its changed and untracked files (issue 16), alone
+             and beside `git stash create`; then a snapshot with secrets planted (left out,
+             sealed)                                  vs  `git stash create`   (target <= 3x)
 
 Runs are interleaved (A, B, A, B, ...) and medians compared. Nothing here asserts a time.
 
@@ -296,6 +299,60 @@ def edit_files(repo: Path, paths: Sequence[str], round_number: int) -> None:
         full.write_text("\n".join(lines) + "\n", errors="surrogateescape")
 
 
+# Shapes the redactor catches (issue 16's snapshot tests use the same), planted in the last phase.
+PLANTED_SECRETS = {
+    "config/deploy.yaml": "github:\n  token: ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8\n",
+    "notes-aws.txt": "aws_access_key_id = AKIA" + "QWERTYUIOPASDFGH\n"
+    "aws_secret_access_key = Zq7Lm3Rt5Wx2Np4Kv6Hy8Jb1Fc9Gd0Sa3Ue5Ti7O\n",
+}
+PLANTED_IN_TRACKED = (
+    "\nSLACK_TOKEN = 'xoxb-" + "123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx'\n"
+)
+PLANTED_TRACKED_COUNT = 3
+
+
+def plant_secrets(repo: Path, changed: Sequence[str]) -> None:
+    """Untracked files holding secrets (left out) and tracked edits holding one (sealed)."""
+    for rel, text in PLANTED_SECRETS.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    for rel in changed[-PLANTED_TRACKED_COUNT:]:
+        with (repo / rel).open("a") as handle:
+            handle.write(PLANTED_IN_TRACKED)
+
+
+def bench_sealing() -> Any:
+    """A throwaway task key for snapshots taken outside a task (`take_snapshot` alone)."""
+    from core import snapshot
+    from core.security import crypto
+
+    key = crypto.generate_key()
+
+    def seal(item: str, data: bytes) -> bytes:
+        return crypto.seal(key, data, crypto.associated_data("bench-store", "bench", item))
+
+    return snapshot.Sealing(seal, crypto.key_id(key))
+
+
+def judged_paths(repo: Path) -> list[str]:
+    """What a snapshot reads and judges for secrets: changed tracked and untracked files."""
+    out = git(["status", "--porcelain", "-z", "--untracked-files=all"], repo)
+    paths = []
+    for record in out.split(b"\0"):
+        if len(record) > 3 and record[1:2] != b"D":
+            path = record[3:].decode("utf-8", errors="surrogateescape")
+            if (repo / path).is_file():
+                paths.append(path)
+    return paths
+
+
+def scan_files(repo: Path, paths: Sequence[str]) -> int:
+    """Read and judge `paths` as a snapshot does; return how many hold a secret."""
+    from core.snapshot import first_secret
+
+    return sum(1 for rel in paths if first_secret((repo / rel).read_bytes()) is not None)
+
+
 def add_untracked(repo: Path) -> list[str]:
     """A few new files an agent would create and not yet `git add`."""
     created = {
@@ -473,6 +530,21 @@ def checkpoint_metadata_objects(store_repo: Path, commit: str) -> list[str]:
     return [commit, root, *blobs]
 
 
+def assert_no_planted_secret(store: Path) -> None:
+    """Stop the benchmark if a planted secret reached the store in clear (files or objects)."""
+    planted = [b"A1b2C3d4E5f6G7h8I9j0", b"Zq7Lm3Rt5Wx2Np4Kv6Hy8", b"1234567890123-AbCdEf"]
+    for root, _dirs, files in os.walk(store):
+        for name in files:
+            data = Path(root, name).read_bytes()
+            if any(marker in data for marker in planted):
+                raise SystemExit(f"bench: a planted secret reached {Path(root, name)} in clear")
+    for repo in (store / "repos").glob("*.git"):
+        env = {"GIT_DIR": str(repo)}
+        objects = git(["cat-file", "--batch-all-objects", "--batch"], repo, env=env)
+        if any(marker in objects for marker in planted):
+            raise SystemExit(f"bench: a planted secret reached an object of {repo} in clear")
+
+
 def checkout_roots(workdir: Path, no_tmpfs: bool) -> list[tuple[str, Path]]:
     """Where checkouts are written: the work directory's disk, and tmpfs when available."""
     disk = workdir / "checkouts"
@@ -548,8 +620,10 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     limits = snapshot.SnapshotLimits()
     scratch = engine.paths.tmp
 
+    sealing = bench_sealing()
+
     def pitstop_snapshot() -> snapshot.Snapshot:
-        return snapshot.take_snapshot(source, store_repo, scratch, limits, None)
+        return snapshot.take_snapshot(source, store_repo, scratch, limits, None, sealing=sealing)
 
     def stash_create() -> bytes:
         return git(["stash", "create"], baseline_repo)
@@ -643,6 +717,26 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         checkout_results.append((label, pitstop_times, git_times))
         shutil.rmtree(checkouts, ignore_errors=True)
     git(["worktree", "prune"], baseline_repo)
+
+    # 6. Secrets (issue 16): the scan of what a snapshot judges, alone and beside stash create;
+    #    then secrets planted (untracked files left out, tracked edits sealed) in both copies.
+    judged = judged_paths(repo)
+    scan_files(repo, judged)  # warm-up: the redaction rules compile on first use
+    with profile.during(None):
+        scan_times, scan_stash_times = interleave(
+            args.runs, lambda: scan_files(repo, judged), stash_create
+        )
+    judged_bytes = sum((repo / rel).stat().st_size for rel in judged)
+    time.sleep(1.1)
+    for copy in (repo, baseline_repo):
+        plant_secrets(copy, fixture.changed)
+    time.sleep(1.1)
+    secret_snap = pitstop_snapshot()
+    with profile.during("snapshot (secrets planted)"):
+        secret_times, secret_stash_times = interleave(args.runs, pitstop_snapshot, stash_create)
+    secret_checkpoint = engine.checkpoint(task.id, CheckpointRequest(force=True)).checkpoint
+    assert secret_checkpoint is not None and secret_checkpoint.manifest is not None
+    assert_no_planted_secret(workdir / "store")
     engine.close()
 
     # --- report --------------------------------------------------------------------------
@@ -670,6 +764,19 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             ),
         ]
     rows.append(("checkpoint end to end (info)", checkpoint_times, "", ""))
+    scan_ratio = statistics.median(scan_times) / statistics.median(scan_stash_times)
+    secret_ratio = statistics.median(secret_times) / statistics.median(secret_stash_times)
+    rows += [
+        ("secrets: scan of judged files alone", scan_times, "", ""),
+        ("secrets: git stash create", scan_stash_times, f"{scan_ratio:.2f}x", "(added cost)"),
+        ("secrets: take_snapshot, secrets planted", secret_times, "", ""),
+        (
+            "secrets: git stash create",
+            secret_stash_times,
+            f"{secret_ratio:.2f}x",
+            f"<= 3x  {verdict(secret_ratio, 3.0)}",
+        ),
+    ]
     width = max(len(r[0]) for r in rows)
     print(
         f"Pitstop snapshot benchmark  ({git_ver}, Python {sys.version.split()[0]}, "
@@ -724,6 +831,21 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         f"  forced checkpoint with nothing changed: {unchanged.bytes_added or 0:,} bytes added; "
         f"its commit + root tree + header + manifest are {unchanged_meta_bytes:,} bytes, so "
         f"unchanged files cost {(unchanged.bytes_added or 0) - unchanged_meta_bytes:,} bytes"
+    )
+    print()
+    print("secrets in snapshots (issue 16):")
+    print(
+        f"  every snapshot judges {len(judged)} changed/untracked files "
+        f"({kib(judged_bytes)}) with the redactor's rules: {ms(statistics.median(scan_times))}, "
+        f"{scan_ratio:.2f}x git stash create "
+        f"({judged_bytes / 1e6 / max(statistics.median(scan_times), 1e-9):,.0f} MB/s)"
+    )
+    print(
+        f"  with {len(PLANTED_SECRETS)} untracked files and {PLANTED_TRACKED_COUNT} tracked "
+        f"edits holding a secret: {len(secret_snap.left_out) - len(first_snap.left_out)} more "
+        f"left out, {len(secret_snap.sealed)} sealed; checkpoint "
+        f"{secret_checkpoint.ref} lists {len(secret_checkpoint.manifest['snapshot']['sealed'])} "
+        "sealed; no planted secret anywhere in the store (raw files and objects)"
     )
     print()
     print("notes:")

@@ -166,7 +166,41 @@ def manifest_text(checkpoint: Checkpoint, problems: Sequence[str]) -> str:
     if m.get("left_out"):
         lines.append("left out:")
         lines += [f"  {item['path']}  — {item['reason']}" for item in m["left_out"]]
+    from core.snapshot.secret_scan import describe_secret
+
+    sealed = {(item["path"], item["rule"], item["line"]) for item in snap.get("sealed") or []}
+    if sealed:
+        lines.append("stored encrypted (a detected secret; restored exactly):")
+        lines += [f"  {p}  — {describe_secret(rule, line)}" for p, rule, line in sorted(sealed)]
+    allowed = {(i["path"], i["rule"], i["line"]) for i in snap.get("allowed_secrets") or []}
+    if allowed:
+        lines.append("kept as is by --allow-secret:")
+        lines += [f"  {p}  — {describe_secret(rule, line)}" for p, rule, line in sorted(allowed)]
     return "\n".join(lines)
+
+
+def secret_lines(manifest: dict[str, Any] | None) -> list[str]:
+    """What `pitstop checkpoint` says about files holding a detected secret: each one left out,
+    stored encrypted or kept by --allow-secret, with the rule and line (never the value)."""
+    from core.snapshot.secret_scan import describe_secret
+
+    snap = (manifest or {}).get("snapshot") or {}
+    lines = [
+        f"  left out: {item['path']} — {item['reason']}"
+        for item in (manifest or {}).get("left_out") or []
+        if str(item.get("reason", "")).startswith("contains ")
+    ]
+    sealed = {(item["path"], item["rule"], item["line"]) for item in snap.get("sealed") or []}
+    lines += [
+        f"  stored encrypted: {path} — {describe_secret(rule, line)}"
+        for path, rule, line in sorted(sealed)
+    ]
+    allowed = {(i["path"], i["rule"], i["line"]) for i in snap.get("allowed_secrets") or []}
+    lines += [
+        f"  kept as is (--allow-secret): {path} — {describe_secret(rule, line)}"
+        for path, rule, line in sorted(allowed)
+    ]
+    return lines
 
 
 def _bullets(mark: str, items: Sequence[str]) -> list[str]:

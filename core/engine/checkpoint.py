@@ -15,6 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core import clock, store
+from core.engine.checkpoint_secrets import (
+    allowed_secret_paths,
+    record_allowed_secrets,
+    sealing_for,
+)
 from core.engine.checkpoints import open_checkpoint
 from core.engine.ledgers import approval_book
 from core.engine.workdir import Workdir, audit_move, task_workdir
@@ -68,6 +73,9 @@ class CheckpointRequest(NamedTuple):
     # Where the agent says it is (a hook event's `cwd`): picks which of the task's directories
     # is snapshot (core/engine/workdir.py); never a directory that is not the task's.
     workdir_hint: str | None = None
+    # Files (relative to the repository's top) kept as they are though they hold a secret,
+    # each audited; every other file holding one is left out (untracked) or sealed (tracked).
+    allow_secrets: tuple[str, ...] = ()
 
 
 class _Progress(NamedTuple):
@@ -137,13 +145,14 @@ def checkpoint(
         from core.git import plumbing
 
         workdir = task_workdir(session, task, request.workdir_hint)
+        allowed = allowed_secret_paths(workdir.path, request.allow_secrets)
         located = snapshot.locate(workdir.path)  # the repository and its HEAD at once
         store_repo = snapshot.ensure_store_repo(
             session.paths.repos, located.source, task.store_repo
         )
         with plumbing.session(store_repo):  # one `cat-file` for every read of the store
             return _checkpoint_in_session(
-                session, task, request, located, store_repo, started, workdir
+                session, task, request, located, store_repo, started, workdir, allowed
             )
 
 
@@ -176,11 +185,13 @@ def _checkpoint_in_session(
     store_repo: Path,
     started: float,
     workdir: Workdir,
+    allowed: frozenset[str],
 ) -> CheckpointResult:
     previous = store.latest_complete(session.db, task.id)
     if previous is not None:
         previous = open_checkpoint(session, previous)
-    snap, previous = _take_snapshot(session, request, located, store_repo, previous)
+    sealing = sealing_for(session, task.id, previous, allowed)
+    snap, previous = _take_snapshot(session, request, located, store_repo, previous, sealing)
     progress = _progress(previous, request)
     pending = store.list_evidence(session.db, task.id, pending=True, keys=session.keys)
     if previous and not request.force and not pending and _is_noop(previous, snap, request, task):
@@ -210,6 +221,7 @@ def _take_snapshot(
     located: snapshot.Located,
     store_repo: Path,
     previous: Checkpoint | None,
+    sealing: snapshot.Sealing,
 ) -> tuple[snapshot.Snapshot, Checkpoint | None]:
     """The new snapshot, stored as a delta on the previous checkpoint when that one is sound.
 
@@ -243,6 +255,7 @@ def _take_snapshot(
                 trees,
                 _lockfiles_of(previous),
                 located,
+                sealing=sealing,
             )
         except Exception:
             if not walk.problems():
@@ -251,7 +264,7 @@ def _take_snapshot(
             previous, snap = None, None
     if snap is None:
         snap = snapshot.take_snapshot(
-            source, store_repo, session.paths.tmp, limits, None, None, located
+            source, store_repo, session.paths.tmp, limits, None, None, located, sealing=sealing
         )
     return snap, previous
 
@@ -384,6 +397,9 @@ def _build_manifest(
         if snap.lockfiles is not None
         else snapshot.lockfiles_in(store_repo, snap.worktree_tree)
     )
+    for sealed in snap.sealed:  # a sealed lockfile is recorded by its real bytes' id
+        if sealed.tree == "worktree" and sealed.path in lockfiles:
+            lockfiles[sealed.path] = sealed.plain_blob
     tokens_used = task.tokens_used if request.tokens_used is None else request.tokens_used
     usd_used = task.usd_used if request.usd_used is None else request.usd_used
     created = clock.parse(draft.created_at)
@@ -563,6 +579,7 @@ def _complete(session: Session, draft: _Draft, written: _Written) -> None:
         )
         _record_completion(session, task, seq, request, new_status, completed_at)
         audit_move(session, task, draft.workdir)
+        record_allowed_secrets(session, task.id, seq, snap, completed_at)
 
 
 def _record_completion(

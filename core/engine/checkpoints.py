@@ -170,11 +170,34 @@ def changed_files(session: Session, ref: str, against: str = "base") -> list[Any
 
 
 def checkout(session: Session, ref: str, into: str | os.PathLike[str]) -> int:
-    """Materialise a complete checkpoint's working tree, byte-exact, into a new directory."""
+    """Materialise a complete checkpoint's working tree, byte-exact, into a new directory.
+
+    The manifest is opened for the files stored sealed (they hold a secret): their real bytes
+    are opened before anything is written, and written in place of their stand-ins.
+    """
     from core import snapshot
 
-    checkpoint = get_checkpoint(session, ref, with_content=False)
+    checkpoint = get_checkpoint(session, ref)
     store_repo = _require_sound(session, checkpoint, deep=False)
     assert checkpoint.worktree_tree
     target = Path(into).expanduser().absolute()
-    return snapshot.materialise(store_repo, checkpoint.worktree_tree, target, session.paths.tmp)
+    sealed = snapshot.sealed_files_of(checkpoint.manifest, "worktree")
+    opened = open_sealed_files(session, checkpoint, store_repo, sealed)
+    return snapshot.materialise(
+        store_repo, checkpoint.worktree_tree, target, session.paths.tmp, sealed, opened
+    )
+
+
+def open_sealed_files(
+    session: Session, checkpoint: Checkpoint, store_repo: Path, sealed: Sequence[Any]
+) -> dict[str, bytes]:
+    """The real bytes of a checkpoint's sealed files (stand-in → bytes), with the task's keys."""
+    from core import snapshot
+
+    if not sealed:
+        return {}
+
+    def opener(item: str, envelope: bytes, what: str) -> bytes:
+        return session.keys.open(checkpoint.task_id, item, envelope, f"{what} in {checkpoint.ref}")
+
+    return snapshot.open_sealed(store_repo, sealed, opener)

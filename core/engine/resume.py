@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core import clock, store
 from core.engine.approvals import list_approvals
-from core.engine.checkpoints import get_checkpoint, parse_checkpoint_ref
+from core.engine.checkpoints import get_checkpoint, open_sealed_files, parse_checkpoint_ref
 from core.engine.effects import list_effects
 from core.engine.evidence import list_evidence
 from core.engine.leases import end_resume, take_lease
@@ -173,7 +173,11 @@ def restore_snapshot(
     target: Path,
     in_place: bool,
 ) -> str | None:
-    """Put the checkpoint's work tree and index into `target`; return the branch it is on."""
+    """Put the checkpoint's work tree and index into `target`; return the branch it is on.
+
+    Files stored sealed (they hold a secret) are opened first, so a key that fails writes
+    nothing; they are restored with their real bytes."""
+    from core import snapshot
     from core.restore import worktree
 
     assert checkpoint.commit and checkpoint.worktree_tree and checkpoint.index_tree
@@ -182,27 +186,35 @@ def restore_snapshot(
             f"{checkpoint.ref} was taken before the repository's first commit; "
             f"use `pitstop checkout {checkpoint.ref} --into DIR` instead"
         )
+    sealed = snapshot.sealed_files_of(checkpoint.manifest)
+    trees = (checkpoint.worktree_tree, checkpoint.index_tree)
     if in_place:
         clean, why = worktree.is_clean_at(source, checkpoint.base_commit)
         if not clean:
             raise UsageError(f"cannot resume in place: {why}; commit or stash, or use --into")
+        opened = open_sealed_files(session, checkpoint, store_repo, sealed)
         worktree.bring_objects(source, store_repo, checkpoint.commit)
-        worktree.restore_into(source.toplevel, checkpoint.worktree_tree, checkpoint.index_tree)
+        worktree.restore_into(source.toplevel, *trees, sealed, opened)
         return checkpoint.branch
     if (
         target.is_dir()
         and any(target.iterdir())
         and worktree.tree_equals_directory(
-            store_repo, checkpoint.worktree_tree, target, session.paths.tmp
+            store_repo,
+            checkpoint.worktree_tree,
+            target,
+            session.paths.tmp,
+            [entry for entry in sealed if entry.tree == "worktree"],
         )
     ):
         return None  # already restored there (validation passed it): reuse it as it is
     worktree.require_empty_target(target)
+    opened = open_sealed_files(session, checkpoint, store_repo, sealed)
     worktree.bring_objects(source, store_repo, checkpoint.commit)
     branch = worktree.add_worktree(
         source, target, f"pitstop/{checkpoint.task_id}", checkpoint.base_commit
     )
-    worktree.restore_into(target, checkpoint.worktree_tree, checkpoint.index_tree)
+    worktree.restore_into(target, *trees, sealed, opened)
     return branch
 
 

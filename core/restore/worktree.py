@@ -3,18 +3,21 @@
 Validation only reads the user's repository. Resume is the one place that writes to it, and only
 because the operator asked: it adds a git worktree on a `pitstop/<task>` branch (or restores in
 place onto a clean worktree at the base commit) and brings the checkpoint's objects in from the
-store so the new worktree stands on its own.
+store so the new worktree stands on its own. Files the snapshot stored sealed (they hold a
+secret) are restored with their real bytes, in the work tree and, when staged, in the index.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import GitError, UsageError
 from core.git.run import run_git
-from core.snapshot import SourceRepo
+from core.snapshot import SealedFile, SourceRepo
+from core.snapshot.sealed_files import INDEX, WORKTREE, write_real_files
 
 
 @dataclass(frozen=True)
@@ -110,8 +113,15 @@ def is_clean_at(source: SourceRepo, commit: str) -> tuple[bool, str]:
     return True, "clean at the base commit"
 
 
-def tree_equals_directory(store_repo: Path, tree: str, directory: Path, scratch: Path) -> bool:
-    """True when `directory` holds exactly the files of `tree` (content and mode)."""
+def tree_equals_directory(
+    store_repo: Path,
+    tree: str,
+    directory: Path,
+    scratch: Path,
+    sealed: Sequence[SealedFile] = (),
+) -> bool:
+    """True when `directory` holds exactly the files of `tree` (content and mode); a `sealed`
+    file is compared by its real bytes' id, never by its stand-in (nothing is opened)."""
     import tempfile
 
     scratch.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -124,6 +134,7 @@ def tree_equals_directory(store_repo: Path, tree: str, directory: Path, scratch:
         }
         (Path(temp) / "objects").mkdir()
         run_git(["read-tree", tree], git_dir=store_repo, env=env)
+        _stage_real_ids(env, sealed, git_dir=store_repo)
         run_git(
             ["update-index", "-q", "--refresh"],
             git_dir=store_repo,
@@ -136,6 +147,27 @@ def tree_equals_directory(store_repo: Path, tree: str, directory: Path, scratch:
         )
         extra = run_git(["ls-files", "--others", "-z"], git_dir=store_repo, env=env, cwd=directory)
         return not changed.strip(b"\0") and not extra.strip(b"\0")
+
+
+def _stage_real_ids(
+    env: Mapping[str, str],
+    sealed: Sequence[SealedFile],
+    *,
+    git_dir: Path | None = None,
+    cwd: Path | None = None,
+) -> None:
+    """Point index entries at the real bytes' ids of sealed files (the objects need not exist:
+    git compares the work tree's files with the ids)."""
+    lines = b"".join(
+        f"{entry.mode} {entry.plain_blob}\t".encode()
+        + entry.path.encode("utf-8", errors="surrogateescape")
+        + b"\0"
+        for entry in sealed
+    )
+    if lines:
+        run_git(
+            ["update-index", "-z", "--index-info"], git_dir=git_dir, env=env, cwd=cwd, input=lines
+        )
 
 
 def bring_objects(source: SourceRepo, store_repo: Path, commit: str) -> None:
@@ -165,11 +197,30 @@ def add_worktree(source: SourceRepo, into: Path, branch: str, base: str) -> str:
     return name
 
 
-def restore_into(work_dir: Path, worktree_tree: str, index_tree: str) -> None:
-    """Make `work_dir`'s files the snapshot and its index the staged state (HEAD stays)."""
+def restore_into(
+    work_dir: Path,
+    worktree_tree: str,
+    index_tree: str,
+    sealed: Sequence[SealedFile] = (),
+    opened: Mapping[str, bytes] | None = None,
+) -> None:
+    """Make `work_dir`'s files the snapshot and its index the staged state (HEAD stays); a
+    sealed file gets its real bytes (`opened`: stand-in → bytes) in the work tree, and a sealed
+    staged one its real blob in the index (written into the repository, as `git add` had)."""
     env = {"GIT_OPTIONAL_LOCKS": "0"}
     run_git(["read-tree", "--reset", "-u", worktree_tree], cwd=work_dir, env=env)
     run_git(["read-tree", index_tree], cwd=work_dir, env=env)
+    write_real_files(work_dir, [e for e in sealed if e.tree == WORKTREE], opened or {})
+    staged = [e for e in sealed if e.tree == INDEX]
+    for entry in staged:
+        written = run_git(
+            ["hash-object", "-w", "--no-filters", "--stdin"],
+            cwd=work_dir,
+            input=(opened or {})[entry.blob],
+        )
+        if written.decode().strip() != entry.plain_blob:
+            raise GitError(f"git stored {entry.path} under another id than its manifest names")
+    _stage_real_ids(env, staged, cwd=work_dir)
 
 
 def require_empty_target(into: Path) -> None:

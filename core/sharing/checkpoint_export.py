@@ -5,6 +5,8 @@ so pushing twice sends nothing, and a checkpoint that has expired here since kee
 Each one is attested as it is built: a signed ledger fact naming the commit and the hashes of its
 plain parts (`core.sharing.attestation`), without which no other store takes it. A commit built
 by an older Pitstop is attested on the next push, before the ledger that carries the fact.
+A snapshot that holds a detected secret never travels as plain trees: it is sealed as with
+`--encrypt-worktree` (`core.sharing.worktree_secrets`), and the push says so.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from core.sharing.layout import (
     canonical,
 )
 from core.sharing.sealing import seal_json
+from core.sharing.worktree_secrets import SecretCheck
 from core.store.db import write_txn
 
 if TYPE_CHECKING:
@@ -33,13 +36,19 @@ if TYPE_CHECKING:
 
 
 def export_chain(
-    session: Session, store_repo: Path, task: Task, seal_worktree: bool = False
+    session: Session,
+    store_repo: Path,
+    task: Task,
+    seal_worktree: bool = False,
+    secrets: SecretCheck | None = None,
 ) -> list[str]:
     """The remote commits of the task's checkpoints, oldest first, building any not yet built.
 
     A checkpoint already exported keeps its commit, even if it has expired here since;
-    `seal_worktree` applies to new ones only.
+    `seal_worktree` applies to new ones only, as does sealing one that holds a secret
+    (`secrets` records which).
     """
+    secrets = secrets or SecretCheck()
     known = store.export_commits(session.db, task.id)
     present = plumbing.read_objects(store_repo, list(known.values()))  # one process for all
     attested = attested_commits(session, task.id)
@@ -56,7 +65,9 @@ def export_chain(
             continue
         parent = chain[-1] if chain else None
         chain.append(
-            export_checkpoint(session, store_repo, task, checkpoint.seq, parent, seal_worktree)
+            export_checkpoint(
+                session, store_repo, task, checkpoint.seq, parent, seal_worktree, secrets
+            )
         )
     return chain
 
@@ -68,11 +79,13 @@ def export_checkpoint(
     seq: int,
     parent: str | None,
     seal_worktree: bool = False,
+    secrets: SecretCheck | None = None,
 ) -> str:
     """Build the remote commit of one local checkpoint (once; later pushes reuse it).
 
-    With `seal_worktree`, the snapshot's objects (those its base commit does not already hold)
-    travel as one sealed pack instead of the plain `worktree/` and `index/` trees.
+    With `seal_worktree`, or when the snapshot holds a detected secret, the snapshot's objects
+    (those its base commit does not already hold) travel as one sealed pack instead of the
+    plain `worktree/` and `index/` trees.
     """
     checkpoint = store.get_checkpoint(session.db, task.id, seq)
     if checkpoint.commit is None or checkpoint.state is not CheckpointState.COMPLETE:
@@ -84,6 +97,10 @@ def export_checkpoint(
     if checkpoint.sealed_note:
         files[NOTE_FILE] = checkpoint.sealed_note
     content: dict[str, Any] = {"branch": checkpoint.branch}
+    if not seal_worktree and trees:
+        seal_worktree = (secrets or SecretCheck()).holds_secret(
+            session, store_repo, checkpoint, trees
+        )
     if seal_worktree:
         pack = plumbing.pack_objects(
             store_repo, [t for t in trees.values()], exclude=[checkpoint.base_commit or ""]

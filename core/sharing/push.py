@@ -1,7 +1,9 @@
 """`pitstop push`: send tasks' checkpoints and ledgers to a remote in one atomic push.
 
 The push leases on what we last saw of the remote (its tracking refs): when someone else moved
-a ref since, the remote refuses the whole push, and we fetch, merge and push again.
+a ref since, the remote refuses the whole push, and we fetch, merge and push again. A checkpoint
+whose snapshot holds a detected secret travels sealed whatever `--encrypt-worktree` says, and
+the result names it (`sealed_for_secrets`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from core.sharing.layout import PREFIX, checkpoint_ref, ledger_ref, local_ledger
 from core.sharing.ledger_commit import ledger_commit
 from core.sharing.remotes import PendingUrl, resolving_url
 from core.sharing.tracking import fetch_task_refs, tracking_ref
+from core.sharing.worktree_secrets import SecretCheck
 from core.store.db import batch_txn, write_txn
 
 if TYPE_CHECKING:
@@ -33,6 +36,8 @@ class PushResult:
 
     url: str
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # task → seqs of the checkpoints sent sealed because their snapshot holds a secret
+    sealed_for_secrets: dict[str, list[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -73,6 +78,7 @@ def push(
     merged = PushResult(url=results[0].url)
     for result in results:
         merged.tasks.update(result.tasks)
+        merged.sealed_for_secrets.update(result.sealed_for_secrets)
     return merged
 
 
@@ -92,7 +98,10 @@ def _push_repo(
     with plumbing.session(store_repo):  # one cat-file for every read of the push
         # objects land as one pack before the transaction that names them commits
         with batch_txn(session.db), plumbing.batched(store_repo):
-            chains = {t.id: export_chain(session, store_repo, t, seal_worktree) for t in tasks}
+            secrets = SecretCheck()
+            chains = {
+                t.id: export_chain(session, store_repo, t, seal_worktree, secrets) for t in tasks
+            }
             groups: dict[str, list[Task]] = {}
             for task in tasks:
                 url = pending[task.repo_root].url(Path(task.repo_root))
@@ -100,10 +109,15 @@ def _push_repo(
             plans = {
                 url: _plan(session, url, store_repo, group, chains) for url, group in groups.items()
             }
-        return [
+        sent = [
             _send(session, url, store_repo, group, chains, plans[url])
             for url, group in groups.items()
         ]
+    for result in sent:
+        result.sealed_for_secrets.update(
+            {t: seqs for t, seqs in secrets.sealed.items() if t in result.tasks}
+        )
+    return sent
 
 
 def _send(

@@ -40,6 +40,8 @@ def sync(
             pushed = push(session, pushable, url)
             report["pushed"].update(pushed.tasks)
             report["url"] = pushed.url
+            if pushed.sealed_for_secrets:  # said only when something was: the report stays
+                report.setdefault("sealed_for_secrets", {}).update(pushed.sealed_for_secrets)
     return report
 
 

@@ -9,7 +9,9 @@ use are gathered here, so they keep calling `snapshot.X`:
 
 - `source`: the user's repository located, and the facts a manifest records about it
 - `store_repos`: the store's own repositories, and copying into them what a snapshot needs
-- `selection`: what a snapshot keeps and leaves out (credentials, size limits, ignored files)
+- `selection`: what a snapshot keeps and leaves out (credentials, secrets, size limits, ignored)
+- `secret_scan`: the redactor's rules applied to a file; `staged`: staged blobs judged too
+- `sealed_files`: tracked files holding a secret, stored sealed, and put back on restore
 - `take`: taking the snapshot itself; `checkpoint`: its commit and the task's ref
 - `verify`: re-reading a checkpoint; `checkout`: materialising a tree into a directory
 - `diff`: changed files and unified diffs; `lockfiles`: dependency lockfiles in a tree
@@ -31,6 +33,15 @@ from core.snapshot.diff import changed_files as changed_files
 from core.snapshot.diff import unified_diff as unified_diff
 from core.snapshot.lockfiles import LOCKFILE_PATTERNS as LOCKFILE_PATTERNS
 from core.snapshot.lockfiles import lockfiles_in as lockfiles_in
+from core.snapshot.sealed_files import AllowedSecret as AllowedSecret
+from core.snapshot.sealed_files import SealedFile as SealedFile
+from core.snapshot.sealed_files import Sealing as Sealing
+from core.snapshot.sealed_files import open_sealed as open_sealed
+from core.snapshot.sealed_files import sealed_files_of as sealed_files_of
+from core.snapshot.sealed_files import sealed_reuse_map as sealed_reuse_map
+from core.snapshot.secret_scan import SecretHit as SecretHit
+from core.snapshot.secret_scan import describe_secret as describe_secret
+from core.snapshot.secret_scan import first_secret as first_secret
 from core.snapshot.selection import SECRET_NAME_PATTERNS as SECRET_NAME_PATTERNS
 from core.snapshot.selection import SnapshotLimits as SnapshotLimits
 from core.snapshot.source import HeadFacts as HeadFacts

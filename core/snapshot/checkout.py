@@ -2,18 +2,21 @@
 
 A restore never touches the user's work tree; it writes into a directory of its own. git does
 the writing (modes, symlinks and line endings exactly as stored) through a scratch index, and a
-write that fails half-way (a missing blob) takes back what it wrote.
+write that fails half-way (a missing blob) takes back what it wrote. Files stored sealed (they
+hold a secret) are then given their real bytes, opened by the caller before anything is written.
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from core.errors import DamagedCheckpointError, GitError, UsageError
 from core.git.reader import held_objects
 from core.git.run import run_git
 from core.snapshot.scratch import scratch_directory
+from core.snapshot.sealed_files import SealedFile, write_real_files
 
 # Write the tree exactly as stored, whatever the user's git config says.
 _EXACT_CHECKOUT = (
@@ -26,8 +29,19 @@ _EXACT_CHECKOUT = (
 )
 
 
-def materialise(store_repo: Path, tree: str, into: Path, scratch_dir: Path) -> int:
-    """Write `tree` into the new directory `into` byte for byte; return the number of files."""
+def materialise(
+    store_repo: Path,
+    tree: str,
+    into: Path,
+    scratch_dir: Path,
+    sealed: Sequence[SealedFile] = (),
+    opened: Mapping[str, bytes] | None = None,
+) -> int:
+    """Write `tree` into the new directory `into` byte for byte; return the number of files.
+
+    `sealed`: the tree's sealed files, with `opened` their real bytes (stand-in → bytes, from
+    `open_sealed`), written in place of their stand-ins.
+    """
     if into.exists() and (not into.is_dir() or any(into.iterdir())):
         raise UsageError(
             f"{into} already exists and is not empty; choose a new directory for --into"
@@ -41,13 +55,18 @@ def materialise(store_repo: Path, tree: str, into: Path, scratch_dir: Path) -> i
     into.mkdir(parents=True, exist_ok=True)
     scratch_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
-        return _checkout_tree(store_repo, tree, into, scratch_dir)
+        count = _checkout_tree(store_repo, tree, into, scratch_dir)
+        write_real_files(into, sealed, opened or {})
     except GitError as exc:
         # A missing blob surfaces here, half-way: take back what was written.
         _take_back(into, created)
         raise DamagedCheckpointError(
             f"snapshot tree {tree[:12]} cannot be restored: {exc.message}"
         ) from exc
+    except BaseException:
+        _take_back(into, created)
+        raise
+    return count
 
 
 def _take_back(into: Path, created: bool) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from core.errors import DamagedCheckpointError, SchemaTooNewError
 from core.models import ChangedFile, CheckpointReason, NamedVersion, Task
+from core.snapshot.sealed_files import to_manifest
 from core.snapshot.source import RepoFacts
 from core.snapshot.take import Snapshot
 from core.store import MANIFEST_SCHEMA
@@ -114,6 +115,10 @@ def build_manifest(
             "submodules": [{"path": p, "commit": c} for p, c in snapshot.submodules],
             "changed_files": [change._asdict() for change in changed],
             "max_file_bytes": max_file_bytes,
+            # tracked files holding a secret, stored sealed (restored from here), and files
+            # kept as they are though they hold one (`--allow-secret`, audited)
+            "sealed": to_manifest(snapshot.sealed),
+            "allowed_secrets": [item._asdict() for item in snapshot.allowed],
         },
         "steps": {"done": list(done), "todo": list(todo)},
         "harness": harness_section(task, harness_session),

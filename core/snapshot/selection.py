@@ -1,20 +1,28 @@
 """What a snapshot keeps and what it leaves out, and why each left-out path was left out.
 
-Untracked files that look like credentials are never stored (invariant 2), nor files over the
-size limit, nested repositories or ignored paths; each is listed in the manifest with its
-reason, so a restore can say what it could not bring back. The work tree's state comes from
-one `git status` scan.
+Untracked files that look like credentials or hold a secret are never stored (invariant 2), nor
+files over the size limit, nested repositories or ignored paths; each is listed in the manifest
+with its reason ("contains a github-token at line 1"), so a restore can say what it could not
+bring back. A changed tracked file that holds a secret is kept, but sealed
+(`core.snapshot.sealed_files`). Every changed or untracked file is judged by the redactor's
+rules (`core.snapshot.secret_scan`); unchanged tracked files are in the repository's history
+already and are not read. The work tree's state comes from one `git status` scan.
 """
 
 from __future__ import annotations
 
+import os
 import stat
+from collections.abc import Set
 from pathlib import Path
 from typing import NamedTuple
 
 from core.config import DEFAULT_MAX_FILE_BYTES
+from core.git.objects import GITLINK_MODE
 from core.models import LeftOut
 from core.snapshot.patterns import matches_any
+from core.snapshot.sealed_files import SYMLINK_MODE, WORKTREE, AllowedSecret, Candidate
+from core.snapshot.secret_scan import first_secret
 from core.snapshot.source import SourceRepo
 
 MAX_IGNORED_LISTED = 500
@@ -71,18 +79,49 @@ class SnapshotLimits(NamedTuple):
 DEFAULT_LIMITS = SnapshotLimits()
 
 
+class StagedBlob(NamedTuple):
+    """A staged file whose content the base commit does not have: the index's mode and blob,
+    and whether the work tree differs from it."""
+
+    path: str
+    mode: str
+    blob: str
+    worktree_differs: bool
+
+
 class StatusScan:
     """What `git status` said, by kind (a plain class: a dataclass costs a hook ~0.5 ms)."""
 
-    __slots__ = ("ignored", "staged", "submodules", "unmerged", "untracked", "worktree_changed")
+    __slots__ = (
+        "ignored",
+        "staged",
+        "staged_blobs",
+        "submodules",
+        "unmerged",
+        "untracked",
+        "worktree_changed",
+        "worktree_modes",
+    )
 
     def __init__(self) -> None:
         self.worktree_changed: list[str] = []
+        self.worktree_modes: dict[str, str] = {}
         self.untracked: list[str] = []
         self.ignored: list[str] = []
         self.unmerged: list[str] = []
         self.submodules: list[str] = []
         self.staged = 0
+        self.staged_blobs: list[StagedBlob] = []
+
+
+class Selection(NamedTuple):
+    """What enters the snapshot from the work tree: paths git hashes from disk, tracked files
+    to seal, files kept although they hold a secret (allowed), and what is left out."""
+
+    include: list[str]
+    left_out: list[LeftOut]
+    to_seal: list[Candidate]
+    allowed: list[AllowedSecret]
 
 
 def parse_status(raw: bytes) -> StatusScan:
@@ -94,12 +133,16 @@ def parse_status(raw: bytes) -> StatusScan:
         kind = record[:1]
         text = record.decode("utf-8", errors="surrogateescape")
         if kind == b"1":
+            # 1 XY sub mH mI mW hH hI path
             fields = text.split(" ", 8)
             xy, sub, path = fields[1], fields[2], fields[8]
             if xy[1] != ".":
                 scan.worktree_changed.append(path)
+                scan.worktree_modes[path] = fields[5]
             if xy[0] != ".":
                 scan.staged += 1
+                if xy[0] != "D" and fields[4] != GITLINK_MODE and fields[7] != fields[6]:
+                    scan.staged_blobs.append(StagedBlob(path, fields[4], fields[7], xy[1] != "."))
             if sub.startswith("S"):
                 scan.submodules.append(path)
         elif kind == b"u":
@@ -112,33 +155,96 @@ def parse_status(raw: bytes) -> StatusScan:
 
 
 def select_paths(
-    source: SourceRepo, scan: StatusScan, limits: SnapshotLimits
-) -> tuple[list[str], list[LeftOut]]:
-    """Decide which changed and untracked paths enter the snapshot; list the rest with why."""
-    include: list[str] = []
-    left_out: list[LeftOut] = []
+    source: SourceRepo,
+    scan: StatusScan,
+    limits: SnapshotLimits,
+    allowed: Set[str] = frozenset(),
+) -> Selection:
+    """Decide which changed and untracked paths enter the snapshot, which are sealed and which
+    are left out (listed with why); `allowed` paths are kept as they are whatever they hold."""
+    chosen = Selection([], [], [], [])
     for path in scan.worktree_changed:
-        reason = _tracked_left_out(source.toplevel / path, path, limits)
-        if reason is None:
-            include.append(path)
-        else:
-            left_out.append(reason)
+        _judge_tracked(source.toplevel / path, path, scan, limits, allowed, chosen)
     for path in scan.untracked:
         if path.endswith("/"):
-            left_out.append(LeftOut(path, "a nested git repository that is not a submodule"))
+            chosen.left_out.append(LeftOut(path, "a nested git repository that is not a submodule"))
             continue
-        full = source.toplevel / path
-        try:
-            size = full.lstat().st_size
-        except (FileNotFoundError, NotADirectoryError):
-            continue  # vanished between the scan and now
-        reason = _untracked_left_out(full, path, size, limits)
-        if reason is None:
-            include.append(path)
-        else:
-            left_out.append(reason)
-    left_out.extend(_ignored_left_out(scan.ignored))
-    return include, left_out
+        _judge_untracked(source.toplevel / path, path, limits, allowed, chosen)
+    chosen.left_out.extend(_ignored_left_out(scan.ignored))
+    return chosen
+
+
+def _judge_untracked(
+    full: Path, path: str, limits: SnapshotLimits, allowed: Set[str], chosen: Selection
+) -> None:
+    """Take an untracked file, or leave it out with why: a credential's name, not a regular
+    file, too large, a private key block, or any secret the redactor's rules find (unless
+    `allowed`). The file is read once."""
+    try:
+        size = full.lstat().st_size
+    except (FileNotFoundError, NotADirectoryError):
+        return  # vanished between the scan and now
+    reason = _untracked_left_out(full, path, size, limits)
+    read = read_for_scan(full) if reason is None else None
+    if reason is None and read is None and not full.is_symlink():
+        reason = LeftOut(path, "not a regular file", None)  # swapped since the look
+    if reason is None and read is not None and holds_private_key(read[0]):
+        reason = LeftOut(path, "contains a private key block", size)
+    hit = first_secret(read[0]) if reason is None and read is not None else None
+    if hit is not None and path in allowed:
+        chosen.allowed.append(AllowedSecret(path, hit.rule, hit.line))
+    elif hit is not None:
+        reason = LeftOut(path, hit.describe(), size)
+    if reason is None:
+        chosen.include.append(path)
+    else:
+        chosen.left_out.append(reason)
+
+
+def _judge_tracked(
+    full: Path,
+    path: str,
+    scan: StatusScan,
+    limits: SnapshotLimits,
+    allowed: Set[str],
+    chosen: Selection,
+) -> None:
+    """Take a changed tracked file from disk, seal it (it holds a secret) or leave it at its
+    staged version (too large)."""
+    reason = _tracked_left_out(full, path, limits)
+    if reason is not None:
+        chosen.left_out.append(reason)
+        return
+    read = read_for_scan(full)
+    hit = first_secret(read[0]) if read is not None else None
+    if hit is None:
+        chosen.include.append(path)
+    elif path in allowed:
+        chosen.include.append(path)
+        chosen.allowed.append(AllowedSecret(path, hit.rule, hit.line))
+    else:
+        data, mode = read  # type: ignore[misc]
+        mode = scan.worktree_modes.get(path, mode) if mode != SYMLINK_MODE else mode
+        chosen.to_seal.append(Candidate(WORKTREE, path, mode, data, hit.rule, hit.line))
+
+
+def read_for_scan(full: Path) -> tuple[bytes, str] | None:
+    """What git would store for a work-tree path, and its mode: a file's bytes, or a symbolic
+    link's target (never followed). None for anything else (gone, a directory, a device)."""
+    try:
+        info = full.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            return os.fsencode(os.readlink(full)), SYMLINK_MODE
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None  # swapped for something else since the look
+        data = handle.read()
+    return data, "100755" if info.st_mode & stat.S_IXUSR else "100644"
 
 
 def _tracked_left_out(full: Path, path: str, limits: SnapshotLimits) -> LeftOut | None:
@@ -162,13 +268,11 @@ def _untracked_left_out(full: Path, path: str, size: int, limits: SnapshotLimits
     if is_secret_name(path):
         return LeftOut(path, "looks like a credential file", size)
     if full.is_symlink():
-        return None
+        return None  # stored as its target's name, never followed
     if not full.is_file():
         return LeftOut(path, "not a regular file", None)
     if size > limits.max_file_bytes:
         return LeftOut(path, f"larger than {limits.max_file_bytes} bytes", size)
-    if contains_private_key(full):
-        return LeftOut(path, "contains a private key block", size)
     return None
 
 
@@ -189,11 +293,6 @@ def is_secret_name(path: str) -> bool:
     return matches_any(SECRET_NAME_PATTERNS, name)
 
 
-def contains_private_key(full_path: Path) -> bool:
-    """True when the file holds a PEM private key block (unreadable files hold none)."""
-    try:
-        with full_path.open("rb") as handle:
-            data = handle.read()
-    except OSError:
-        return False
+def holds_private_key(data: bytes) -> bool:
+    """True when `data` holds a PEM private key block's markers."""
     return all(marker in data for marker in PRIVATE_KEY_MARKERS)

@@ -7,6 +7,10 @@ the user's objects as an alternate: nothing is written into the user's `.git` (i
 Afterwards every object the snapshot needs that still lives only in the user's repository is
 copied into the store. Every hook checkpoint runs this, so its git processes are counted
 (`tests/core/test_snapshot_processes.py`).
+
+Files that hold a secret never reach git here: an untracked one is left out, a changed or staged
+tracked one is given to the trees as its sealed stand-in (`core.snapshot.sealed_files`), so the
+store's objects never hold it in clear. That costs git processes only when a secret is found.
 """
 
 from __future__ import annotations
@@ -24,6 +28,14 @@ from core.git.run import finish_git, run_git, start_git
 from core.models import LeftOut
 from core.snapshot.lockfiles import lockfiles_after
 from core.snapshot.scratch import scratch_directory
+from core.snapshot.sealed_files import (
+    WORKTREE,
+    AllowedSecret,
+    SealedFile,
+    Sealing,
+    put_stand_ins,
+    seal_candidates,
+)
 from core.snapshot.selection import (
     DEFAULT_LIMITS,
     STATUS_ARGS,
@@ -33,6 +45,7 @@ from core.snapshot.selection import (
     select_paths,
 )
 from core.snapshot.source import HeadFacts, Located, RepoFacts, SourceRepo, head_facts
+from core.snapshot.staged import staged_to_seal
 
 
 class Snapshot(NamedTuple):
@@ -52,6 +65,8 @@ class Snapshot(NamedTuple):
     # copying. The checkpoint's verification then needs no walk of the whole trees.
     objects_present: bool = False
     lockfiles: tuple[tuple[str, str], ...] | None = None  # path → blob id, when derived
+    sealed: tuple[SealedFile, ...] = ()  # tracked files holding a secret, stored sealed
+    allowed: tuple[AllowedSecret, ...] = ()  # files kept as they are though holding one
 
 
 class _Staged(NamedTuple):
@@ -73,6 +88,8 @@ def take_snapshot(
     previous_trees: tuple[str, str] | None = None,
     previous_lockfiles: Mapping[str, str] | None = None,
     located: Located | None = None,
+    *,
+    sealing: Sealing,
 ) -> Snapshot:
     """Write the exact working tree and staged state of `source` into `store_repo`.
 
@@ -82,14 +99,24 @@ def take_snapshot(
     `previous_lockfiles` (the lockfiles of that worktree tree) let the new tree's lockfiles be
     derived from the same diff instead of a walk of the whole tree. `located` (from `locate`)
     spares asking HEAD again and gives the snapshot the repository's remotes and upstream
-    (`Snapshot.facts`); without it they are not read.
+    (`Snapshot.facts`); without it they are not read. `sealing` seals the tracked files found
+    holding a secret and names the paths the user allowed to keep one.
     """
     scratch_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     with scratch_directory(scratch_dir, "snapshot-") as temp:
         env = _temporary_index_env(source, store_repo, temp / "index")
         staged = _scan_and_stage(source, store_repo, env, located)
-        include, left_out = select_paths(source, staged.scan, limits)
-        worktree_tree = _write_worktree_tree(source, env, staged.index_tree, include)
+        chosen = select_paths(source, staged.scan, limits, sealing.allowed)
+        index_tree, sealed, allowed = _seal_staged(source, store_repo, env, staged, sealing)
+        worktree_sealed = seal_candidates(store_repo, chosen.to_seal, sealing)
+        worktree_tree = _write_worktree_tree(
+            source, env, index_tree, chosen.include, worktree_sealed
+        )
+        # a sealed staged file the work tree does not change is sealed in the work tree too
+        taken = {*chosen.include, *(entry.path for entry in worktree_sealed)}
+        worktree_sealed += [
+            entry._replace(tree=WORKTREE) for entry in sealed if entry.path not in taken
+        ]
         submodules = (
             _submodule_commits(source, env, worktree_tree)
             if (source.toplevel / ".gitmodules").exists()
@@ -98,7 +125,7 @@ def take_snapshot(
     head = staged.head
     old_worktree, old_index = previous_trees or (head.tree, head.tree)
     needed, worktree_changes = store_repos.new_objects(
-        store_repo, [(old_worktree, worktree_tree), (old_index, staged.index_tree)], source
+        store_repo, [(old_worktree, worktree_tree), (old_index, index_tree)], source
     )
     copied_bytes, unstored = store_repos.copy_missing_objects(
         store_repo, source, needed, head.commit if staged.ask_base_later else None
@@ -108,17 +135,39 @@ def take_snapshot(
         lockfiles = lockfiles_after(previous_lockfiles, worktree_changes)
     return Snapshot(
         worktree_tree=worktree_tree,
-        index_tree=staged.index_tree,
+        index_tree=index_tree,
         base_commit=head.commit,
         branch=head.branch,
-        left_out=tuple(left_out),
+        left_out=tuple(chosen.left_out),
         submodules=tuple(submodules),
         bytes_added=staged.base_bytes + copied_bytes,
         base_tree=head.tree,
         facts=staged.facts,
         objects_present=previous_trees is not None and unstored == 0,
         lockfiles=lockfiles,
+        sealed=(*sealed, *worktree_sealed),
+        allowed=(*allowed, *chosen.allowed),
     )
+
+
+def _seal_staged(
+    source: SourceRepo,
+    store_repo: Path,
+    env: Mapping[str, str],
+    staged: _Staged,
+    sealing: Sealing,
+) -> tuple[str, list[SealedFile], list[AllowedSecret]]:
+    """The index tree with each staged file that holds a secret replaced by its stand-in, the
+    files sealed so, and the staged ones kept because allowed."""
+    if not staged.scan.staged_blobs:
+        return staged.index_tree, [], []
+    to_seal, allowed = staged_to_seal(source, staged.scan.staged_blobs, sealing.allowed)
+    if not to_seal:
+        return staged.index_tree, [], allowed
+    sealed = seal_candidates(store_repo, to_seal, sealing)
+    put_stand_ins(source.toplevel, env, sealed)
+    tree = run_git(["write-tree"], cwd=source.toplevel, env=env).decode().strip()
+    return tree, sealed, allowed
 
 
 def _temporary_index_env(source: SourceRepo, store_repo: Path, index: Path) -> dict[str, str]:
@@ -177,17 +226,24 @@ def _head_and_facts(
 
 
 def _write_worktree_tree(
-    source: SourceRepo, env: Mapping[str, str], index_tree: str, include: list[str]
+    source: SourceRepo,
+    env: Mapping[str, str],
+    index_tree: str,
+    include: list[str],
+    sealed: list[SealedFile],
 ) -> str:
-    """The work tree's tree: the staged tree with the `include`d paths updated from disk."""
-    if not include:
+    """The work tree's tree: the staged tree with the `include`d paths updated from disk and
+    the `sealed` ones pointing at their stand-ins."""
+    if not include and not sealed:
         return index_tree
-    run_git(
-        ["update-index", "--add", "--remove", "-z", "--stdin"],
-        cwd=source.toplevel,
-        env=env,
-        input=b"".join(p.encode("utf-8", errors="surrogateescape") + b"\0" for p in include),
-    )
+    if include:
+        run_git(
+            ["update-index", "--add", "--remove", "-z", "--stdin"],
+            cwd=source.toplevel,
+            env=env,
+            input=b"".join(p.encode("utf-8", errors="surrogateescape") + b"\0" for p in include),
+        )
+    put_stand_ins(source.toplevel, env, sealed)
     return run_git(["write-tree"], cwd=source.toplevel, env=env).decode().strip()
 
 

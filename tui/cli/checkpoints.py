@@ -39,6 +39,14 @@ from tui.widgets.formatting import counted
     type=click.IntRange(min=1),
     help="Leave out files larger than this many bytes.",
 )
+@click.option(
+    "--allow-secret",
+    "allow_secrets",
+    multiple=True,
+    metavar="PATH",
+    help="Keep this file as it is though it holds a detected secret (relative to the "
+    "repository's top; audited). Repeatable.",
+)
 @json_option
 @pass_ctx
 def checkpoint(
@@ -52,12 +60,18 @@ def checkpoint(
     usd_used: float | None,
     force: bool,
     max_file_size: int | None,
+    allow_secrets: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Snapshot a task's exact working tree and state."""
+    """Snapshot a task's exact working tree and state.
+
+    A file that holds a detected secret is never stored in clear: an untracked one is left out,
+    a changed tracked one is stored encrypted and restored exactly; each is listed with the
+    rule and line that found it. --allow-secret keeps a named file as it is, audited.
+    """
     from core.engine import CheckpointRequest
     from core.models import CheckpointReason
-    from tui.render import human_bytes
+    from tui.render import human_bytes, secret_lines
 
     result = ctx.engine().checkpoint(
         task_id,
@@ -73,6 +87,7 @@ def checkpoint(
             # Run inside one of the task's directories (its repository, a resume's worktree):
             # that one is snapshot; run elsewhere, the one the task works in now.
             workdir_hint=os.getcwd(),
+            allow_secrets=allow_secrets,
         ),
     )
     if result.checkpoint is None:
@@ -80,11 +95,14 @@ def checkpoint(
         return
     made = result.checkpoint
     left_out = f", {made.left_out_count} left out" if made.left_out_count else ""
+    summary = (
+        f"checkpoint {made.ref} complete: {made.changed_count} changed file(s){left_out}, "
+        f"{human_bytes(made.bytes_added)} added in {made.creation_ms} ms"
+    )
     emit(
         as_json,
         {"skipped": False, "checkpoint": made},
-        f"checkpoint {made.ref} complete: {made.changed_count} changed file(s){left_out}, "
-        f"{human_bytes(made.bytes_added)} added in {made.creation_ms} ms",
+        lambda: "\n".join([summary, *secret_lines(made.manifest)]),
     )
 
 

@@ -42,7 +42,8 @@ def push(
 
     Manifests, notes, evidence and ledger text leave encrypted to the task's recipients; the
     source files (worktree/) stay plain git objects shared with the repository unless
-    --encrypt-worktree (which applies to checkpoints not pushed before).
+    --encrypt-worktree (which applies to checkpoints not pushed before), or unless the
+    snapshot holds a detected secret: then they travel encrypted anyway, and push says so.
     Exit codes: 0 pushed (or nothing new); 1 the remote refused or moved; 2 bad input.
     """
     result = ctx.engine().push(task_ids, remote, seal_worktree=encrypt_worktree)
@@ -53,9 +54,22 @@ def push(
             sent = info["checkpoints_sent"]
             ledger = "ledger updated" if info["ledger_updated"] else "ledger unchanged"
             lines.append(f"  {task_id}: {sent} new checkpoint(s), {ledger}")
+        lines += sealed_for_secrets_lines(result.sealed_for_secrets)
         return "\n".join(lines)
 
-    emit(as_json, {"url": result.url, "tasks": result.tasks}, human)
+    document = {"url": result.url, "tasks": result.tasks}
+    if result.sealed_for_secrets:
+        document["sealed_for_secrets"] = result.sealed_for_secrets
+    emit(as_json, document, human)
+
+
+def sealed_for_secrets_lines(sealed: dict[str, list[int]]) -> list[str]:
+    """One line per task whose new checkpoints travelled sealed because they hold a secret."""
+    return [
+        f"  {', '.join(f'{task_id}@{seq}' for seq in seqs)}: the snapshot holds a detected "
+        "secret, so its files travel encrypted (as with --encrypt-worktree)"
+        for task_id, seqs in sealed.items()
+    ]
 
 
 @click.command("fetch")
@@ -146,6 +160,7 @@ def sync(
         for task_id, info in report["pushed"].items():
             ledger = "ledger updated" if info["ledger_updated"] else "ledger unchanged"
             lines.append(f"  {task_id}: pushed {info['checkpoints_sent']} checkpoint(s), {ledger}")
+        lines += sealed_for_secrets_lines(report.get("sealed_for_secrets", {}))
         for task_id in report["no_key"]:
             lines.append(f"  {task_id}: no key (you are not a recipient)")
         for task_id, problem in report["problems"].items():

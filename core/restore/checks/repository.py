@@ -10,6 +10,7 @@ from __future__ import annotations
 from core.git.run import run_git
 from core.restore import worktree
 from core.restore.findings import Finding, Status, ValidationInputs, Verdict, manifest_of
+from core.snapshot import SealedFile, sealed_files_of
 
 
 def check_base_commit(inputs: ValidationInputs) -> list[Finding]:
@@ -114,7 +115,7 @@ def check_target(inputs: ValidationInputs) -> list[Finding]:
         and cp
         and cp.worktree_tree
         and worktree.tree_equals_directory(
-            inputs.store_repo, cp.worktree_tree, into, inputs.scratch
+            inputs.store_repo, cp.worktree_tree, into, inputs.scratch, _sealed_worktree(inputs)
         )
     ):
         return [Finding("target", Status.PASS, f"{into} already equals the snapshot")]
@@ -126,6 +127,11 @@ def check_target(inputs: ValidationInputs) -> list[Finding]:
             "choose a new --into directory, or move that one aside",
         )
     ]
+
+
+def _sealed_worktree(inputs: ValidationInputs) -> list[SealedFile]:
+    """The snapshot's files stored sealed in its work tree (compared by their real bytes)."""
+    return sealed_files_of(manifest_of(inputs), "worktree")
 
 
 def check_lockfiles(inputs: ValidationInputs) -> list[Finding]:
