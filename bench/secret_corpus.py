@@ -93,11 +93,15 @@ _BARE = (
 
 def _masked(template: str) -> str:
     """The template with every generated part replaced by x's (a documented mask)."""
-    return re.sub(
-        r"\{([A-Za-z0-9]+)(?::(\d+))?\}",
-        lambda m: "x" * int(m.group(2) or 12) if m.group(1) != "uuid" else "x" * 36,
-        template,
-    ).replace("{{", "{").replace("}}", "}")
+    return (
+        re.sub(
+            r"\{([A-Za-z0-9]+)(?::(\d+))?\}",
+            lambda m: "x" * int(m.group(2) or 12) if m.group(1) != "uuid" else "x" * 36,
+            template,
+        )
+        .replace("{{", "{")
+        .replace("}}", "}")
+    )
 
 
 def token_rows(seed: int = 1603, copies: int = 3) -> Iterator[Row]:
@@ -148,7 +152,7 @@ LOG_LOOK_ALIKES = (
     "--password-stdin",
     "pip install --index-url https://pypi.org/simple/ keyring==25.2.1",
     "uuid 3e4666bf-d5e5-4aa7-b8ce-cefe41c7568a assigned to session",
-    "ETag: W/\"5e15153d-120f\"",
+    'ETag: W/"5e15153d-120f"',
     "Set-Cookie: theme=dark; Path=/; Max-Age=31536000",
 )
 """Things agent logs are full of that look random but are not secrets."""

@@ -118,9 +118,7 @@ class Machine(PemReader):
         if not marker:
             self.no_pem = (self.base + start, self.base + end)
 
-    def _gate_literals(
-        self, text: str, start: int, end: int, active: Active, tries: Tries
-    ) -> None:
+    def _gate_literals(self, text: str, start: int, end: int, active: Active, tries: Tries) -> None:
         """Fill ``active`` and ``tries`` for text[start:end] from the rules' literals."""
         # Lowercased bytes, one per character (a character above U+00FF, only possible in
         # redact_text, becomes "?", which no literal contains).

@@ -34,12 +34,11 @@ def compiled(index: int) -> re.Pattern[str]:
     pattern = PATTERNS[index] = RULES[index].pattern
     return pattern
 
+
 Raw = list[tuple[int, int, int]]
 """Redactions before merging: (start, end, rule index)."""
 
-JOIN_CHARS = frozenset(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-."
-)
+JOIN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-.")
 """Characters a wrapped token is made of on both sides of the line break."""
 JOIN_BEFORE = 96
 """Characters before a try kept in a joined line (key names, look-behinds)."""

@@ -26,9 +26,7 @@ import pytest
 from core.redaction.redact import redact_text
 from tests.gitconfig import EMPTY_GITCONFIG
 
-CORPUS = (
-    Path(__file__).resolve().parents[1] / "fixtures" / "secrets" / "gitleaks_rule_cases.jsonl"
-)
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "secrets" / "gitleaks_rule_cases.jsonl"
 
 
 def fresh_key() -> str:

@@ -190,8 +190,7 @@ def render(version: str, directory: Path | None = None) -> str:
         + _one_per_line(tuple((f.name, f.description) for f in families)),
         '"""Each family\'s name and what it covers, in priority order."""',
         "",
-        "LISTING: tuple[tuple[str, str, tuple[str, ...], str], ...] = "
-        + _one_per_line(listing),
+        "LISTING: tuple[tuple[str, str, tuple[str, ...], str], ...] = " + _one_per_line(listing),
         '"""(name, family, keywords, description) of each rule: ``pitstop redact --rules``."""',
         "",
         "RULE_TABLE: tuple[dict[str, Any], ...] = " + _one_per_line(tuple(table)),
