@@ -21,7 +21,7 @@ from core.engine.checkpoint_secrets import (
     sealing_for,
 )
 from core.engine.checkpoints import open_checkpoint
-from core.engine.ledgers import approval_book
+from core.engine.ledgers import ledger_sections
 from core.engine.workdir import Workdir, audit_move, task_workdir
 from core.engine.writers import expire_stale_writers, task_lock
 from core.errors import ConflictError, DamagedCheckpointError, UsageError
@@ -452,38 +452,6 @@ def _changed_since_base(
         except TypeError:
             pass  # an older or foreign shape: ask git
     return snapshot.changed_files(store_repo, base_tree, snap.worktree_tree)
-
-
-def ledger_sections(
-    session: Session, task_id: str
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The manifest's side-effect ledger and pending approvals, as they stand now."""
-    side_effects = [
-        {
-            "key": e.key,
-            "kind": e.kind,
-            "state": e.state.value,
-            "target": e.target,
-            "needs_approval": e.needs_approval,
-            "attempts": e.attempts,
-            "exit_code": e.exit_code,
-            "updated_at": e.updated_at,
-        }
-        for e in store.list_effects(session.db, task_id, keys=session.keys)
-    ]
-    pending = [
-        {
-            "id": a.id,
-            "action": a.action,
-            "risk": a.risk.value,
-            "effect": a.effect_key,
-            "requested_by": a.requested_by,
-            "requested_at": a.requested_at,
-            "expires_at": a.expires_at,
-        }
-        for a in approval_book(session).find(task_id, True)
-    ]
-    return side_effects, pending
 
 
 def _write_commit(

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # snapshot pulls in git plumbing: loaded only when a checkpoi
     from core import snapshot
 
 
-def allowed_secret_paths(repo_root: str, paths: tuple[str, ...]) -> frozenset[str]:
+def allowed_secret_paths(repo_root: str | Path, paths: tuple[str, ...]) -> frozenset[str]:
     """`--allow-secret` paths as the snapshot names them (relative to the repository's top,
     `/`-separated); one that is outside the repository or names nothing there is refused."""
     root = Path(repo_root).resolve()

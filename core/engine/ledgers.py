@@ -6,8 +6,9 @@ them in one place gives every use-case the same audit hook, operator and lock di
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from core import store
 from core.session import Session
 
 if TYPE_CHECKING:  # the ledger modules load only when a use-case asks for them
@@ -33,3 +34,35 @@ def approval_book(session: Session) -> Approvals:
     from core.ledger.approvals import Approvals
 
     return Approvals(session.db, session.record_event, session.actor, session.keys)
+
+
+def ledger_sections(
+    session: Session, task_id: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The manifest's side-effect ledger and pending approvals, as they stand now."""
+    side_effects = [
+        {
+            "key": e.key,
+            "kind": e.kind,
+            "state": e.state.value,
+            "target": e.target,
+            "needs_approval": e.needs_approval,
+            "attempts": e.attempts,
+            "exit_code": e.exit_code,
+            "updated_at": e.updated_at,
+        }
+        for e in store.list_effects(session.db, task_id, keys=session.keys)
+    ]
+    pending = [
+        {
+            "id": a.id,
+            "action": a.action,
+            "risk": a.risk.value,
+            "effect": a.effect_key,
+            "requested_by": a.requested_by,
+            "requested_at": a.requested_at,
+            "expires_at": a.expires_at,
+        }
+        for a in approval_book(session).find(task_id, True)
+    ]
+    return side_effects, pending

@@ -68,3 +68,18 @@ def aws_pairs(machine: RedactionBuffer, start: int, end: int, raw: Raw) -> None:
                 break
             if secret_key_shaped(m.group()):
                 raw.append((m.start(), m.end(), SECRET))
+
+
+def remember_key_ids(machine: RedactionBuffer, start: int, end: int) -> None:
+    """Keep the reach of the access key ids inside buf[start:end], a PEM block redacted whole.
+
+    The block is decided line by line before the rules see its lines, so an id printed inside
+    an unterminated block would otherwise never open its reach: the bare secret key on the
+    line after the block would depend on how the stream was cut (whole input: the rules saw
+    the id first). Kept here, the key after the block is found either way.
+    """
+    rule = RULES[KEY_ID]
+    for m in rule.pattern.finditer(machine.buf, start, end):
+        if rule.select(m):
+            at = machine.base + m.end()
+            machine.aws_after.append((at, at + AWS_PAIR_REACH))

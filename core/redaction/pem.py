@@ -15,6 +15,7 @@ import re
 
 from core.redaction.buffer import PemBlock, RedactionBuffer, Spans, find_terminator
 from core.redaction.checks import lazy_pattern
+from core.redaction.pairs import remember_key_ids
 from core.redaction.rules import PEM_MIN_BODY, PEM_MIN_TRUNCATED
 from core.redaction.ruleset import PEM_RULE
 
@@ -129,6 +130,7 @@ class PemReader(RedactionBuffer):
                     return
                 self.out.append(f"[REDACTED:{PEM_RULE}]")
                 self.record(PEM_RULE, pem.begin, pem.last)
+                remember_key_ids(self, pem.begin, pem.last)
                 self.pos = pem.last
                 pem.swallowing = True
         if line_end >= len(buf) and final:
@@ -146,6 +148,7 @@ class PemReader(RedactionBuffer):
         elif body >= PEM_MIN_BODY:
             self.out.append(f"[REDACTED:{PEM_RULE}]")
             self.record(PEM_RULE, pem.begin, end)
+            remember_key_ids(self, pem.begin, end)
             self.pos = end
             self.cache = None
         else:
@@ -162,6 +165,7 @@ class PemReader(RedactionBuffer):
         elif pem.body >= PEM_MIN_TRUNCATED and pem.last > pem.begin:
             self.out.append(f"[REDACTED:{PEM_RULE}]")
             self.record(PEM_RULE, pem.begin, pem.last)
+            remember_key_ids(self, pem.begin, pem.last)
             self.pos = pem.last
             self.cache = None
         else:

@@ -173,6 +173,17 @@ def test_a_bare_secret_key_next_to_its_key_id_is_redacted(text: str) -> None:
     same_streamed(text)
 
 
+@pytest.mark.parametrize("tail", ["\x00", "\n", "", "\n-----END RSA PRIVATE KEY-----\n"])
+def test_a_key_id_inside_a_redacted_pem_block_still_finds_its_secret_after_it(tail: str) -> None:
+    """Found by hypothesis: the PEM machine takes an unterminated block's lines before the
+    rules see them, so the secret after an id inside it survived when streamed byte by byte."""
+    body = rand(64, B64)
+    text = f"-----BEGIN RSA PRIVATE KEY-----\n{body}\n{KEY_ID}\n{SECRET}{tail}"
+    out, _ = redact_text(text)
+    assert SECRET not in out and KEY_ID not in out and body not in out
+    same_streamed(text)
+
+
 def test_random_text_far_from_a_key_id_or_hex_next_to_one_is_left_alone() -> None:
     sha = rand(40, "0123456789abcdef")
     text = f"{KEY_ID}\ncommit {sha}\n" + "x\n" * 200 + f"{SECRET}\n"
