@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Set
+from collections.abc import Callable, Set
 from pathlib import Path
 from typing import NamedTuple
 
@@ -22,8 +22,11 @@ from core.git.objects import GITLINK_MODE
 from core.models import LeftOut
 from core.snapshot.patterns import matches_any
 from core.snapshot.sealed_files import SYMLINK_MODE, WORKTREE, AllowedSecret, Candidate
-from core.snapshot.secret_scan import first_secret
+from core.snapshot.secret_scan import SecretHit, first_secret
 from core.snapshot.source import SourceRepo
+
+Scanner = Callable[[bytes], SecretHit | None]
+"""Finds the first secret a file's contents hold (None: none)."""
 
 MAX_IGNORED_LISTED = 500
 
@@ -159,23 +162,30 @@ def select_paths(
     scan: StatusScan,
     limits: SnapshotLimits,
     allowed: Set[str] = frozenset(),
+    scanner: Scanner = first_secret,
 ) -> Selection:
     """Decide which changed and untracked paths enter the snapshot, which are sealed and which
-    are left out (listed with why); `allowed` paths are kept as they are whatever they hold."""
+    are left out (listed with why); `allowed` paths are kept as they are whatever they hold.
+    `scanner` finds a file's first secret (`CleanScans.first_secret` skips known contents)."""
     chosen = Selection([], [], [], [])
     for path in scan.worktree_changed:
-        _judge_tracked(source.toplevel / path, path, scan, limits, allowed, chosen)
+        _judge_tracked(source.toplevel / path, path, scan, limits, allowed, chosen, scanner)
     for path in scan.untracked:
         if path.endswith("/"):
             chosen.left_out.append(LeftOut(path, "a nested git repository that is not a submodule"))
             continue
-        _judge_untracked(source.toplevel / path, path, limits, allowed, chosen)
+        _judge_untracked(source.toplevel / path, path, limits, allowed, chosen, scanner)
     chosen.left_out.extend(_ignored_left_out(scan.ignored))
     return chosen
 
 
 def _judge_untracked(
-    full: Path, path: str, limits: SnapshotLimits, allowed: Set[str], chosen: Selection
+    full: Path,
+    path: str,
+    limits: SnapshotLimits,
+    allowed: Set[str],
+    chosen: Selection,
+    scanner: Scanner,
 ) -> None:
     """Take an untracked file, or leave it out with why: a credential's name, not a regular
     file, too large, a private key block, or any secret the redactor's rules find (unless
@@ -190,7 +200,7 @@ def _judge_untracked(
         reason = LeftOut(path, "not a regular file", None)  # swapped since the look
     if reason is None and read is not None and holds_private_key(read[0]):
         reason = LeftOut(path, "contains a private key block", size)
-    hit = first_secret(read[0]) if reason is None and read is not None else None
+    hit = scanner(read[0]) if reason is None and read is not None else None
     if hit is not None and path in allowed:
         chosen.allowed.append(AllowedSecret(path, hit.rule, hit.line))
     elif hit is not None:
@@ -208,6 +218,7 @@ def _judge_tracked(
     limits: SnapshotLimits,
     allowed: Set[str],
     chosen: Selection,
+    scanner: Scanner,
 ) -> None:
     """Take a changed tracked file from disk, seal it (it holds a secret) or leave it at its
     staged version (too large)."""
@@ -216,7 +227,7 @@ def _judge_tracked(
         chosen.left_out.append(reason)
         return
     read = read_for_scan(full)
-    hit = first_secret(read[0]) if read is not None else None
+    hit = scanner(read[0]) if read is not None else None
     if hit is None:
         chosen.include.append(path)
     elif path in allowed:

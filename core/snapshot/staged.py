@@ -17,12 +17,15 @@ from core.git.reader import ObjectReader
 from core.git.run import run_git
 from core.snapshot.sealed_files import INDEX, AllowedSecret, Candidate, git_blob_id
 from core.snapshot.secret_scan import first_secret
-from core.snapshot.selection import StagedBlob, read_for_scan
+from core.snapshot.selection import Scanner, StagedBlob, read_for_scan
 from core.snapshot.source import SourceRepo
 
 
 def staged_to_seal(
-    source: SourceRepo, staged: Sequence[StagedBlob], allowed: Set[str]
+    source: SourceRepo,
+    staged: Sequence[StagedBlob],
+    allowed: Set[str],
+    scanner: Scanner = first_secret,
 ) -> tuple[list[Candidate], list[AllowedSecret]]:
     """The staged files to seal in the index tree, and those kept because `allowed`."""
     contents: dict[str, bytes] = {}
@@ -38,7 +41,7 @@ def staged_to_seal(
     kept: list[AllowedSecret] = []
     for entry in staged:
         data = contents.get(entry.blob)
-        hit = first_secret(data) if data is not None else None
+        hit = scanner(data) if data is not None else None
         if hit is None or data is None:
             continue
         if entry.path in allowed:

@@ -27,6 +27,7 @@ from core.git.reader import in_session
 from core.git.run import finish_git, run_git, start_git
 from core.models import LeftOut
 from core.snapshot.lockfiles import lockfiles_after
+from core.snapshot.scan_cache import CleanScans
 from core.snapshot.scratch import scratch_directory
 from core.snapshot.sealed_files import (
     WORKTREE,
@@ -39,6 +40,7 @@ from core.snapshot.sealed_files import (
 from core.snapshot.selection import (
     DEFAULT_LIMITS,
     STATUS_ARGS,
+    Scanner,
     SnapshotLimits,
     StatusScan,
     parse_status,
@@ -103,11 +105,14 @@ def take_snapshot(
     holding a secret and names the paths the user allowed to keep one.
     """
     scratch_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    clean = CleanScans(store_repo)  # contents judged clean before are not scanned again
     with scratch_directory(scratch_dir, "snapshot-") as temp:
         env = _temporary_index_env(source, store_repo, temp / "index")
         staged = _scan_and_stage(source, store_repo, env, located)
-        chosen = select_paths(source, staged.scan, limits, sealing.allowed)
-        index_tree, sealed, allowed = _seal_staged(source, store_repo, env, staged, sealing)
+        chosen = select_paths(source, staged.scan, limits, sealing.allowed, clean.first_secret)
+        index_tree, sealed, allowed = _seal_staged(
+            source, store_repo, env, staged, sealing, clean.first_secret
+        )
         worktree_sealed = seal_candidates(store_repo, chosen.to_seal, sealing)
         worktree_tree = _write_worktree_tree(
             source, env, index_tree, chosen.include, worktree_sealed
@@ -122,6 +127,7 @@ def take_snapshot(
             if (source.toplevel / ".gitmodules").exists()
             else []
         )
+    clean.save()
     head = staged.head
     old_worktree, old_index = previous_trees or (head.tree, head.tree)
     needed, worktree_changes = store_repos.new_objects(
@@ -156,12 +162,13 @@ def _seal_staged(
     env: Mapping[str, str],
     staged: _Staged,
     sealing: Sealing,
+    scanner: Scanner,
 ) -> tuple[str, list[SealedFile], list[AllowedSecret]]:
     """The index tree with each staged file that holds a secret replaced by its stand-in, the
     files sealed so, and the staged ones kept because allowed."""
     if not staged.scan.staged_blobs:
         return staged.index_tree, [], []
-    to_seal, allowed = staged_to_seal(source, staged.scan.staged_blobs, sealing.allowed)
+    to_seal, allowed = staged_to_seal(source, staged.scan.staged_blobs, sealing.allowed, scanner)
     if not to_seal:
         return staged.index_tree, [], allowed
     sealed = seal_candidates(store_repo, to_seal, sealing)
