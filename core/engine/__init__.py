@@ -16,31 +16,48 @@ together with its audit event, so the CLI, the TUI and hooks leave the same trai
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from core.engine import (
-    approvals,
-    audit,
-    checkpoints,
-    effects,
-    evidence,
-    harness_sessions,
-    measures,
-    sharing,
-    store_info,
-    tasks,
-    trust,
-)
-from core.engine import checkpoint as checkpointing
-from core.engine import resume as resuming
-from core.engine import validate as validation
-from core.engine.checkpoint import CheckpointRequest, CheckpointResult
-from core.engine.checkpoints import CHECKPOINT_REF, parse_checkpoint_ref
-from core.engine.tasks import TaskSummary, generate_task_id
 from core.session import Session
 
-if TYPE_CHECKING:  # gc loads dataclasses and its git helpers only when it runs
-    from core.engine.gc import GcReport
+
+class _Later:
+    """An `Engine` method defined in a use-case module, imported the first time it is looked
+    up and then bound to the class like any method: a hook that only records evidence never
+    loads validation, resume or sharing (issue 22: commands load only what they use)."""
+
+    def __init__(self, module: str, function: str | None = None, *, static: bool = False):
+        self.module = module
+        self.function = function
+        self.static = static
+        self.attribute = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attribute = name
+
+    def __get__(self, instance: object, owner: type) -> Any:
+        module = importlib.import_module(f"core.engine.{self.module}")
+        function = getattr(module, self.function or self.attribute)
+        setattr(owner, self.attribute, staticmethod(function) if self.static else function)
+        return getattr(owner if instance is None else instance, self.attribute)
+
+
+def later(module: str, function: str | None = None, *, static: bool = False) -> Any:
+    """The method `function` (default: the attribute's own name) of `core.engine.<module>`."""
+    return _Later(module, function, static=static)
+
+
+class _Module:
+    """What the class body below reads `tasks.start_task` from at run time: each attribute a
+    `_Later` of that name (type checkers see the real modules)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __getattr__(self, function: str) -> _Later:
+        return _Later(self.name, function)
+
 
 __all__ = [
     "CHECKPOINT_REF",
@@ -51,6 +68,68 @@ __all__ = [
     "generate_task_id",
     "parse_checkpoint_ref",
 ]
+
+
+if TYPE_CHECKING:  # at run time each use-case module loads when one of its methods is first used
+    from core.engine import (
+        approvals,
+        audit,
+        checkpoints,
+        effects,
+        evidence,
+        harness_sessions,
+        measures,
+        sharing,
+        store_info,
+        tasks,
+        trust,
+    )
+    from core.engine import checkpoint as checkpointing
+    from core.engine import resume as resuming
+    from core.engine import validate as validation
+    from core.engine.checkpoint import CheckpointRequest, CheckpointResult
+    from core.engine.checkpoints import CHECKPOINT_REF, parse_checkpoint_ref
+    from core.engine.gc import GcReport
+    from core.engine.tasks import TaskSummary, generate_task_id
+else:
+    approvals, audit, checkpoints, effects, evidence, harness_sessions, measures = (
+        _Module(name)
+        for name in (
+            "approvals",
+            "audit",
+            "checkpoints",
+            "effects",
+            "evidence",
+            "harness_sessions",
+            "measures",
+        )
+    )
+    sharing, store_info, tasks, trust = (
+        _Module(name) for name in ("sharing", "store_info", "tasks", "trust")
+    )
+    checkpointing, resuming, validation = (
+        _Module(name) for name in ("checkpoint", "resume", "validate")
+    )
+
+_EXPORTS = {
+    "CHECKPOINT_REF": "checkpoints",
+    "CheckpointRequest": "checkpoint",
+    "CheckpointResult": "checkpoint",
+    "TaskSummary": "tasks",
+    "generate_task_id": "tasks",
+    "parse_checkpoint_ref": "checkpoints",
+}
+"""The names this package re-exports, and the use-case module each comes from."""
+
+
+def __getattr__(name: str) -> Any:
+    """A re-exported name, its module imported on first use (PEP 562)."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'core.engine' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"core.engine.{module}"), name)
+    globals()[name] = value
+    return value
 
 
 class Engine(Session):
@@ -110,7 +189,11 @@ class Engine(Session):
     rejected_facts = trust.rejected_facts
     rejected_counts = trust.rejected_counts
     set_approvers = trust.set_approvers
-    signing_identity = staticmethod(trust.signing_identity)
+    signing_identity = (
+        staticmethod(trust.signing_identity)
+        if TYPE_CHECKING
+        else later("trust", "signing_identity", static=True)
+    )
 
     # --- economics, retention and measures ---------------------------------------------------
     estimate = measures.estimate
@@ -168,9 +251,22 @@ class Engine(Session):
 
     # --- harness sessions (hooks) ------------------------------------------------------------
     session_task = harness_sessions.session_task
-    link_harness_session = harness_sessions.link_harness_session
-    harness_session = harness_sessions.harness_session
-    free_task_on_repo = harness_sessions.free_task_on_repo
+    link_harness_session = (
+        harness_sessions.link_harness_session if TYPE_CHECKING else later("harness_sessions")
+    )
+    harness_session = (
+        harness_sessions.harness_session if TYPE_CHECKING else later("harness_sessions")
+    )
+    free_task_on_repo = (
+        harness_sessions.free_task_on_repo if TYPE_CHECKING else later("harness_sessions")
+    )
 
     # --- audit -------------------------------------------------------------------------------
     events = audit.events
+
+
+if not TYPE_CHECKING:
+    # The stand-ins served the class body only: `from core.engine import tasks` must find the
+    # real module (imported then), not a stand-in.
+    del approvals, audit, checkpoints, effects, evidence, harness_sessions, measures
+    del sharing, store_info, tasks, trust, checkpointing, resuming, validation

@@ -430,7 +430,10 @@ heavy = ['git', 'sqlite_utils', 'click', 'textual', 'rich', 'tui', 'core.securit
          'core.ledger.merge', 'core.ledger.apply', 'core.restore.validate',
          'core.economics.model', 'core.restore.resume',
          'dataclasses', 'inspect', 'hyperscan', 'secrets', 'tempfile', 'random',
-         'core.harness.install', 'core.harness.codex', 'core.harness.guard']
+         'core.harness.install', 'core.harness.codex', 'core.harness.guard',
+         # the engine's use-cases load on first use (issue 22): none of these on a hook's path
+         'core.engine.resume', 'core.engine.validate', 'core.engine.sharing',
+         'core.engine.trust', 'core.engine.measures', 'core.engine.audit']
 print(json.dumps({
     "recorded": [list(reply.recorded) for reply in replies],
     "loaded": [m for m in heavy if m in sys.modules],
