@@ -151,9 +151,14 @@ def checkpoint(
             session.paths.repos, located.source, task.store_repo
         )
         with plumbing.session(store_repo):  # one `cat-file` for every read of the store
-            return _checkpoint_in_session(
+            result = _checkpoint_in_session(
                 session, task, request, located, store_repo, started, workdir, allowed
             )
+        if result.checkpoint is not None:  # the store packs as it goes (core/git/upkeep.py)
+            from core.git.upkeep import pack_if_due
+
+            pack_if_due(store_repo)
+        return result
 
 
 def _turn_too_soon(session: Session, task_id: str) -> str | None:
