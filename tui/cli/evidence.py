@@ -16,12 +16,9 @@ from tui.widgets.formatting import counted
 
 
 def _limits(cap_mib: float | None, tail_lines: int | None) -> Any:
-    from core.evidence.storage import DEFAULT_CAP_BYTES, DEFAULT_TAIL_LINES, EvidenceLimits
+    from core.evidence.storage import limits_from
 
-    return EvidenceLimits(
-        cap_bytes=int(cap_mib * 1024 * 1024) if cap_mib else DEFAULT_CAP_BYTES,
-        tail_lines=tail_lines or DEFAULT_TAIL_LINES,
-    )
+    return limits_from(cap_mib, tail_lines)
 
 
 def _one_line(item: Any) -> str:
