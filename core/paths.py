@@ -105,9 +105,14 @@ def ensure_private_dir(path: Path) -> None:
             f"cannot create or secure the store directory {path}: {exc.strerror}; "
             "choose another with --store or PITSTOP_HOME"
         ) from exc
-    except NotADirectoryError as exc:
+    except (NotADirectoryError, FileExistsError) as exc:  # a file (or /dev/null) is in the way
         raise StoreError(
             f"the store path {path} is not a directory; choose another with --store or PITSTOP_HOME"
+        ) from exc
+    except OSError as exc:  # a parent that does not take directories (/proc), a full disk…
+        raise StoreError(
+            f"cannot create the store directory {path}: {exc.strerror or exc}; "
+            "choose another with --store or PITSTOP_HOME"
         ) from exc
 
 

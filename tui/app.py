@@ -20,6 +20,7 @@ from textual.screen import ModalScreen, Screen
 from core.engine import Engine, TaskSummary
 from core.errors import UsageError
 from core.models import Interface
+from core.terminal_text import printable
 from tui import live
 from tui.commands import PitstopCommands
 from tui.remotes import RemoteSummary
@@ -34,6 +35,8 @@ from tui.themes import (
 )
 
 if TYPE_CHECKING:
+    from textual.notifications import SeverityLevel
+
     from tui.host import PitstopHost
 
 
@@ -144,6 +147,25 @@ class PitstopApp(App[None]):
         self.theme = name
 
     # --- screens ---------------------------------------------------------------------------
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every toast, from any screen or widget, with the controls in its text shown escaped
+        (an error often quotes agent-written text)."""
+        super().notify(
+            printable(message),
+            title=printable(title),
+            severity=severity,
+            timeout=timeout,
+            markup=markup,
+        )
 
     def get_default_screen(self) -> Screen[None]:
         return DashboardScreen()

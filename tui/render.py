@@ -40,12 +40,20 @@ def jsonable(value: Any) -> Any:
 
 def dumps(document: Any) -> str:
     """The one JSON document a command prints with `--json`."""
-    return json.dumps(jsonable(document), indent=2, ensure_ascii=False, sort_keys=False)
+    from core.terminal_text import printable_json
+
+    return printable_json(json.dumps(jsonable(document), indent=2, ensure_ascii=False))
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """Left-aligned columns separated by two spaces, headers first."""
-    text_rows = [[("" if cell is None else str(cell)) for cell in row] for row in rows]
+    """Left-aligned columns separated by two spaces, headers first; each cell on one line, any
+    control character in it shown escaped (`core.terminal_text`)."""
+    from core.terminal_text import printable
+
+    text_rows = [
+        [("" if cell is None else printable(str(cell), single_line=True)) for cell in row]
+        for row in rows
+    ]
     widths = [len(h) for h in headers]
     for row in text_rows:
         for index, cell in enumerate(row):

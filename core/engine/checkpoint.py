@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from core import clock, store
+from core import clock, numbers, store
 from core.engine.checkpoint_secrets import (
     allowed_secret_paths,
     record_allowed_secrets,
@@ -174,12 +174,14 @@ def _turn_too_soon(session: Session, task_id: str) -> str | None:
 
 
 def _validate_consumption(request: CheckpointRequest) -> None:
-    if request.tokens_used is not None and request.tokens_used < 0:
-        raise UsageError("--tokens-used must not be negative")
-    if request.usd_used is not None and request.usd_used < 0:
-        raise UsageError("--usd-used must not be negative")
-    if request.max_file_bytes is not None and request.max_file_bytes <= 0:
-        raise UsageError("the file size limit must be positive")
+    if request.tokens_used is not None:
+        numbers.non_negative(request.tokens_used, "--tokens-used")
+    if request.usd_used is not None:
+        numbers.non_negative(request.usd_used, "--usd-used")
+    if request.max_file_bytes is not None:
+        numbers.storable_integer(request.max_file_bytes, "the file size limit")
+        if request.max_file_bytes <= 0:
+            raise UsageError("the file size limit must be positive")
 
 
 def _checkpoint_in_session(

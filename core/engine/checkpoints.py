@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core import store
+from core import numbers, store
 from core.engine.writers import displayed
 from core.errors import DamagedCheckpointError, NotFoundError, UsageError
 from core.models import Checkpoint, CheckpointState
@@ -28,7 +28,9 @@ def parse_checkpoint_ref(text: str) -> tuple[str, int | None]:
     if not match:
         raise UsageError(f"invalid checkpoint {text!r}: expected TASK@SEQ, e.g. fix-login-3f2a@2")
     seq = match.group("seq")
-    return match.group("task"), int(seq) if seq and seq != "latest" else None
+    if not seq or seq == "latest":
+        return match.group("task"), None
+    return match.group("task"), numbers.storable_integer(int(seq), f"checkpoint number in {text!r}")
 
 
 def open_checkpoint(session: Session, checkpoint: Checkpoint, *, strict: bool = True) -> Checkpoint:
@@ -63,7 +65,8 @@ def open_checkpoint(session: Session, checkpoint: Checkpoint, *, strict: bool = 
     except (MasterKeyError, DecryptError):
         if strict:
             raise
-        return checkpoint._replace(note=store.UNREADABLE)
+        # The sealed bytes go too: a listing (and its JSON) shows the marker, never ciphertext.
+        return checkpoint._replace(note=store.UNREADABLE, sealed_note=None, sealed_manifest=None)
     return checkpoint._replace(note=note, manifest=document, sealed_note=None, sealed_manifest=None)
 
 

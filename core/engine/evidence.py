@@ -14,7 +14,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core import clock, store
+from core import clock, numbers, store
 from core.engine.checkpoints import parse_checkpoint_ref
 from core.errors import CommandStartError, ConflictError, PitstopError, UsageError
 from core.models import Task
@@ -44,6 +44,8 @@ def run_command(
     from core.evidence.capture import check_startable, run_captured
 
     _require_open_task(session, task_id)
+    if timeout is not None:
+        numbers.seconds(timeout, "--timeout", positive=True)
     workdir = Path(cwd).expanduser().absolute() if cwd else Path.cwd()
     check_startable(argv, workdir)
     recorder = evidence.EvidenceRecorder(
@@ -53,7 +55,7 @@ def run_command(
         source="run",
         label=label,
         command=evidence.command_record(argv, str(workdir)),
-        limits=limits or evidence.EvidenceLimits(),
+        limits=evidence.checked_limits(limits or evidence.EvidenceLimits()),
     )
     try:
         outcome = run_captured(
@@ -96,8 +98,7 @@ def add_evidence_file(
     from core.evidence import storage as evidence
 
     _require_open_task(session, task_id)
-    if duration_s is not None and duration_s < 0:
-        raise UsageError("--duration must not be negative")
+    _check_outcome(exit_code, duration_s)
     source = Path(path).expanduser()
     try:
         handle = source.open("rb")
@@ -113,7 +114,7 @@ def add_evidence_file(
             command=evidence.command_record(
                 [command] if command else [], None, file=str(source.absolute())
             ),
-            limits=limits or evidence.EvidenceLimits(),
+            limits=evidence.checked_limits(limits or evidence.EvidenceLimits()),
         )
         try:
             while block := handle.read(evidence.DEFAULT_CHUNK_BYTES):
@@ -161,6 +162,7 @@ def add_evidence_output(
     batch = batch_txn(session.db) if len(output) < evidence.BATCH_BYTES else nullcontext()
     with batch:
         _require_open_task(session, task_id)
+        _check_outcome(exit_code, duration_s)
         recorder = evidence.EvidenceRecorder(
             session.db,
             session.keys,
@@ -168,7 +170,7 @@ def add_evidence_output(
             source=source,
             label=label,
             command=evidence.command_record(list(argv), cwd, agent=agent),
-            limits=limits or evidence.EvidenceLimits(),
+            limits=evidence.checked_limits(limits or evidence.EvidenceLimits()),
         )
         for start in range(0, len(output), evidence.DEFAULT_CHUNK_BYTES):
             recorder.feed(output[start : start + evidence.DEFAULT_CHUNK_BYTES])
@@ -186,6 +188,14 @@ def _require_open_task(session: Session, task_id: str) -> Task:
     if task.status.is_final:
         raise ConflictError(f"task {task_id} is {task.status.value}; it takes no evidence")
     return task
+
+
+def _check_outcome(exit_code: int | None, duration_s: float | None) -> None:
+    """Refuse an exit code or duration that could not be stored, before anything is written."""
+    if exit_code is not None:
+        numbers.storable_integer(exit_code, "--exit")
+    if duration_s is not None:
+        numbers.seconds(duration_s, "--duration")
 
 
 def _record_evidence_event(session: Session, item: evidence.Evidence) -> None:
@@ -218,6 +228,8 @@ def list_evidence(session: Session, spec: str) -> list[evidence.Evidence]:
 def get_evidence(session: Session, evidence_id: int, *, decrypt: bool = True) -> evidence.Evidence:
     """One evidence item, with its command and tail decrypted."""
     from core.evidence import storage as evidence
+
+    numbers.storable_integer(evidence_id, "the evidence id")
 
     return evidence.load_evidence(session.db, session.keys, evidence_id, decrypt=decrypt)
 

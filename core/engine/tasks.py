@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from core import clock, store
+from core import clock, numbers, store
 from core.engine.approvals import list_approvals
 from core.errors import ConflictError, UsageError
 from core.models import Budget, NamedVersion, Task, TaskStatus, validate_task_id
@@ -131,8 +131,8 @@ def _checked_budget(budget: Budget) -> Budget:
         ("usd", budget.usd),
         ("minutes", budget.minutes),
     ):
-        if value is not None and value < 0:
-            raise UsageError(f"--budget-{label} must not be negative")
+        if value is not None:
+            numbers.non_negative(value, f"--budget-{label}")
     return budget
 
 

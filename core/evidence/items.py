@@ -11,7 +11,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from core import store
+from core import numbers, store
+from core.errors import UsageError
 from core.redaction.free_text import persistable
 from core.redaction.redact import redact_argv
 from core.security.keys import TaskKeys
@@ -33,6 +34,29 @@ class EvidenceLimits(NamedTuple):
 
 
 DEFAULT_LIMITS = EvidenceLimits()
+MIN_CAP_MIB = 0.0625
+
+
+def limits_from(cap_mib: float | None = None, tail_lines: int | None = None) -> EvidenceLimits:
+    """The limits `--cap-mib` and `--tail-lines` ask for (the defaults where absent), checked."""
+    cap_bytes = DEFAULT_CAP_BYTES
+    if cap_mib is not None:
+        numbers.finite(cap_mib, "--cap-mib")
+        if cap_mib < MIN_CAP_MIB:
+            raise UsageError(f"--cap-mib must be at least {MIN_CAP_MIB}")
+        cap_bytes = numbers.storable_integer(int(cap_mib * 1024 * 1024), "--cap-mib")
+    return checked_limits(
+        EvidenceLimits(tail_lines=tail_lines or DEFAULT_TAIL_LINES, cap_bytes=cap_bytes)
+    )
+
+
+def checked_limits(limits: EvidenceLimits) -> EvidenceLimits:
+    """`limits` when every one is a positive number SQLite can store; else one clear refusal."""
+    for name, value in limits._asdict().items():
+        numbers.storable_integer(value, f"the evidence limit {name}")
+        if value <= 0:
+            raise UsageError(f"the evidence limit {name} must be positive")
+    return limits
 
 
 class Evidence(NamedTuple):

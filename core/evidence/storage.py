@@ -18,8 +18,10 @@ from core.evidence.items import (
     DEFAULT_TAIL_LINES,
     Evidence,
     EvidenceLimits,
+    checked_limits,
     command_record,
     evidence_from_row,
+    limits_from,
     load_evidence,
 )
 from core.evidence.recorder import BATCH_BYTES, EvidenceRecorder
@@ -34,10 +36,12 @@ __all__ = [
     "Evidence",
     "EvidenceLimits",
     "EvidenceRecorder",
+    "checked_limits",
     "command_record",
     "evidence_from_row",
     "iter_output",
     "last_lines",
+    "limits_from",
     "load_evidence",
     "read_chunks",
 ]

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from core import clock, store
+from core import clock, numbers, store
 from core.errors import ConflictError, NotAllowedError, NotFoundError, UsageError
 from core.models import (
     Approval,
@@ -62,9 +62,7 @@ def parse_duration(text: str, option: str = "--expires-in") -> timedelta:
     if not match:
         raise UsageError(f"invalid {option} {text!r}: use a number with s, m, h or d, e.g. 30m")
     seconds = float(match.group("amount")) * _UNIT_SECONDS[match.group("unit") or "s"]
-    if seconds <= 0:
-        raise UsageError(f"{option} must be longer than zero")
-    return timedelta(seconds=seconds)
+    return timedelta(seconds=numbers.seconds(seconds, option, positive=True))
 
 
 def validate_operator_names(names: Sequence[str]) -> tuple[str, ...]:

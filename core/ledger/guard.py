@@ -14,7 +14,7 @@ import os
 import shutil
 from typing import NamedTuple
 
-from core import clock, store
+from core import clock, numbers, store
 from core.errors import NeedsSettlingError, NotFoundError, UsageError
 from core.ledger.action import EXIT_CANNOT_EXECUTE, ActionResult, classify, run_action
 from core.ledger.checks import (
@@ -93,10 +93,9 @@ def _validate_request(request: GuardRequest) -> None:
     """Refuse a request that could never run, before reading anything."""
     if not request.argv:
         raise UsageError("nothing to run: give the action after --, e.g. -- gh pr create")
-    if request.timeout is not None and request.timeout <= 0:
-        raise UsageError("--timeout must be longer than zero")
-    if request.wait < 0:
-        raise UsageError("--wait must not be negative")
+    if request.timeout is not None:
+        numbers.seconds(request.timeout, "--timeout", positive=True)
+    numbers.seconds(request.wait, "--wait")
     validate_key(request.key)
     if request.kind is not None:
         check_text(request.kind, "--kind", MAX_KIND_CHARS)

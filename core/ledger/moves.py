@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from core import clock, store
+from core import clock, numbers, store
 from core.errors import ApprovalRequiredError, ConflictError, NeedsSettlingError, UsageError
 from core.ledger import approvals
 from core.ledger.approvals import Audit
@@ -285,6 +285,8 @@ class LedgerMoves:
         A stored check from another store runs only `confirmed` (`core.ledger.checks`).
         """
         validate_key(key)
+        if timeout is not None:
+            numbers.seconds(timeout, "--timeout", positive=True)
         store.get_task(self.db, task_id)
         effect = store.get_effect(self.db, task_id, key, self.keys)
         self._require_checkable(effect, command, confirmed)

@@ -13,6 +13,7 @@ from core.models import Approval, ApprovalState, Risk
 from core.store.db import Database
 from core.store.filters import where_clause
 from core.store.sealed_text import TextKeys, approval_item, opened_value, sealed_value
+from core.store.values import stored_enum
 
 
 def _approval_from_row(row: Mapping[str, Any], keys: TextKeys | None) -> Approval:
@@ -22,8 +23,8 @@ def _approval_from_row(row: Mapping[str, Any], keys: TextKeys | None) -> Approva
         task_id=task_id,
         seq=seq,
         action=opened_value(keys, task_id, approval_item(seq, "action"), row["action"]),
-        risk=Risk(row["risk"]),
-        state=ApprovalState(row["state"]),
+        risk=stored_enum(Risk, row["risk"], "approval risk", f"approval {row['id']}"),
+        state=stored_enum(ApprovalState, row["state"], "approval state", f"approval {row['id']}"),
         requested_by=row["requested_by"],
         requested_at=row["requested_at"],
         effect_key=row["effect_key"],

@@ -13,6 +13,7 @@ from typing import Any
 from core.errors import ConflictError, NotFoundError
 from core.models import Checkpoint, CheckpointReason, CheckpointState
 from core.store.db import Database
+from core.store.values import stored_enum
 
 MANIFEST_SCHEMA = "pitstop.manifest/1"
 
@@ -30,13 +31,17 @@ def _blob(value: Any) -> bytes | None:
     return bytes(value) if not isinstance(value, str) else value.encode()
 
 
+def _where(row: Mapping[str, Any]) -> str:
+    return f"checkpoint {row['task_id']}@{row['seq']}"
+
+
 def _checkpoint_from_row(row: Mapping[str, Any], *, with_manifest: bool) -> Checkpoint:
     """A checkpoint with its note and manifest still sealed (the engine opens them)."""
     return Checkpoint(
         task_id=row["task_id"],
         seq=row["seq"],
-        state=CheckpointState(row["state"]),
-        reason=CheckpointReason(row["reason"]),
+        state=stored_enum(CheckpointState, row["state"], "checkpoint state", _where(row)),
+        reason=stored_enum(CheckpointReason, row["reason"], "checkpoint reason", _where(row)),
         created_at=row["created_at"],
         sealed_note=_blob(row["note"]),
         commit=row["commit_sha"],

@@ -15,6 +15,7 @@ from core.models import EffectState, SideEffect
 from core.store.db import Database
 from core.store.filters import where_clause
 from core.store.sealed_text import TextKeys, effect_item, opened_value, sealed_value
+from core.store.values import stored_enum
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -36,7 +37,9 @@ def _effect_from_row(row: Mapping[str, Any], keys: TextKeys | None) -> SideEffec
         task_id=row["task_id"],
         key=row["key"],
         kind=opened("kind"),
-        state=EffectState(row["state"]),
+        state=stored_enum(
+            EffectState, row["state"], "effect state", f"effect {row['key']!r} of {row['task_id']}"
+        ),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         target=opened("target"),

@@ -13,6 +13,7 @@ from typing import Any
 from core.models import AuditEvent, Interface
 from core.store.db import Database
 from core.store.sealed_text import TextKeys, event_item, opened_value
+from core.store.values import stored_enum
 
 
 def add_event(
@@ -80,7 +81,9 @@ def list_events(
             id=row["id"],
             at=row["at"],
             actor=row["actor"],
-            interface=Interface(row["interface"]),
+            interface=stored_enum(
+                Interface, row["interface"], "audit interface", f"event {row['id']}"
+            ),
             task_id=row["task_id"],
             entity=row["entity"],
             entity_id=row["entity_id"],

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from core.errors import SchemaTooNewError
+from core.errors import SchemaTooNewError, StoreError
 from core.store.db import Database, write_txn
 from core.store.effects import create_foreign_checks
 from core.store.task_keys import create_key_history
@@ -70,9 +70,15 @@ class MigrationSet:
         return [row[0] for row in rows]
 
     def pending(self, db: Database) -> list[str]:
-        """Names of the registered migrations not applied yet."""
-        done = set(self.applied(db))
-        return [name for name in self.names() if name not in done]
+        """Names of the migrations not applied yet; a gap before an applied one is refused."""
+        done, names = set(self.applied(db)), self.names()
+        pending = [name for name in names if name not in done]
+        if pending and done.intersection(names[names.index(pending[0]) :]):
+            raise StoreError(
+                f"the database records later migrations but not {pending[0]}: it was edited by "
+                "hand or damaged; run `pitstop doctor`, or restore the store from a backup"
+            )
+        return pending
 
     def apply(self, db: Database, *, stop_before: str | None = None) -> None:
         """Apply the pending migrations with sqlite-utils (each one recorded as it applies)."""

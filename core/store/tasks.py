@@ -24,6 +24,7 @@ from core.store.sealed_text import (
     sealed_value,
     task_item,
 )
+from core.store.values import stored_enum
 
 
 def _named(name: str | None, version: str | None) -> NamedVersion | None:
@@ -43,7 +44,7 @@ def task_from_row(row: Mapping[str, Any], keys: TextKeys | None) -> Task:
         repo_root=row["repo_root"],
         store_repo=row["store_repo"],
         objective=opened("objective"),
-        status=TaskStatus(row["status"]),
+        status=stored_enum(TaskStatus, row["status"], "task status", f"task {row['id']}"),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         harness=_named(opened("harness"), opened("harness_version")),
@@ -164,7 +165,10 @@ def task_status_counts(db: Database) -> dict[TaskStatus, int]:
         "SELECT json_group_object(status, n) FROM "
         "(SELECT status, COUNT(*) AS n FROM tasks GROUP BY status)"
     ).fetchone()
-    return {TaskStatus(status): count for status, count in json.loads(counts or "{}").items()}
+    return {
+        stored_enum(TaskStatus, status, "task status", "tasks"): count
+        for status, count in json.loads(counts or "{}").items()
+    }
 
 
 def task_scope(db: Database, task_id: str) -> str | None:

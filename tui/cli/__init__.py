@@ -99,7 +99,9 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"pitstop: {exc.format_message()}{hint}", err=True)
         sys.exit(exc.exit_code)
     except PitstopError as exc:
-        click.echo(f"pitstop: {exc.message}", err=True)
+        from core.terminal_text import printable
+
+        click.echo(f"pitstop: {printable(exc.message, single_line=True)}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("pitstop: interrupted", err=True)

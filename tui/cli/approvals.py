@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from tui.cli.base import Context, emit, json_option, pass_ctx
+from tui.cli.base import Context, emit, json_option, pass_ctx, say
 from tui.cli.ledger import EXIT_CODES_HELP, conflict_lines, conflicted_ids
 
 if TYPE_CHECKING:
@@ -162,9 +162,9 @@ def approval_list(ctx: Context, pending_only: bool, task_id: str | None, as_json
         emit(True, [{**jsonable(a), "decided_via": decided_via.get(a.id)} for a in items], "")
         return
     if not items:
-        click.echo("no pending approvals" if pending_only else "no approvals recorded")
+        say("no pending approvals" if pending_only else "no approvals recorded")
         return
-    click.echo(_approval_table(items, conflicted_ids(engine, task_id, "approval")))
+    say(_approval_table(items, conflicted_ids(engine, task_id, "approval")))
 
 
 @approval.command("show")

@@ -42,6 +42,17 @@ def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(func)
 
 
+def say(text: str = "", *, nl: bool = True) -> None:
+    """Print human text on stdout with any control character shown, never obeyed.
+
+    Objectives, notes, labels and command output are agent-written; `core.terminal_text`
+    writes an escape sequence in them out as text, so none reaches the operator's terminal.
+    """
+    from core.terminal_text import printable
+
+    click.echo(printable(text), nl=nl)
+
+
 def emit(as_json: bool, document: Any, human: str | Callable[[], str]) -> None:
     """Print the JSON document or the human text."""
     if as_json:
@@ -49,4 +60,4 @@ def emit(as_json: bool, document: Any, human: str | Callable[[], str]) -> None:
 
         click.echo(dumps(document))
     else:
-        click.echo(human() if callable(human) else human)
+        say(human() if callable(human) else human)

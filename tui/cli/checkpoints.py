@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from tui.cli.base import Context, emit, json_option, pass_ctx
+from tui.cli.base import Context, emit, json_option, pass_ctx, say
 from tui.widgets.formatting import counted
 
 
@@ -116,7 +116,7 @@ def checkpoints(ctx: Context, task_id: str, as_json: bool) -> None:
 
     found = ctx.engine().list_checkpoints(task_id)
     if not found and not as_json:
-        click.echo(f"task {task_id} has no checkpoints yet; run `pitstop checkpoint {task_id}`")
+        say(f"task {task_id} has no checkpoints yet; run `pitstop checkpoint {task_id}`")
         return
     emit(as_json, found, lambda: checkpoint_rows(found))
 
@@ -167,7 +167,7 @@ def diff(ctx: Context, ref: str, against: str, stat: bool, as_json: bool) -> Non
             return
         for change in changes:
             stats = "binary" if change.is_binary else f"+{change.added} -{change.deleted}"
-            click.echo(f"{change.status} {change.path}  {stats}")
+            say(f"{change.status} {change.path}  {stats}")
         return
     click.echo(engine.diff(ref, against), nl=False)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from tui.cli.base import Context, emit, json_option
+from tui.cli.base import Context, emit, json_option, say
 
 
 def open_dashboard(store: str | None, theme: str | None) -> None:
@@ -93,5 +93,5 @@ def demo(
             f"open it with: pitstop --store {root}",
         )
         return
-    click.echo(f"demo store at {root}; after quitting, open it again with: pitstop --store {root}")
+    say(f"demo store at {root}; after quitting, open it again with: pitstop --store {root}")
     open_dashboard(str(root), demo_theme or parent_theme)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tui.cli.base import Context, F, emit, json_option, pass_ctx
+from tui.cli.base import Context, F, emit, json_option, pass_ctx, say
 from tui.cli.ledger import EXIT_CODES_HELP, conflict_lines, conflicted_ids, warn
 
 if TYPE_CHECKING:
@@ -199,9 +199,9 @@ def effect_list(ctx: Context, task_id: str | None, states: tuple[str, ...], as_j
         emit(True, [_effect_json(item) for item in items], "")
         return
     if not items:
-        click.echo("no side effects recorded")
+        say("no side effects recorded")
         return
-    click.echo(_effect_table(items, conflicted_ids(ctx.engine(), task_id, "effect")))
+    say(_effect_table(items, conflicted_ids(ctx.engine(), task_id, "effect")))
 
 
 @effect.command("show")

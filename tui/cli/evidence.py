@@ -6,22 +6,21 @@ it can wrap any command in an agent's loop; the evidence line it adds goes to st
 
 from __future__ import annotations
 
+import codecs
 import sys
 from typing import Any, BinaryIO
 
 import click
 
-from tui.cli.base import Context, emit, json_option, pass_ctx
+from core.terminal_text import printable
+from tui.cli.base import Context, emit, json_option, pass_ctx, say
 from tui.widgets.formatting import counted
 
 
 def _limits(cap_mib: float | None, tail_lines: int | None) -> Any:
-    from core.evidence.storage import DEFAULT_CAP_BYTES, DEFAULT_TAIL_LINES, EvidenceLimits
+    from core.evidence.storage import limits_from
 
-    return EvidenceLimits(
-        cap_bytes=int(cap_mib * 1024 * 1024) if cap_mib else DEFAULT_CAP_BYTES,
-        tail_lines=tail_lines or DEFAULT_TAIL_LINES,
-    )
+    return limits_from(cap_mib, tail_lines)
 
 
 def _one_line(item: Any) -> str:
@@ -70,7 +69,7 @@ def run(
         # The tail was just shown live; `evidence show ID` has it for later.
         emit(True, {"exit_code": outcome.exit_code, "evidence": item._replace(tail=None)}, "")
     elif not quiet:
-        click.echo(f"pitstop: {_one_line(item)}", err=True)
+        click.echo(f"pitstop: {printable(_one_line(item), single_line=True)}", err=True)
     sys.exit(outcome.exit_code)
 
 
@@ -124,7 +123,7 @@ def evidence_list(ctx: Context, spec: str, as_json: bool) -> None:
 
     items = ctx.engine().list_evidence(spec)
     if not items and not as_json:
-        click.echo(f"no evidence for {spec}; record some with `pitstop run --task … -- CMD`")
+        say(f"no evidence for {spec}; record some with `pitstop run --task … -- CMD`")
         return
     emit(
         as_json,
@@ -175,15 +174,20 @@ def evidence_show(
             )
         emit(True, document, "")
         return
-    click.echo(evidence_text(item))
-    click.echo("")
-    if full:
+    say(evidence_text(item))
+    say("")
+    if full and not sys.stdout.isatty():  # into a pipe or a file: the kept bytes, exactly
         out: BinaryIO = sys.stdout.buffer
         for block in engine.evidence_output(item.id):
             out.write(block)
         out.flush()
+    elif full:  # on a terminal: its escape sequences shown, not obeyed
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        for block in engine.evidence_output(item.id):
+            say(decoder.decode(block), nl=False)
+        say(decoder.decode(b"", final=True), nl=False)
     elif lines:
         for line in engine.evidence_last_lines(item.id, lines):
-            click.echo(line.decode("utf-8", "replace"))
+            say(line.decode("utf-8", "replace"))
     else:
-        click.echo(item.tail or "")
+        say(item.tail or "")

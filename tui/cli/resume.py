@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from tui.cli.base import Context, emit, json_option, pass_ctx
+from tui.cli.base import Context, emit, json_option, pass_ctx, say
 
 MARKS = {"pass": "✓", "warn": "!", "fail": "✗", "unknown": "?"}
 
@@ -35,14 +35,14 @@ def validate(ctx: Context, ref: str, into: str | None, offline: bool, as_json: b
 
     Exit codes: 0 ready or ready_with_warnings, 3 stale, 4 blocked, 5 unsupported.
     """
-    progress = None if as_json else (lambda finding: click.echo(_finding_line(finding)))
+    progress = None if as_json else (lambda finding: say(_finding_line(finding)))
     report = ctx.engine().validate(ref, into=into, offline=offline, progress=progress)
     if as_json:
         emit(True, report.as_dict(), "")
     else:
         if report.advice:
-            click.echo(f"\nadvice:  {report.advice}")
-        click.echo(f"\nverdict: {report.verdict.value}  ({report.duration_ms} ms)")
+            say(f"\nadvice:  {report.advice}")
+        say(f"\nverdict: {report.verdict.value}  ({report.duration_ms} ms)")
     sys.exit(report.verdict.exit_code)
 
 
@@ -102,7 +102,7 @@ def resume(
         )
         return
     if not as_json:
-        click.echo(f"restored {plan.ref} into {plan.workdir}; launching: {plan.command[-1]}")
+        say(f"restored {plan.ref} into {plan.workdir}; launching: {plan.command[-1]}")
     code = engine.launch(plan)
     if as_json:
         emit(True, {**document, "exit_code": code}, "")

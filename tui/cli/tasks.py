@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from tui.cli.base import Context, emit, json_option, pass_ctx
+from tui.cli.base import Context, emit, json_option, pass_ctx, say
 
 
 @click.group()
@@ -123,9 +123,9 @@ def task_list(ctx: Context, statuses: tuple[str, ...], as_json: bool) -> None:
         )
         return
     if not summaries:
-        click.echo("no tasks yet; start one with `pitstop task start --repo . --objective …`")
+        say("no tasks yet; start one with `pitstop task start --repo . --objective …`")
         return
-    click.echo(
+    say(
         table(
             ["id", "status", "age", "checkpoints", "objective"],
             [

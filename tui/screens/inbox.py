@@ -16,7 +16,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
-from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
@@ -27,7 +26,7 @@ from core.errors import PitstopError
 from core.models import Approval, Risk
 from tui.messages import DecisionRecorded, InboxLoaded
 from tui.screens.modals import ReasonModal
-from tui.widgets.formatting import truncate
+from tui.widgets.formatting import shown, truncate
 
 if TYPE_CHECKING:
     from tui.host import PitstopHost
@@ -58,18 +57,18 @@ def risk_markup(risk: Risk) -> str:
 def detail_markup(approval: Approval) -> str:
     """The highlighted approval in full: the whole action, who asked, what it gates."""
     lines = [
-        f"[b]{escape(approval.id)}[/]  {risk_markup(approval.risk)} risk  "
-        f"[dim]requested by {escape(approval.requested_by)}, "
+        f"[b]{shown(approval.id)}[/]  {risk_markup(approval.risk)} risk  "
+        f"[dim]requested by {shown(approval.requested_by)}, "
         f"waiting {clock.humanize_age(approval.requested_at)}[/]",
-        escape(approval.action),
+        shown(approval.action),
     ]
     facts = []
     if approval.effect_key:
-        facts.append(f"gates side effect {escape(approval.effect_key)}")
+        facts.append(f"gates side effect {shown(approval.effect_key)}")
     if approval.checkpoint_seq is not None:
-        facts.append(f"checkpoint {escape(approval.task_id)}@{approval.checkpoint_seq}")
+        facts.append(f"checkpoint {shown(approval.task_id)}@{approval.checkpoint_seq}")
     if approval.expires_at:
-        facts.append(f"expires {escape(approval.expires_at[:16].replace('T', ' '))} UTC")
+        facts.append(f"expires {shown(approval.expires_at[:16].replace('T', ' '))} UTC")
     if facts:
         lines.append("[dim]" + " · ".join(facts) + "[/]")
     return "\n".join(lines)

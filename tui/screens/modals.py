@@ -17,6 +17,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from core.terminal_text import printable
+
 _MODAL_CSS = """
 ReasonModal, ConfirmModal {
     align: center middle;
@@ -82,8 +84,8 @@ class ReasonModal(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="reason-dialog"):
-            yield Label(Content(self.title_text), classes="modal-title")
-            yield Static(Content(self.prompt_text), classes="modal-prompt")
+            yield Label(Content(printable(self.title_text)), classes="modal-title")
+            yield Static(Content(printable(self.prompt_text)), classes="modal-prompt")
             yield Input(placeholder=self.placeholder, id="reason-input")
             yield Static("", id="reason-error", classes="modal-error")
             with Horizontal(classes="modal-buttons"):
@@ -129,8 +131,8 @@ class ConfirmModal(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-dialog"):
-            yield Label(Content(self.title_text), classes="modal-title")
-            yield Static(Content(self.prompt_text), classes="modal-prompt")
+            yield Label(Content(printable(self.title_text)), classes="modal-title")
+            yield Static(Content(printable(self.prompt_text)), classes="modal-prompt")
             with Horizontal(classes="modal-buttons"):
                 yield Button("No", id="confirm-no")
                 yield Button(self.action_label, id="confirm-yes", variant="warning")

@@ -9,7 +9,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.markup import escape
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Header, OptionList, Static, TabbedContent, TabPane
@@ -28,7 +27,7 @@ from tui.widgets.approvals_view import ApprovalsTable, ApprovalsView
 from tui.widgets.diff_view import DiffView
 from tui.widgets.effects_view import EffectsTable, EffectsView
 from tui.widgets.evidence_view import EvidenceTable, EvidenceView
-from tui.widgets.formatting import counted, repo_name, status_markup
+from tui.widgets.formatting import counted, repo_name, shown, status_markup
 from tui.widgets.overview import CheckpointOverview, trust_markup
 from tui.widgets.resume_view import ResumeView
 from tui.widgets.timeline import CheckpointTimeline
@@ -45,8 +44,8 @@ def heading_markup(task: Task, checkpoints: list[Checkpoint]) -> str:
     agent = " · ".join(str(part) for part in (task.harness, task.model) if part) or "agent unknown"
     counts = counted(complete, "checkpoint") + (f", {incomplete} incomplete" if incomplete else "")
     return (
-        f"[b]{escape(task.id)}[/]  {status_markup(task.status)}  {escape(task.objective)}\n"
-        f"[dim]{escape(repo_name(task))} · {escape(agent)} · {counts}[/]"
+        f"[b]{shown(task.id)}[/]  {status_markup(task.status)}  {shown(task.objective)}\n"
+        f"[dim]{shown(repo_name(task))} · {shown(agent)} · {counts}[/]"
     )
 
 
@@ -227,7 +226,7 @@ class TaskScreen(Screen[None]):
         if not event.checkpoints:
             self.query_one(CheckpointOverview).show_message(
                 f"[dim]No checkpoints yet. An agent makes one with "
-                f"`pitstop checkpoint {escape(self.task_id)}`.[/]"
+                f"`pitstop checkpoint {shown(self.task_id)}`.[/]"
             )
             self.query_one(DiffView).show_message("[dim]No checkpoints yet.[/]")
         # The store changed (or the user refreshed): the task-wide ledgers may have too.
@@ -249,7 +248,7 @@ class TaskScreen(Screen[None]):
         if ref is None or ref == self.selected_ref:
             return
         self.selected_ref = ref
-        self.query_one(CheckpointOverview).show_message(f"[dim]Loading {escape(ref)}…[/]")
+        self.query_one(CheckpointOverview).show_message(f"[dim]Loading {shown(ref)}…[/]")
         self.load_checkpoint(ref)
         self._diff_shown_for = None
         self._evidence_shown_for = None
@@ -285,7 +284,7 @@ class TaskScreen(Screen[None]):
     def _load_failed(self, event: LoadFailed) -> None:
         if event.ref is not None and event.ref != self.selected_ref:
             return
-        message = f"[$error]Could not load the {escape(event.what)}:[/] {escape(event.message)}"
+        message = f"[$error]Could not load the {shown(event.what)}:[/] {shown(event.message)}"
         if event.what == "diff":
             self.query_one(DiffView).show_message(message)
             self._diff_shown_for = None
@@ -351,11 +350,11 @@ class TaskScreen(Screen[None]):
         checkpoint = self.checkpoints.get(ref)
         if checkpoint is not None and checkpoint.state is not CheckpointState.COMPLETE:
             view.show_message(
-                f"[$checkpoint-incomplete b]{escape(ref)} is {checkpoint.state.value}:[/] "
+                f"[$checkpoint-incomplete b]{shown(ref)} is {checkpoint.state.value}:[/] "
                 "it has no verified snapshot to compare. Pick a complete checkpoint."
             )
             return
-        view.show_message(f"[dim]Computing the diff of {escape(ref)} against {self.against}…[/]")
+        view.show_message(f"[dim]Computing the diff of {shown(ref)} against {self.against}…[/]")
         self.load_diff(ref, self.against)
 
     # --- actions ---------------------------------------------------------------------------

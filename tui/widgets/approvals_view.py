@@ -14,7 +14,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.markup import escape
 from textual.widgets import Button, DataTable, Static
 
 from core import clock
@@ -23,7 +22,7 @@ from core.ledger.merge import describe_conflict
 from core.models import Approval, ApprovalState, Risk
 from tui.messages import ActionDone, ApprovalsLoaded, LoadFailed
 from tui.screens.modals import ReasonModal
-from tui.widgets.formatting import counted, truncate
+from tui.widgets.formatting import counted, shown, truncate
 
 if TYPE_CHECKING:
     from tui.host import PitstopHost
@@ -146,12 +145,12 @@ class ApprovalsView(Vertical):
         self.conflicts = event.conflicts
         pending = [a for a in self.approvals if a.state is ApprovalState.PENDING]
         if self.approvals:
-            heading = f"[b]{escape(event.task_id)}[/] · {counted(len(self.approvals), 'approval')}"
+            heading = f"[b]{shown(event.task_id)}[/] · {counted(len(self.approvals), 'approval')}"
             if pending:
                 heading += f" · [$warning b]{len(pending)} pending: y approve, n reject[/]"
         else:
             heading = (
-                f"[dim]{escape(event.task_id)} has asked for no approvals. An agent asks with "
+                f"[dim]{shown(event.task_id)} has asked for no approvals. An agent asks with "
                 "`pitstop approval request`.[/]"
             )
         self.query_one("#approvals-heading", Static).update(Content.from_markup(heading))
@@ -187,19 +186,19 @@ class ApprovalsView(Vertical):
             detail.update("")
             return
         parts = [
-            f"[b]{escape(approval.id)}[/]  {STATE_MARKUP[approval.state]}  "
+            f"[b]{shown(approval.id)}[/]  {STATE_MARKUP[approval.state]}  "
             f"[{RISK_COLOURS[approval.risk]}]{approval.risk.value} risk[/]",
-            escape(approval.action),
-            f"[dim]asked by {escape(approval.requested_by)} · waited {waited(approval)}"
-            + (f" · effect {escape(approval.effect_key)}" if approval.effect_key else "")
-            + (f" · expires {escape(approval.expires_at)}" if approval.expires_at else "")
+            shown(approval.action),
+            f"[dim]asked by {shown(approval.requested_by)} · waited {waited(approval)}"
+            + (f" · effect {shown(approval.effect_key)}" if approval.effect_key else "")
+            + (f" · expires {shown(approval.expires_at)}" if approval.expires_at else "")
             + "[/]",
         ]
         if approval.decided_by:
             parts.append(
-                f"[dim]decided by[/] {escape(approval.decided_by)}: {escape(approval.reason or '')}"
+                f"[dim]decided by[/] {shown(approval.decided_by)}: {shown(approval.reason or '')}"
             )
-        parts.extend(f"[$warning]{escape(line)}[/]" for line in self.conflicts.get(approval.id, []))
+        parts.extend(f"[$warning]{shown(line)}[/]" for line in self.conflicts.get(approval.id, []))
         detail.update(Content.from_markup("\n".join(parts)))
         pending = approval.state is ApprovalState.PENDING
         self.query_one("#approval-approve", Button).disabled = not pending

@@ -16,11 +16,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import ScrollableContainer, Vertical
 from textual.content import Content
-from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from core.models import ChangedFile
-from tui.widgets.formatting import counted, short_sha
+from core.terminal_text import printable
+from tui.widgets.formatting import counted, short_sha, shown
 
 MAX_DIFF_LINES = 5000
 
@@ -61,10 +61,10 @@ def line_style(line: str) -> str:
 
 def diff_content(diff: str, max_lines: int = MAX_DIFF_LINES) -> tuple[Content, list[str]]:
     """Coloured content for at most `max_lines` lines of `diff`, and the lines it shows."""
-    lines = [line.expandtabs(4) for line in diff.splitlines()]
-    shown = lines[:max_lines]
+    lines = [printable(line.expandtabs(4), single_line=True) for line in diff.splitlines()]
+    shown_lines = lines[:max_lines]
     parts: list[tuple[str, str] | str] = []
-    for line in shown:
+    for line in shown_lines:
         style = line_style(line)
         parts.append((line + "\n", style) if style else line + "\n")
     if len(lines) > max_lines:
@@ -75,14 +75,14 @@ def diff_content(diff: str, max_lines: int = MAX_DIFF_LINES) -> tuple[Content, l
                 "bold $warning",
             )
         )
-    return Content.assemble(*parts), shown
+    return Content.assemble(*parts), shown_lines
 
 
-def file_offsets(shown: Sequence[str], files: Sequence[ChangedFile]) -> dict[str, int]:
+def file_offsets(shown_lines: Sequence[str], files: Sequence[ChangedFile]) -> dict[str, int]:
     """Line number of each file's `diff --git` header within the shown diff."""
     offsets: dict[str, int] = {}
     wanted = {f" b/{change.path}": change.path for change in files}
-    for number, line in enumerate(shown):
+    for number, line in enumerate(shown_lines):
         if line.startswith("diff --git "):
             for suffix, path in wanted.items():
                 if line.endswith(suffix) and path not in offsets:
@@ -152,14 +152,14 @@ class DiffView(Vertical):
             compared = f"base commit {short_sha(base_commit)}"
         self.query_one("#diff-heading", Static).update(
             Content.from_markup(
-                f"[b]{escape(ref)}[/] against {compared} · {counted(len(files), 'file')} · "
+                f"[b]{shown(ref)}[/] against {compared} · {counted(len(files), 'file')} · "
                 f"[$diff-added]+{added}[/] [$diff-removed]−{deleted}[/]"
             )
         )
         self._files = list(files)
         self._fill_files_table()
-        content, shown = diff_content(diff)
-        self.offsets = file_offsets(shown, files)
+        content, shown_lines = diff_content(diff)
+        self.offsets = file_offsets(shown_lines, files)
         body = self.query_one("#diff-body", Static)
         body.update(content if diff else Content.from_markup("[dim]No changes.[/]"))
         self.query_one("#diff-scroll").scroll_home(animate=False)
@@ -176,7 +176,11 @@ class DiffView(Vertical):
             status_style = {"A": added_style, "D": removed_style}.get(change.status, "")
             table.add_row(
                 Text(change.status, style=f"bold {status_style}".strip()),
-                Text(change.path if not change.old_path else f"{change.old_path} → {change.path}"),
+                Text(
+                    printable(
+                        change.path if not change.old_path else f"{change.old_path} → {change.path}"
+                    )
+                ),
                 Text(
                     "binary" if binary else f"+{change.added}", style=added_style, justify="right"
                 ),

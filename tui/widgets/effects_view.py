@@ -14,7 +14,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.markup import escape
 from textual.widgets import Button, DataTable, Static
 
 from core import clock
@@ -24,7 +23,7 @@ from core.ledger.merge import describe_conflict
 from core.models import EffectState, SideEffect
 from tui.messages import ActionDone, EffectsLoaded, LoadFailed
 from tui.screens.modals import ConfirmModal, ReasonModal
-from tui.widgets.formatting import truncate
+from tui.widgets.formatting import shown, truncate
 
 if TYPE_CHECKING:
     from tui.host import PitstopHost
@@ -44,7 +43,7 @@ def effect_state_markup(effect: SideEffect) -> str:
     label = effect.state.value
     if effect.state is EffectState.IN_PROGRESS and not effect.runner_alive:
         label = "stalled"  # in progress, but its runner is gone
-    return f"[{colour}]{glyph} {escape(label)}[/]"
+    return f"[{colour}]{glyph} {shown(label)}[/]"
 
 
 class EffectsTable(DataTable[Any]):
@@ -157,12 +156,12 @@ class EffectsView(Vertical):
         self.effects = list(event.effects)
         self.conflicts = event.conflicts
         unsettled = sum(1 for e in self.effects if e.needs_settling)
-        heading = f"[b]{escape(event.task_id)}[/] · {len(self.effects)} side effects"
+        heading = f"[b]{shown(event.task_id)}[/] · {len(self.effects)} side effects"
         if unsettled:
             heading += f" · [$error b]{unsettled} unsettled: they block a resume[/]"
         if not self.effects:
             heading = (
-                f"[dim]No side effects recorded for {escape(event.task_id)}. An agent records "
+                f"[dim]No side effects recorded for {shown(event.task_id)}. An agent records "
                 "them with `pitstop effect propose` or `pitstop effect guard`.[/]"
             )
         self.query_one("#effects-heading", Static).update(Content.from_markup(heading))
@@ -199,19 +198,19 @@ class EffectsView(Vertical):
         if effect is None:
             detail.update("")
             return
-        parts = [f"[b]{escape(effect.key)}[/]  {effect_state_markup(effect)}"]
+        parts = [f"[b]{shown(effect.key)}[/]  {effect_state_markup(effect)}"]
         if effect.target:
-            parts.append(f"[dim]target[/] {escape(effect.kind)} → {escape(effect.target)}")
+            parts.append(f"[dim]target[/] {shown(effect.kind)} → {shown(effect.target)}")
         if effect.check:
-            parts.append(f"[dim]check[/] {escape(effect.check)}")
+            parts.append(f"[dim]check[/] {shown(effect.check)}")
         if effect.note:
-            parts.append(f"[dim]note[/]  {escape(effect.note)}")
+            parts.append(f"[dim]note[/]  {shown(effect.note)}")
         if effect.needs_settling:
             parts.append(
                 "[$warning]Nobody knows whether this happened. Check it (c), or confirm (y) / "
                 "fail (x) it with a reason.[/]"
             )
-        parts.extend(f"[$warning]{escape(line)}[/]" for line in self.conflicts.get(effect.key, []))
+        parts.extend(f"[$warning]{shown(line)}[/]" for line in self.conflicts.get(effect.key, []))
         detail.update(Content.from_markup("\n".join(parts)))
         settleable = effect.state in (EffectState.IN_PROGRESS, EffectState.UNCERTAIN)
         for button_id in ("#effect-check", "#effect-confirm", "#effect-fail"):

@@ -25,12 +25,12 @@ from textual.binding import Binding, BindingType
 from textual.containers import ScrollableContainer, Vertical
 from textual.content import Content
 from textual.geometry import Size
-from textual.markup import escape
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import DataTable, Static
 
 from core.errors import PitstopError
+from core.terminal_text import printable
 from tui.messages import (
     EvidenceChunkLoaded,
     EvidenceIndexLoaded,
@@ -38,7 +38,7 @@ from tui.messages import (
     EvidenceLoaded,
     LoadFailed,
 )
-from tui.widgets.formatting import counted, human_bytes, truncate
+from tui.widgets.formatting import counted, human_bytes, shown, truncate
 
 if TYPE_CHECKING:
     from core.evidence.storage import Evidence
@@ -51,9 +51,10 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 
 
 def clean_line(raw: bytes) -> str:
-    """One output line as a terminal would leave it: last `\\r` rewrite, no colour codes."""
+    """One output line as a terminal would leave it (last `\\r` rewrite, no colour codes), and
+    any other control in it shown escaped, never sent to the operator's terminal."""
     text = raw.decode("utf-8", errors="replace").rstrip("\r").rsplit("\r", 1)[-1]
-    text = _ANSI.sub("", text).expandtabs(8)
+    text = printable(_ANSI.sub("", text).expandtabs(8), single_line=True)
     if len(text) > MAX_LINE_CHARS:
         text = text[:MAX_LINE_CHARS] + f" … ({len(text) - MAX_LINE_CHARS:,} more characters)"
     return text
@@ -313,7 +314,7 @@ class EvidenceTable(DataTable[Any]):
 
 def outcome_markup(item: Evidence) -> str:
     """`exit 0` in the success colour; failures, signals and timeouts in the error colour."""
-    outcome = escape(item.outcome)
+    outcome = shown(item.outcome)
     if item.exit_code == 0 and not item.signal and not item.timed_out:
         return f"[$success]✓ {outcome}[/]"
     if item.state == "running":
@@ -326,13 +327,13 @@ def facts_markup(item: Evidence) -> str:
     command = item.command or {}
     argv = " ".join(str(part) for part in command.get("argv") or []) or command.get("file") or "—"
     lines = [
-        f"[b]#{item.id}[/] {escape(item.label or item.source)}  {outcome_markup(item)}",
-        f"[dim]command[/]  {escape(str(argv))}",
+        f"[b]#{item.id}[/] {shown(item.label or item.source)}  {outcome_markup(item)}",
+        f"[dim]command[/]  {shown(str(argv))}",
     ]
     if command.get("cwd"):
-        lines.append(f"[dim]in[/]       {escape(str(command['cwd']))}")
+        lines.append(f"[dim]in[/]       {shown(str(command['cwd']))}")
     if item.summary_text:
-        lines.append(f"[dim]summary[/]  {escape(item.summary_text)}")
+        lines.append(f"[dim]summary[/]  {shown(item.summary_text)}")
     lines.append(
         f"[dim]output[/]   {human_bytes(item.bytes_total)} · {item.lines_total:,} lines · "
         f"{item.redactions} redacted"
@@ -343,7 +344,7 @@ def facts_markup(item: Evidence) -> str:
             f"dropped over the {human_bytes(item.cap_bytes)} cap; head and tail are kept"
         )
     if item.failure:
-        lines.append(f"[$error]failed:[/] {escape(item.failure)}")
+        lines.append(f"[$error]failed:[/] {shown(item.failure)}")
     return "\n".join(lines)
 
 
@@ -418,7 +419,7 @@ class EvidenceView(Vertical):
     def load(self, ref: str) -> None:
         """Read the evidence recorded up to checkpoint `ref`."""
         self.ref = ref
-        self.show_message(f"[dim]Loading the evidence of {escape(ref)}…[/]")
+        self.show_message(f"[dim]Loading the evidence of {shown(ref)}…[/]")
         self._list(ref)
 
     @work(thread=True, exit_on_error=False, group="evidence-list", exclusive=True)
@@ -457,14 +458,14 @@ class EvidenceView(Vertical):
             return
         if not event.items:
             self.show_message(
-                f"[dim]No evidence up to {escape(event.ref)}. An agent records some with "
+                f"[dim]No evidence up to {shown(event.ref)}. An agent records some with "
                 "`pitstop run --task TASK -- CMD`.[/]"
             )
             return
         failed = sum(1 for item in event.items if item.outcome != "exit 0")
         self.query_one("#evidence-heading", Static).update(
             Content.from_markup(
-                f"[b]{escape(event.ref)}[/] · {len(event.items)} "
+                f"[b]{shown(event.ref)}[/] · {len(event.items)} "
                 + ("item" if len(event.items) == 1 else "items")
                 + (f" · [$error]{failed} not passing[/]" if failed else "")
                 + " · [dim]f: full log[/]"

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from core import clock
 from core.models import CheckpointState, Task, TaskStatus
+from core.terminal_text import printable
 
 STATUS_GLYPHS = {
     TaskStatus.RUNNING: "▶",
@@ -135,9 +136,21 @@ def bar_markup(fraction: float | None, width: int = 20) -> str:
     return f"[{colour}]{'━' * filled}[/][dim]{'━' * (width - filled)}[/]"
 
 
+def shown(text: str) -> str:
+    """Agent-written `text` for Textual markup: controls written out (`core.terminal_text`) and
+    every `[` escaped, so neither an escape sequence nor a `[tag]` in it takes effect.
+
+    Textual's own `escape` leaves a `[` that does not look like a tag (`\\x1b[2J`), which a
+    later `]` turns into one; a trailing backslash would escape the caller's closing tag, so it
+    is written out as `\\x5c` like the controls.
+    """
+    text = printable(text).replace("[", "\\[")
+    return text[:-1] + "\\x5c" if text.endswith("\\") else text
+
+
 def truncate(text: str, width: int) -> str:
-    """Cut `text` to `width` cells with an ellipsis, on one line."""
-    flat = " ".join(text.split())
+    """Cut `text` to `width` cells with an ellipsis, on one line, controls shown escaped."""
+    flat = printable(" ".join(text.split()), single_line=True)
     return flat if len(flat) <= width else flat[: max(0, width - 1)] + "…"
 
 

@@ -13,7 +13,6 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
-from textual.markup import escape
 from textual.widgets import Static
 
 from core import clock
@@ -23,6 +22,7 @@ from tui.widgets.formatting import (
     counted,
     human_bytes,
     short_sha,
+    shown,
     status_markup,
 )
 from tui.widgets.task_preview import budget_lines
@@ -38,7 +38,7 @@ def _named(value: Any) -> str:
     if not isinstance(value, dict) or not value.get("name"):
         return "unknown"
     version = value.get("version")
-    return escape(f"{value['name']} {version}" if version else str(value["name"]))
+    return shown(f"{value['name']} {version}" if version else str(value["name"]))
 
 
 def _home(path: str) -> str:
@@ -66,12 +66,12 @@ class OverviewSections:
 def _head(checkpoint: Checkpoint) -> list[str]:
     created = clock.parse(checkpoint.created_at).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
-        f"[b]{escape(checkpoint.ref)}[/]  {escape(checkpoint.reason.value)}  "
+        f"[b]{shown(checkpoint.ref)}[/]  {shown(checkpoint.reason.value)}  "
         f"{checkpoint_markup(checkpoint.state)}  [dim]{clock.humanize_age(checkpoint.created_at)}"
         f" ago · {created}[/]",
     ]
     if checkpoint.note:
-        lines.append(f"[i]{escape(checkpoint.note)}[/]")
+        lines.append(f"[i]{shown(checkpoint.note)}[/]")
     return lines
 
 
@@ -80,11 +80,11 @@ def _steps(task: Task, manifest: dict[str, Any]) -> list[str]:
     done, todo = steps.get("done", []), steps.get("todo", [])
     return [
         "[b $primary]Objective[/]",
-        escape(task.objective),
+        shown(task.objective),
         "",
         f"[b $primary]Steps[/] [dim]{len(done)} done, {len(todo)} to do[/]",
-        *(f"[$success]✓[/] {escape(step)}" for step in done),
-        *(f"[$warning]○[/] {escape(step)}" for step in todo),
+        *(f"[$success]✓[/] {shown(step)}" for step in done),
+        *(f"[$warning]○[/] {shown(step)}" for step in todo),
     ]
 
 
@@ -110,18 +110,18 @@ def _repository(task: Task, manifest: dict[str, Any]) -> list[str]:
     repository = manifest.get("repository", {})
     lines = [
         "[b $primary]Repository[/]",
-        _row("branch", escape(str(repository.get("branch") or "detached"))),
+        _row("branch", shown(str(repository.get("branch") or "detached"))),
         _row("base", short_sha(repository.get("base_commit"))),
     ]
     upstream = repository.get("upstream") or {}
     if upstream.get("name"):
         head = short_sha(upstream.get("head"))
-        lines.append(_row("upstream", f"{escape(upstream['name'])} {head}"))
-    lines.append(_row("path", escape(_home(str(repository.get("toplevel", task.repo_root))))))
+        lines.append(_row("upstream", f"{shown(upstream['name'])} {head}"))
+    lines.append(_row("path", shown(_home(str(repository.get("toplevel", task.repo_root))))))
     lockfiles = manifest.get("lockfiles", {})
     if lockfiles:
         lines += ["", "[b $primary]Lockfiles[/]"]
-        lines += [_row(escape(path), short_sha(blob)) for path, blob in sorted(lockfiles.items())]
+        lines += [_row(shown(path), short_sha(blob)) for path, blob in sorted(lockfiles.items())]
     return lines
 
 
@@ -132,23 +132,23 @@ def _environment(manifest: dict[str, Any]) -> list[str]:
         system = f"{environment.get('os', '?')} {environment.get('os_release', '')}".strip()
         lines += [
             "[b $primary]Environment[/]",
-            _row("os", escape(system)),
-            _row("arch", escape(str(environment.get("arch", "?")))),
-            _row("python", escape(str(environment.get("python", "?")))),
-            _row("git", escape(str(environment.get("git", "?")))),
-            _row("host", escape(str(environment.get("hostname", "?")))),
+            _row("os", shown(system)),
+            _row("arch", shown(str(environment.get("arch", "?")))),
+            _row("python", shown(str(environment.get("python", "?")))),
+            _row("git", shown(str(environment.get("git", "?")))),
+            _row("host", shown(str(environment.get("hostname", "?")))),
         ]
     credentials = manifest.get("credentials", [])
     if credentials:
         lines += ["", "[b $primary]Credentials[/] [dim]fingerprints only[/]"]
         for credential in credentials:
-            fingerprint = escape(str(credential.get("fingerprint", ""))[:24])
+            fingerprint = shown(str(credential.get("fingerprint", ""))[:24])
             state = (
                 f"[$success]present[/] [dim]{fingerprint}…[/]"
                 if credential.get("present")
                 else "[$error]missing[/]"
             )
-            lines += [escape(str(credential.get("name"))), f"  {state}"]
+            lines += [shown(str(credential.get("name"))), f"  {state}"]
     return lines
 
 
@@ -159,8 +159,8 @@ def _left_out(manifest: dict[str, Any]) -> list[str]:
     for item in left_out:
         size = f" ({human_bytes(item['size'])})" if item.get("size") is not None else ""
         lines.append(
-            f"[$warning]![/] {escape(str(item.get('path')))} [dim]— "
-            f"{escape(str(item.get('reason')))}{size}[/]"
+            f"[$warning]![/] {shown(str(item.get('path')))} [dim]— "
+            f"{shown(str(item.get('reason')))}{size}[/]"
         )
     return lines
 
@@ -181,14 +181,14 @@ def trust_markup(task_id: str, roster: dict[str, Any] | None, refused: int, shar
     if roster is not None:
         pinned = _PINNED_SHORT.get(str(roster.get("pinned")), "not pinned")
         lines.append(
-            f"[b $primary]Owner[/] [b]{escape(str(roster['owner']))}[/] [dim]{pinned} · "
+            f"[b $primary]Owner[/] [b]{shown(str(roster['owner']))}[/] [dim]{pinned} · "
             f"{counted(len(roster['members']), 'member')} · may decide: "
-            f"{escape(who_decides(roster))}[/]"
+            f"{shown(who_decides(roster))}[/]"
         )
     elif shared:
         lines.append(f"[b $primary]Owner[/] [$warning]{UNSIGNED}[/]")
     if refused:
-        lines.append(f"[b $error]⚠[/] {escape(refused_hint(task_id, refused))}")
+        lines.append(f"[b $error]⚠[/] {shown(refused_hint(task_id, refused))}")
     return "\n".join(lines)
 
 
@@ -200,7 +200,7 @@ def overview_sections(task: Task, checkpoint: Checkpoint) -> OverviewSections:
             "",
             f"[$checkpoint-incomplete b]This checkpoint is {checkpoint.state.value} and cannot "
             "be resumed.[/]",
-            escape(checkpoint.failure or "It was never completed."),
+            shown(checkpoint.failure or "It was never completed."),
             "[dim]Pick a complete checkpoint in the timeline.[/]",
         ]
         return OverviewSections(head="\n".join(head))

@@ -15,13 +15,13 @@ from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.markup import escape
 from textual.widgets import Button, Markdown, Static
 
 from core.errors import PitstopError
 from core.restore.resume import ResumePlan
 from tui.messages import ActionDone, ResumePrepared
 from tui.screens.modals import ConfirmModal
+from tui.widgets.formatting import shown
 
 if TYPE_CHECKING:
     from tui.host import PitstopHost
@@ -104,23 +104,23 @@ class ResumeView(Vertical):
             if len(plan.command) == 3 and plan.command[:2] == ("sh", "-c"):
                 command = plan.command[2]  # the harness template, not its shell wrapper
             lines = [
-                f"[b]{escape(plan.ref)}[/] prepared · verdict [b]{escape(plan.verdict)}[/] · "
-                f"worktree [b]{escape(str(plan.workdir))}[/]"
-                + (f" on {escape(plan.branch)}" if plan.branch else ""),
-                f"[dim]launch:[/] {escape(command)}  [dim]· L launches it[/]",
+                f"[b]{shown(plan.ref)}[/] prepared · verdict [b]{shown(plan.verdict)}[/] · "
+                f"worktree [b]{shown(str(plan.workdir))}[/]"
+                + (f" on {shown(plan.branch)}" if plan.branch else ""),
+                f"[dim]launch:[/] {shown(command)}  [dim]· L launches it[/]",
             ]
-            lines += [f"[$warning]! {escape(warning)}[/]" for warning in plan.warnings]
+            lines += [f"[$warning]! {shown(warning)}[/]" for warning in plan.warnings]
             heading.update(Content.from_markup("\n".join(lines)))
             brief.update(self._brief)
             return
         lines = [
-            f"[b]{escape(self.ref or 'No checkpoint')}[/] · [dim]enter prepares a resume: it "
+            f"[b]{shown(self.ref or 'No checkpoint')}[/] · [dim]enter prepares a resume: it "
             "validates, takes the lease, restores a worktree beside the repository and writes "
             "the agent's brief. Then L launches the agent.[/]"
         ]
         if plan is not None:
             lines.append(
-                f"[$warning]A resume of {escape(plan.ref)} is prepared and holds the task's "
+                f"[$warning]A resume of {shown(plan.ref)} is prepared and holds the task's "
                 "lease: select that checkpoint to launch it.[/]"
             )
         heading.update(Content.from_markup("\n".join(lines)))
@@ -144,7 +144,7 @@ class ResumeView(Vertical):
             if yes:
                 self.preparing = True
                 self.query_one("#resume-heading", Static).update(
-                    Content.from_markup(f"[dim]Preparing the resume of {escape(ref)}…[/]")
+                    Content.from_markup(f"[dim]Preparing the resume of {shown(ref)}…[/]")
                 )
                 self._prepare(ref)
 
@@ -190,7 +190,7 @@ class ResumeView(Vertical):
         event.stop()
         self.preparing = False
         heading = self.query_one("#resume-heading", Static)
-        heading.update(Content.from_markup(f"[$error b]Not resumed:[/] {escape(event.message)}"))
+        heading.update(Content.from_markup(f"[$error b]Not resumed:[/] {shown(event.message)}"))
         self.notify(event.message, title="Not resumed", severity="error", markup=False)
 
     @on(Button.Pressed, "#resume-launch")

@@ -15,6 +15,7 @@ from rich.style import Style
 
 from core import clock
 from core.models import TaskStatus
+from core.terminal_text import printable
 from tui.remotes import DashboardRow, RemoteSummary
 from tui.widgets.formatting import (
     STATUS_GLYPHS,
@@ -86,7 +87,9 @@ def minutes_spent(summary: DashboardRow) -> float | None:
 
 
 def fit(text: str, width: int, right: bool = False) -> str:
-    """`text` on one line in exactly `width` cells: cut with an ellipsis, padded to align."""
+    """`text` on one line in exactly `width` cells: cut with an ellipsis, padded to align;
+    controls in it shown escaped."""
+    text = printable(text, single_line=True)
     if cell_len(text) > width:
         return set_cell_size(truncate(text, width), width)
     return text.rjust(width) if right else set_cell_size(text, width)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.content import Content
-from textual.markup import escape
 from textual.widgets import Static
 
 from core import clock
@@ -17,6 +16,7 @@ from tui.widgets.formatting import (
     human_count,
     minutes_used,
     repo_name,
+    shown,
     status_markup,
 )
 
@@ -76,12 +76,12 @@ class TaskPreview(Static):
             else "none yet"
         )
         lines = [
-            f"[b]{escape(task.id)}[/]  {status_markup(task.status)}  "
+            f"[b]{shown(task.id)}[/]  {status_markup(task.status)}  "
             f"[dim]started {clock.humanize_age(task.created_at)} ago · "
             f"last checkpoint {last} · {counted(summary.checkpoint_count, 'checkpoint')}[/]",
-            escape(task.objective),
-            f"[dim]agent[/]     {escape(agent)}",
-            f"[dim]repo[/]      {escape(repo_name(task))} [dim]{escape(task.repo_root)}[/]",
+            shown(task.objective),
+            f"[dim]agent[/]     {shown(agent)}",
+            f"[dim]repo[/]      {shown(repo_name(task))} [dim]{shown(task.repo_root)}[/]",
             *budget_lines(
                 (task.tokens_used, task.budget.tokens),
                 (task.usd_used, task.budget.usd),
@@ -90,11 +90,11 @@ class TaskPreview(Static):
         ]
         if shared_with:
             lines.append(
-                f"[dim]shared[/]    [$accent]⇅[/] {escape(', '.join(shared_with))} "
+                f"[dim]shared[/]    [$accent]⇅[/] {shown(', '.join(shared_with))} "
                 "[dim]· S syncs · f fetches its newest checkpoints[/]"
             )
         if refused:
-            hint = escape(refused_hint(task.id, refused))
+            hint = shown(refused_hint(task.id, refused))
             lines.append(f"[dim]trust[/]     [b $error]⚠[/] {hint}")
         self.update(Content.from_markup("\n".join(lines)))
 
@@ -108,11 +108,11 @@ def remote_lines(summary: RemoteSummary) -> list[str]:
         else "no checkpoints yet"
     )
     seen = f"listed {clock.humanize_age(summary.seen_at)} ago" if summary.seen_at else "listed"
-    where = escape(home_relative(summary.url))
+    where = shown(home_relative(summary.url))
     if summary.remote_name:
-        where = f"{escape(summary.remote_name)} [dim]{where}[/]"
+        where = f"{shown(summary.remote_name)} [dim]{where}[/]"
     lines = [
-        f"[b]{escape(task.id)}[/]  {status_markup(task.status)}  [b $accent]↓ remote[/]  "
+        f"[b]{shown(task.id)}[/]  {status_markup(task.status)}  [b $accent]↓ remote[/]  "
         f"[dim]{counted(summary.checkpoint_count, 'checkpoint')} · {latest} · {seen}[/]",
         f"[dim]lives on[/]  {where}",
         "[dim]Only its plain header is here; objective, diff and evidence stay encrypted "
@@ -120,7 +120,7 @@ def remote_lines(summary: RemoteSummary) -> list[str]:
     ]
     if summary.readable:
         into = (
-            f"your clone {escape(home_relative(summary.local_repo))}"
+            f"your clone {shown(home_relative(summary.local_repo))}"
             if summary.local_repo
             else "the clone in the current directory"
         )
@@ -129,7 +129,7 @@ def remote_lines(summary: RemoteSummary) -> list[str]:
             "and resumes like a local task."
         )
     else:
-        lines.append(f"[b $warning]no key[/]  {escape(no_key_help(task.id))}")
+        lines.append(f"[b $warning]no key[/]  {shown(no_key_help(task.id))}")
     return lines
 
 

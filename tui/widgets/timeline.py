@@ -7,13 +7,12 @@ from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 from textual.content import Content
-from textual.markup import escape
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option, OptionDoesNotExist
 
 from core import clock
 from core.models import Checkpoint, CheckpointState
-from tui.widgets.formatting import CHECKPOINT_GLYPHS, counted, human_bytes, truncate
+from tui.widgets.formatting import CHECKPOINT_GLYPHS, counted, human_bytes, shown, truncate
 
 NOTE_WIDTH = 29
 
@@ -25,7 +24,7 @@ def checkpoint_prompt(checkpoint: Checkpoint) -> Content:
     age = clock.humanize_age(checkpoint.created_at)
     first = (
         f"[{colour}]{CHECKPOINT_GLYPHS[state]}[/] [b]#{checkpoint.seq}[/] "
-        f"{escape(checkpoint.reason.value)} [dim]· {age} ago[/]"
+        f"{shown(checkpoint.reason.value)} [dim]· {age} ago[/]"
     )
     if state is CheckpointState.COMPLETE:
         second = (
@@ -35,11 +34,11 @@ def checkpoint_prompt(checkpoint: Checkpoint) -> Content:
             + "[/]"
         )
         note = checkpoint.note
-        third = f"  [i]{escape(truncate(note, NOTE_WIDTH))}[/]" if note else ""
+        third = f"  [i]{shown(truncate(note, NOTE_WIDTH))}[/]" if note else ""
     else:
         second = f"  [{colour} b]{state.value}[/] [dim]· not resumable[/]"
         reason = checkpoint.failure or "not complete"
-        third = f"  [{colour}]{escape(truncate(reason, NOTE_WIDTH))}[/]"
+        third = f"  [{colour}]{shown(truncate(reason, NOTE_WIDTH))}[/]"
     return Content.from_markup("\n".join(line for line in (first, second, third) if line))
 
 

@@ -13,12 +13,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.markup import escape
 from textual.widgets import Button, LoadingIndicator, Static
 
 from core.errors import PitstopError
 from core.restore.validate import Finding, Status, Verdict
 from tui.messages import ValidationFinished, ValidationProgress
+from tui.widgets.formatting import shown
 
 if TYPE_CHECKING:
     from tui.host import PitstopHost
@@ -41,10 +41,10 @@ VERDICT_MARKUP = {
 
 def finding_markup(finding: Finding) -> str:
     """`✓ check  message`, with the fix under it when the check did not pass."""
-    check = escape(finding.check.ljust(13))
-    line = f"{STATUS_MARKUP[finding.status]} [b]{check}[/] {escape(finding.message)}"
+    check = shown(finding.check.ljust(13))
+    line = f"{STATUS_MARKUP[finding.status]} [b]{check}[/] {shown(finding.message)}"
     if finding.fix and finding.status is not Status.PASS:
-        line += f"\n    [dim]fix:[/] {escape(finding.shown_fix)}"
+        line += f"\n    [dim]fix:[/] {shown(finding.shown_fix)}"
     return line
 
 
@@ -109,7 +109,7 @@ class ValidationView(Vertical):
 
     def _show_empty(self) -> None:
         self.findings, self.verdict = (), None
-        target = escape(self.ref) if self.ref else "the selected checkpoint"
+        target = shown(self.ref) if self.ref else "the selected checkpoint"
         self.query_one("#validation-heading", Static).update(
             Content.from_markup(
                 f"[b]{target}[/] · [dim]press enter to run every restore check "
@@ -177,7 +177,7 @@ class ValidationView(Vertical):
         verdict = self.query_one("#validation-verdict", Static)
         if event.report is None:
             verdict.update(
-                Content.from_markup(f"[$error b]Could not validate:[/] {escape(event.error or '')}")
+                Content.from_markup(f"[$error b]Could not validate:[/] {shown(event.error or '')}")
             )
             return
         self.findings, self.verdict = event.report.findings, event.report.verdict
@@ -191,7 +191,7 @@ class ValidationView(Vertical):
                 f"{counts[Status.PASS]} passed, {counts[Status.WARN]} warnings, "
                 f"{counts[Status.FAIL]} failed, {counts[Status.UNKNOWN]} unknown · "
                 f"stored with the checkpoint[/]"
-                + (f"\n{escape(event.report.advice)}" if event.report.advice else "")
+                + (f"\n{shown(event.report.advice)}" if event.report.advice else "")
             )
         )
 
