@@ -21,6 +21,7 @@ from core.engine.checkpoint_secrets import (
     sealing_for,
 )
 from core.engine.checkpoints import open_checkpoint
+from core.engine.integrity import refuse_reused_seq
 from core.engine.ledgers import ledger_sections
 from core.engine.workdir import Workdir, audit_move, task_workdir
 from core.engine.writers import expire_stale_writers, task_lock
@@ -316,6 +317,7 @@ def _record_checkpoint(session: Session, draft: _Draft) -> CheckpointResult:
     created_at = clock.now_iso()
     with write_txn(session.db):
         seq = store.next_checkpoint_seq(session.db, task.id)
+        refuse_reused_seq(draft.store_repo, task.id, seq)
         store.insert_writing_checkpoint(
             session.db,
             task_id=task.id,
