@@ -40,7 +40,11 @@ from core.engine.tasks import TaskSummary, generate_task_id
 from core.session import Session
 
 if TYPE_CHECKING:  # gc loads dataclasses and its git helpers only when it runs
+    import os
+
+    from core.engine.doctor import DoctorReport
     from core.engine.gc import GcReport
+    from core.models import Interface
 
 __all__ = [
     "CHECKPOINT_REF",
@@ -121,6 +125,21 @@ class Engine(Session):
         from core.engine import gc as garbage  # off the hooks' path: dataclasses and git
 
         return garbage.gc(self, dry_run=dry_run)
+
+    @staticmethod
+    def doctor(
+        store_root: str | os.PathLike[str] | None = None,
+        *,
+        fix: bool = False,
+        interface: Interface | None = None,
+    ) -> DoctorReport:
+        """Check the store (and, with `fix`, mend it, audited); see `core.engine.doctor`.
+
+        Static: it must run where opening an `Engine` fails (a deleted migration row)."""
+        from core.engine import doctor as checkup
+        from core.models import Interface
+
+        return checkup.doctor(store_root, fix=fix, interface=interface or Interface.API)
 
     # --- checkpoints -------------------------------------------------------------------------
     checkpoint = checkpointing.checkpoint

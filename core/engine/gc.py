@@ -212,7 +212,7 @@ def _clean_repos(db: Database, paths: StorePaths) -> tuple[list[str], list[str],
         if not (repo / "objects").is_dir():
             continue
         try:
-            with _repo_writers_locked(db, paths, repo.name):
+            with repo_writers_locked(db, paths, repo.name):
                 finished = {task.id: task for task in store.list_tasks(db) if task.status.is_final}
                 live_chain = {
                     row["task_id"]
@@ -233,7 +233,7 @@ def _clean_repos(db: Database, paths: StorePaths) -> tuple[list[str], list[str],
 
 
 @contextmanager
-def _repo_writers_locked(db: Database, paths: StorePaths, repo_name: str) -> Iterator[None]:
+def repo_writers_locked(db: Database, paths: StorePaths, repo_name: str) -> Iterator[None]:
     """Hold the checkpoint lock (as `Engine.checkpoint` takes it) of every task using a repo.
 
     While they are held no checkpoint is between writing its objects and pointing its ref at

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import shutil
+import sqlite3
 from pathlib import Path
 
 from corekit import write
@@ -36,8 +38,9 @@ def lose_wal(store_root: Path, repo: Path, task_id: str = "t1") -> None:
 
 def store_digest(store_root: Path) -> str:
     """A digest of every file's path, mode and bytes in the store (the database's WAL folded in)."""
-    with Engine() as engine:  # fold the WAL into the main file, so the digest sees one state
-        engine.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    # fold the WAL into the main file, so the digest sees one state (no Engine: it migrates)
+    with contextlib.closing(sqlite3.connect(store_root / "pitstop.db")) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     digest = hashlib.sha256()
     for path in sorted(store_root.rglob("*")):
         if path.name.endswith(("-wal", "-shm")):
