@@ -24,7 +24,7 @@ from core.engine.checkpoints import open_checkpoint
 from core.engine.integrity import refuse_reused_seq
 from core.engine.ledgers import ledger_sections
 from core.engine.workdir import Workdir, audit_move, task_workdir
-from core.engine.writers import expire_stale_writers, task_lock
+from core.engine.writers import expire_stale_writers, failed_writes_discarded, task_lock
 from core.errors import ConflictError, DamagedCheckpointError, UsageError
 from core.models import (
     ChangedFile,
@@ -151,7 +151,10 @@ def checkpoint(
         store_repo = snapshot.ensure_store_repo(
             session.paths.repos, located.source, task.store_repo
         )
-        with plumbing.session(store_repo):  # one `cat-file` for every read of the store
+        with (
+            failed_writes_discarded(session, task_id, store_repo),
+            plumbing.session(store_repo),  # one `cat-file` for every read of the store
+        ):
             return _checkpoint_in_session(
                 session, task, request, located, store_repo, started, workdir, allowed
             )

@@ -224,8 +224,14 @@ def _clean_repos(db: Database, paths: StorePaths) -> tuple[list[str], list[str],
                     if task_id in finished and task_id not in live_chain:
                         _git(repo, "update-ref", "-d", CHECKPOINT_REF_PREFIX + task_id)
                         refs_deleted.append(task_id)
-                _git(repo, "repack", "-a", "-d", "-q")
+                # prune first: on a full disk it frees what failed writes left, and repack
+                # (which needs room for its new pack) can then run
                 _git(repo, "prune", "--expire=now")
+                try:
+                    _git(repo, "repack", "-a", "-d", "-q")
+                except GitError:
+                    _git(repo, "prune", "--expire=now")  # a failed repack leaves its tmp_pack
+                    raise
             repos_pruned.append(repo.name)
         except GitError as exc:
             problems.append(f"{repo.name}: {exc.message}")
