@@ -18,7 +18,7 @@ from core.engine.doctor_database import database_findings
 from core.engine.doctor_finding import Finding
 from core.engine.doctor_leftovers import leftover_findings
 from core.engine.doctor_repos import mode_findings, repo_findings
-from core.errors import NotFoundError
+from core.errors import NotFoundError, StoreError
 from core.models import Interface
 from core.paths import StorePaths, resolve_store_root
 from core.session import Session
@@ -76,7 +76,10 @@ def _diagnose(
     A database finding no fix mends (damage, a newer schema) stops everything: the rest would
     write into a database that cannot be trusted.
     """
-    raw = open_database(paths.database)
+    try:
+        raw = open_database(paths.database)
+    except StoreError as exc:  # cannot even be opened: that is the finding
+        return [] if fix else [Finding("database", exc.message)]
     try:
         early = database_findings(raw)
         if any(finding.fix is None for finding in early):

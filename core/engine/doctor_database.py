@@ -26,7 +26,10 @@ _STATE_COLUMNS = (
 
 def database_findings(db: Database) -> list[Finding]:
     """Integrity, migrations and unknown states; the later checks only on a sound database."""
-    rows = db.conn.execute("PRAGMA integrity_check").fetchall()
+    try:
+        rows = db.conn.execute("PRAGMA integrity_check").fetchall()
+    except sqlite3.DatabaseError as exc:  # too damaged to even be checked
+        rows = [(str(exc),)]
     if rows != [("ok",)]:
         first = str(rows[0][0]) if rows else "no answer"
         return [

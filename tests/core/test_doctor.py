@@ -194,3 +194,23 @@ def test_cli_doctor_exit_codes_and_json(store_root: Path, repo: Path) -> None:
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert "fixed: recorded t1@2..@3 as lost" in fixed.stdout
     assert _pitstop("doctor").stdout.strip() == "the store is healthy"
+
+
+def test_doctor_reports_a_damaged_database_and_fixes_nothing(store_root: Path, repo: Path) -> None:
+    _started(store_root, repo, checkpoints=2)
+    database = store_root / "pitstop.db"
+    with sqlite3.connect(database) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        (page,) = db.execute(
+            "SELECT pageno FROM dbstat WHERE name = 'sqlite_autoindex_checkpoints_1' LIMIT 1"
+        ).fetchone()
+        (size,) = db.execute("PRAGMA page_size").fetchone()
+    with open(database, "r+b") as handle:  # a torn write inside one index page
+        handle.seek(page * size - 200)
+        handle.write(os.urandom(200))
+    before = store_digest_raw(store_root)
+    for fix in (False, True):
+        report = Engine.doctor(fix=fix)
+        assert [finding.kind for finding in report.remaining] == ["database"]
+        assert "integrity check" in report.remaining[0].line
+        assert report.fixed == () and store_digest_raw(store_root) == before
