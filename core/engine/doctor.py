@@ -11,6 +11,7 @@ the store changes.
 from __future__ import annotations
 
 import os
+import sqlite3
 from typing import Any, NamedTuple
 
 from core import clock
@@ -18,7 +19,7 @@ from core.engine.doctor_database import database_findings
 from core.engine.doctor_finding import Finding
 from core.engine.doctor_leftovers import leftover_findings
 from core.engine.doctor_repos import mode_findings, repo_findings
-from core.errors import NotFoundError, StoreError
+from core.errors import NotFoundError, PitstopError, StoreError
 from core.models import Interface
 from core.paths import StorePaths, resolve_store_root
 from core.session import Session
@@ -84,23 +85,36 @@ def _diagnose(
         early = database_findings(raw)
         if any(finding.fix is None for finding in early):
             return [] if fix else early
-        done = [(finding, finding.fix()) for finding in early if fix and finding.fix]
+        done = _apply(early) if fix else []
     finally:
         raw.close()
     if early and not fix:
         return early  # the rest needs a database every command can open
     modes = mode_findings(paths.root)
-    done += [(finding, finding.fix()) for finding in modes if fix and finding.fix]
+    done += _apply(modes) if fix else []
     session = Session(paths.root, interface=interface, actor=actor)
     try:
         later = [*repo_findings(session), *leftover_findings(session)]
         if not fix:
             return [*modes, *later]
-        done += [(finding, finding.fix()) for finding in later if finding.fix]
+        done += _apply(later)
         _audit(session, done)
     finally:
         session.close()
     return [Finding("fixed", line, None, finding.task_id) for finding, line in done]
+
+
+def _apply(findings: list[Finding]) -> list[tuple[Finding, str]]:
+    """Run each finding's fix; one that fails is skipped (its finding remains, and is shown)."""
+    done = []
+    for finding in findings:
+        if finding.fix is None:
+            continue
+        try:
+            done.append((finding, finding.fix()))
+        except (PitstopError, OSError, sqlite3.Error):
+            continue
+    return done
 
 
 def _audit(session: Session, done: list[tuple[Finding, str]]) -> None:
