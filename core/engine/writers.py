@@ -54,7 +54,8 @@ def failed_writes_discarded(session: Session, task_id: str, store_repo: Path) ->
         yield
     except BaseException as exc:
         pruned = _prune_unreferenced(session, task_id, store_repo)
-        if is_disk_full(exc) or "No space left on device" in str(getattr(exc, "message", "")):
+        said = str(getattr(exc, "message", ""))  # git's words for ENOSPC, in a GitError
+        if is_disk_full(exc) or "No space left on device" in said or "Out of diskspace" in said:
             removed = "the objects it wrote were removed" if pruned else "`pitstop gc` removes them"
             raise disk_full(f"the checkpoint was not taken and {removed}") from exc
         raise
