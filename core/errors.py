@@ -103,3 +103,7 @@ class CommandStartError(UsageError):
 
 class MasterKeyError(PitstopError):
     """The master key is missing, malformed, or not the one the data was encrypted with."""
+
+
+class DiskFullError(StoreError):
+    """The disk holding the store is full: what could be kept is kept, and said."""

@@ -71,6 +71,8 @@ __all__ = [
 
 
 if TYPE_CHECKING:  # at run time each use-case module loads when one of its methods is first used
+    import os
+
     from core.engine import (
         approvals,
         audit,
@@ -89,8 +91,10 @@ if TYPE_CHECKING:  # at run time each use-case module loads when one of its meth
     from core.engine import validate as validation
     from core.engine.checkpoint import CheckpointRequest, CheckpointResult
     from core.engine.checkpoints import CHECKPOINT_REF, parse_checkpoint_ref
+    from core.engine.doctor import DoctorReport
     from core.engine.gc import GcReport
     from core.engine.tasks import TaskSummary, generate_task_id
+    from core.models import Interface
 else:
     approvals, audit, checkpoints, effects, evidence, harness_sessions, measures = (
         _Module(name)
@@ -204,6 +208,21 @@ class Engine(Session):
         from core.engine import gc as garbage  # off the hooks' path: dataclasses and git
 
         return garbage.gc(self, dry_run=dry_run)
+
+    @staticmethod
+    def doctor(
+        store_root: str | os.PathLike[str] | None = None,
+        *,
+        fix: bool = False,
+        interface: Interface | None = None,
+    ) -> DoctorReport:
+        """Check the store (and, with `fix`, mend it, audited); see `core.engine.doctor`.
+
+        Static: it must run where opening an `Engine` fails (a deleted migration row)."""
+        from core.engine import doctor as checkup
+        from core.models import Interface
+
+        return checkup.doctor(store_root, fix=fix, interface=interface or Interface.API)
 
     # --- checkpoints -------------------------------------------------------------------------
     checkpoint = checkpointing.checkpoint

@@ -21,9 +21,10 @@ from core.engine.checkpoint_secrets import (
     sealing_for,
 )
 from core.engine.checkpoints import open_checkpoint
+from core.engine.integrity import refuse_reused_seq
 from core.engine.ledgers import ledger_sections
 from core.engine.workdir import Workdir, audit_move, task_workdir
-from core.engine.writers import expire_stale_writers, task_lock
+from core.engine.writers import expire_stale_writers, failed_writes_discarded, task_lock
 from core.errors import ConflictError, DamagedCheckpointError, UsageError
 from core.models import (
     ChangedFile,
@@ -150,7 +151,10 @@ def checkpoint(
         store_repo = snapshot.ensure_store_repo(
             session.paths.repos, located.source, task.store_repo
         )
-        with plumbing.session(store_repo):  # one `cat-file` for every read of the store
+        with (
+            failed_writes_discarded(session, task_id, store_repo),
+            plumbing.session(store_repo),  # one `cat-file` for every read of the store
+        ):
             result = _checkpoint_in_session(
                 session, task, request, located, store_repo, started, workdir, allowed
             )
@@ -323,6 +327,7 @@ def _record_checkpoint(session: Session, draft: _Draft) -> CheckpointResult:
     created_at = clock.now_iso()
     with write_txn(session.db):
         seq = store.next_checkpoint_seq(session.db, task.id)
+        refuse_reused_seq(draft.store_repo, task.id, seq)
         store.insert_writing_checkpoint(
             session.db,
             task_id=task.id,

@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import clock, numbers, store
 from core.engine.checkpoints import parse_checkpoint_ref
-from core.errors import CommandStartError, ConflictError, PitstopError, UsageError
+from core.errors import (
+    CommandStartError,
+    ConflictError,
+    DiskFullError,
+    PitstopError,
+    UsageError,
+)
 from core.models import Task
 from core.session import Session
 from core.store.db import batch_txn, write_txn
@@ -67,20 +73,38 @@ def run_command(
             err_fd=err_fd,
             use_pty=use_pty,
         )
+        item = recorder.finish(
+            exit_code=None if outcome.signal else outcome.returncode,
+            signal=outcome.signal,
+            timed_out=outcome.timed_out,
+            duration_ms=outcome.duration_ms,
+        )
     except CommandStartError:
         recorder.discard()  # nothing ran, so nothing is recorded (invariant 7)
         raise
+    except DiskFullError as exc:
+        raise _kept_on_full_disk(session, recorder) from exc
     except BaseException as exc:
         recorder.abort(getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}")
         raise
-    item = recorder.finish(
-        exit_code=None if outcome.signal else outcome.returncode,
-        signal=outcome.signal,
-        timed_out=outcome.timed_out,
-        duration_ms=outcome.duration_ms,
-    )
     _record_evidence_event(session, item)
     return outcome, item
+
+
+def _kept_on_full_disk(session: Session, recorder: Any) -> DiskFullError:
+    """What a run that filled the disk kept: the output chunks stored before it, marked
+    incomplete when there is still room to say so (the chunks stay readable either way)."""
+    from core.store.db import disk_full
+
+    # without even room for that, the item stays as it was: its stored chunks readable
+    with suppress(DiskFullError):
+        recorder.abort("the disk holding the store was full; the output stored before is kept")
+    chunks = store.list_chunks(session.db, recorder.id)
+    kept = sum(int(chunk["raw_len"]) for chunk in chunks)
+    return disk_full(
+        f"evidence #{recorder.id} keeps the first {kept} bytes of the command's output "
+        f"({len(chunks)} chunk(s)), the rest was lost"
+    )
 
 
 def add_evidence_file(

@@ -212,7 +212,7 @@ def _clean_repos(db: Database, paths: StorePaths) -> tuple[list[str], list[str],
         if not (repo / "objects").is_dir():
             continue
         try:
-            with _repo_writers_locked(db, paths, repo.name):
+            with repo_writers_locked(db, paths, repo.name):
                 finished = {task.id: task for task in store.list_tasks(db) if task.status.is_final}
                 live_chain = {
                     row["task_id"]
@@ -224,8 +224,14 @@ def _clean_repos(db: Database, paths: StorePaths) -> tuple[list[str], list[str],
                     if task_id in finished and task_id not in live_chain:
                         _git(repo, "update-ref", "-d", CHECKPOINT_REF_PREFIX + task_id)
                         refs_deleted.append(task_id)
-                _git(repo, "repack", "-a", "-d", "-q")
+                # prune first: on a full disk it frees what failed writes left, and repack
+                # (which needs room for its new pack) can then run
                 _git(repo, "prune", "--expire=now")
+                try:
+                    _git(repo, "repack", "-a", "-d", "-q")
+                except GitError:
+                    _git(repo, "prune", "--expire=now")  # a failed repack leaves its tmp_pack
+                    raise
             repos_pruned.append(repo.name)
         except GitError as exc:
             problems.append(f"{repo.name}: {exc.message}")
@@ -233,7 +239,7 @@ def _clean_repos(db: Database, paths: StorePaths) -> tuple[list[str], list[str],
 
 
 @contextmanager
-def _repo_writers_locked(db: Database, paths: StorePaths, repo_name: str) -> Iterator[None]:
+def repo_writers_locked(db: Database, paths: StorePaths, repo_name: str) -> Iterator[None]:
     """Hold the checkpoint lock (as `Engine.checkpoint` takes it) of every task using a repo.
 
     While they are held no checkpoint is between writing its objects and pointing its ref at

@@ -8,6 +8,7 @@ nothing and a failure after the lease ends that resume. `launch` then runs the h
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -20,7 +21,7 @@ from core.engine.effects import list_effects
 from core.engine.evidence import list_evidence
 from core.engine.leases import end_resume, take_lease
 from core.engine.validate import validate
-from core.errors import NotFoundError, ResumeRefusedError, UsageError
+from core.errors import NotFoundError, PitstopError, ResumeRefusedError, UsageError
 from core.models import Checkpoint, Task, TaskStatus
 from core.session import Session
 from core.store.db import write_txn
@@ -49,8 +50,12 @@ def resume(
     in_place: bool = False,
     accept_stale: bool = False,
     offline: bool = False,
+    keep_worktree: bool = False,
 ) -> ResumePlan:
-    """Validate, take the lease, restore the snapshot and write the brief (no launch yet)."""
+    """Validate, take the lease, restore the snapshot and write the brief (no launch yet).
+
+    A restore that fails removes the git worktree and `pitstop/<task>` branch it added to the
+    user's repository, unless `keep_worktree` (to look at what went wrong)."""
     from core import snapshot
 
     if into and in_place:
@@ -63,16 +68,28 @@ def resume(
     _refuse_unless_resumable(report, accept_stale)
     checkpoint = get_checkpoint(session, report.ref)
     resume_id = take_lease(session, checkpoint, report.verdict.value, target)
+    fresh = not in_place and not (target.is_dir() and any(target.iterdir()))
     try:
         restored = _restore_and_brief(
             session, task, source, checkpoint, report, target, in_place, resume_id
         )
     except BaseException as exc:
         failure = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+        if fresh and not keep_worktree:
+            _discard_worktree(source, target, task.id)
         end_resume(session, resume_id, "failed", failure)
         raise
     _mark_resuming(session, task, checkpoint, resume_id, target, restored)
     return _plan(session, task, checkpoint, report, resume_id, target, restored)
+
+
+def _discard_worktree(source: snapshot.SourceRepo, target: Path, task_id: str) -> bool:
+    """Undo what a failed resume added to the user's repository (a worktree, its branch)."""
+    from core.restore import worktree
+
+    with contextlib.suppress(PitstopError, OSError):  # the failure itself is what gets said
+        return worktree.discard_worktree(source, target, task_id) is not None
+    return False
 
 
 def _resume_target(
@@ -294,8 +311,11 @@ def _plan(
     )
 
 
-def launch(session: Session, plan: ResumePlan) -> int:
-    """Run the task's harness in the restored worktree (blocking); return its exit code."""
+def launch(session: Session, plan: ResumePlan, *, keep_worktree: bool = False) -> int:
+    """Run the task's harness in the restored worktree (blocking); return its exit code.
+
+    A harness that cannot start ends the resume as failed and removes the worktree and branch
+    the resume added, unless `keep_worktree`."""
     import subprocess
 
     with write_txn(session.db):
@@ -304,8 +324,19 @@ def launch(session: Session, plan: ResumePlan) -> int:
     try:
         completed = subprocess.run(list(plan.command), cwd=plan.workdir, env=env, check=False)
     except OSError as exc:
+        removed = ""
+        repo_root = store.get_task(session.db, plan.task_id).repo_root
+        if plan.branch and not keep_worktree and plan.workdir != Path(repo_root):
+            from core import snapshot
+
+            with contextlib.suppress(PitstopError):
+                source = snapshot.resolve_source_repo(repo_root)
+                if _discard_worktree(source, plan.workdir, plan.task_id):
+                    with write_txn(session.db):
+                        store.update_resume(session.db, plan.resume_id, workdir=None)
+                    removed = f"; removed {plan.workdir} and branch {plan.branch}"
         end_resume(session, plan.resume_id, "failed", str(exc))
-        raise UsageError(f"cannot launch the harness: {exc}") from exc
+        raise UsageError(f"cannot launch the harness: {exc}{removed}") from exc
     code = completed.returncode if completed.returncode >= 0 else 128 - completed.returncode
     with write_txn(session.db):
         store.update_resume(session.db, plan.resume_id, exit_code=code)

@@ -18,7 +18,7 @@ from core import clock, store
 from core.models import Checkpoint, CheckpointState
 from core.paths import StorePaths
 from core.session import Session
-from core.store.db import write_txn
+from core.store.db import disk_full, is_disk_full, write_txn
 
 STOPPED_WRITER = "the process writing this checkpoint stopped before it completed"
 
@@ -39,6 +39,52 @@ def task_lock(paths: StorePaths, task_id: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+@contextmanager
+def failed_writes_discarded(session: Session, task_id: str, store_repo: Path) -> Iterator[None]:
+    """On a failed checkpoint, remove the objects it wrote at once, and say so on a full disk.
+
+    The snapshot's objects are written before anything names them, so a failure (a full disk,
+    a refusal) leaves them unreachable; `git prune` takes them, but only while no other task's
+    writer is between writing its objects and pointing its ref at them: their locks are tried,
+    never waited for (a busy repository is left to `pitstop gc` / `pitstop doctor --fix`).
+    """
+    try:
+        yield
+    except BaseException as exc:
+        pruned = _prune_unreferenced(session, task_id, store_repo)
+        said = str(getattr(exc, "message", ""))  # git's words for ENOSPC, in a GitError
+        if is_disk_full(exc) or "No space left on device" in said or "Out of diskspace" in said:
+            removed = "the objects it wrote were removed" if pruned else "`pitstop gc` removes them"
+            raise disk_full(f"the checkpoint was not taken and {removed}") from exc
+        raise
+
+
+def _prune_unreferenced(session: Session, task_id: str, store_repo: Path) -> bool:
+    """Prune the store repository when no other writer of it is at work; True when done."""
+    from core.errors import GitError
+    from core.git.run import run_git
+
+    others = [
+        task.id
+        for task in store.list_tasks(session.db)
+        if task.store_repo == store_repo.name and task.id != task_id
+    ]
+    descriptors: list[int] = []
+    try:
+        for other in others:
+            path = lock_path(session.paths, other)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            descriptors.append(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        run_git(["prune", "--expire=now"], git_dir=store_repo)
+        return True
+    except (BlockingIOError, GitError, OSError):
+        return False
+    finally:
+        for fd in descriptors:
+            os.close(fd)
 
 
 def writer_alive(paths: StorePaths, task_id: str) -> bool:

@@ -65,6 +65,7 @@ _WHY = {
     "sync": "sharing tasks with other stores",
     "fetch": "bringing other stores' state into this one",
     "gc": "deleting checkpoints",
+    "doctor": "checking and repairing the store",
     "ui": "opening the dashboard, where approvals are decided",
     "": "opening the dashboard, where approvals are decided",
 }

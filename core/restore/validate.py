@@ -28,6 +28,7 @@ from core.restore.checks.repository import (
     check_target,
     check_upstream,
 )
+from core.restore.checks.tree_paths import check_tree_paths
 from core.restore.findings import (
     Check,
     Finding,
@@ -53,6 +54,7 @@ __all__ = [
 CHECKS: tuple[Check, ...] = (
     check_schema,
     check_complete,
+    check_tree_paths,
     check_base_commit,
     check_branch,
     check_target,

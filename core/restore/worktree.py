@@ -10,6 +10,7 @@ secret) are restored with their real bytes, in the work tree and, when staged, i
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,6 +196,25 @@ def add_worktree(source: SourceRepo, into: Path, branch: str, base: str) -> str:
         name = f"{branch}-{suffix}"
     run_git(["worktree", "add", "--quiet", "-b", name, str(into), base], cwd=source.toplevel)
     return name
+
+
+def discard_worktree(source: SourceRepo, target: Path, task_id: str) -> str | None:
+    """Remove the worktree a failed resume added at `target` and the `pitstop/<task>` branch it
+    made; return the branch removed (None: no worktree of ours was there)."""
+    listing = run_git(["worktree", "list", "--porcelain"], cwd=source.toplevel).decode()
+    wanted = os.path.realpath(target)
+    for block in listing.split("\n\n"):
+        fields = dict(line.partition(" ")[::2] for line in block.splitlines() if line)
+        if os.path.realpath(fields.get("worktree", "")) != wanted:
+            continue
+        branch = fields.get("branch", "").removeprefix("refs/heads/")
+        ours = f"pitstop/{task_id}"
+        if branch != ours and not re.fullmatch(re.escape(ours) + r"-\d+", branch):
+            return None  # not a worktree a resume made: never touched
+        run_git(["worktree", "remove", "--force", str(target)], cwd=source.toplevel)
+        run_git(["branch", "-D", branch], cwd=source.toplevel)
+        return branch
+    return None
 
 
 def restore_into(

@@ -27,6 +27,7 @@ from core.git.reader import tree_of_commit as tree_of_commit
 from core.git.version import git_version as git_version
 from core.snapshot.checkout import materialise as materialise
 from core.snapshot.checkpoint import MANIFEST_FILE as MANIFEST_FILE
+from core.snapshot.checkpoint import checkpoint_ref_seqs as checkpoint_ref_seqs
 from core.snapshot.checkpoint import update_checkpoint_ref as update_checkpoint_ref
 from core.snapshot.checkpoint import write_checkpoint_commit as write_checkpoint_commit
 from core.snapshot.diff import changed_files as changed_files

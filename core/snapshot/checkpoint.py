@@ -8,15 +8,20 @@ of checkpoints as one pack.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from core.git.objects import build_tree, commit, loose_object_bytes, write_blobs
-from core.git.refs import write_ref_file
+from core.git.reader import read_objects
+from core.git.refs import refs_under, write_ref_file
 from core.snapshot.take import Snapshot
 
 # The manifest is stored sealed (AES-GCM under the task's data key); only the header is plain.
 MANIFEST_FILE = "manifest.enc"
 HEADER_FILE = "pitstop.json"
+CHECKPOINT_REFS = "refs/pitstop/checkpoints/"
+# Every checkpoint commit's message names it: taken here, exported, or fetched.
+_MESSAGE_SEQ = re.compile(rb"\n\npitstop checkpoint [^@\s]+@(\d+)")
 
 
 def write_checkpoint_commit(
@@ -55,3 +60,35 @@ def update_checkpoint_ref(store_repo: Path, task_id: str, commit: str) -> None:
     that was killed mid-update.
     """
     write_ref_file(store_repo, f"refs/pitstop/checkpoints/{task_id}", commit)
+
+
+def checkpoint_ref_seqs(store_repo: Path, task_id: str | None = None) -> dict[str, tuple[str, int]]:
+    """Task → (commit, seq) of what each checkpoint ref of the store repository points at.
+
+    Read from the ref files and the commits' messages (no git process when they are loose), so
+    the seq about to be allocated can be checked against what the repository already holds: a
+    database that lost committed rows must not hand the same numbers out again.
+    """
+    tips = _one_tip(store_repo, task_id) if task_id else None
+    if tips is None:
+        refs = refs_under(store_repo, CHECKPOINT_REFS)
+        tips = {ref.removeprefix(CHECKPOINT_REFS): oid for ref, oid in refs.items()}
+        if task_id:
+            tips = {task_id: tips[task_id]} if task_id in tips else {}
+    bodies = read_objects(store_repo, list(set(tips.values())))
+    found: dict[str, tuple[str, int]] = {}
+    for task, oid in tips.items():
+        match = _MESSAGE_SEQ.search(bodies.get(oid) or b"")
+        if match:
+            found[task] = (oid, int(match.group(1)))
+    return found
+
+
+def _one_tip(store_repo: Path, task_id: str) -> dict[str, str] | None:
+    """The task's loose checkpoint ref, read as a file; None when git's word is needed."""
+    try:
+        value = (store_repo / (CHECKPOINT_REFS + task_id)).read_text("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    is_oid = len(value) in (40, 64) and not value.strip("0123456789abcdef")
+    return {task_id: value} if is_oid else None

@@ -15,9 +15,12 @@ from pathlib import Path
 
 @contextmanager
 def scratch_directory(parent: Path, prefix: str) -> Iterator[Path]:
-    """A new private directory under `parent`, removed when the block ends."""
+    """A new private directory under `parent`, removed when the block ends.
+
+    Its name carries the process id (`<prefix><pid>-<hex>`), so `pitstop doctor` can tell the
+    directory of a killed process from one still in use."""
     while True:
-        path = parent / f"{prefix}{os.urandom(6).hex()}"
+        path = parent / f"{prefix}{os.getpid()}-{os.urandom(6).hex()}"
         try:
             path.mkdir(mode=0o700)
             break

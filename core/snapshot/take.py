@@ -15,6 +15,7 @@ store's objects never hold it in clear. That costs git processes only when a sec
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -181,7 +182,8 @@ def _temporary_index_env(source: SourceRepo, store_repo: Path, index: Path) -> d
     """git's environment for a snapshot: a copy of the user's index, objects written into the
     store, the user's objects readable as an alternate."""
     if source.index_file.exists():
-        shutil.copy2(source.index_file, index)
+        shutil.copy2(source.index_file, index)  # its times too: git's racy-index checks read them
+        os.chmod(index, 0o600)  # not the user's 0644: a killed writer's copy stays private
     return {
         "GIT_INDEX_FILE": str(index),
         "GIT_OBJECT_DIRECTORY": str(store_repo / "objects"),

@@ -16,6 +16,7 @@ is loaded only to apply migrations.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sqlite3
@@ -25,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from core.errors import NotFoundError, StoreError
+from core.errors import DiskFullError, NotFoundError, StoreError
 from core.paths import ensure_private_file
 
 BUSY_TIMEOUT_MS = 30_000
@@ -200,6 +201,8 @@ def open_database(path: Path) -> Database:
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA foreign_keys = ON")
     except sqlite3.DatabaseError as exc:
+        if is_disk_full(exc) or _no_room(path.parent):
+            raise disk_full("the store cannot even be opened") from exc
         raise StoreError(
             f"cannot open the store database {path}: {exc}; "
             "if it is damaged, move it aside and run the command again"
@@ -264,12 +267,37 @@ def write_txn(db: Database, *, durable: bool = True) -> Iterator[Database]:
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield db
-    except BaseException:
+        conn.execute("COMMIT")
+    except BaseException as exc:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
+        if is_disk_full(exc):
+            raise disk_full() from exc
         raise
-    else:
-        conn.execute("COMMIT")
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether SQLite (or a write of ours) failed because the disk is full."""
+    if isinstance(exc, sqlite3.OperationalError):
+        return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+    return isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+
+
+def _no_room(directory: Path) -> bool:
+    """Whether the filesystem holding `directory` has no room left for SQLite's WAL files."""
+    try:
+        found = os.statvfs(directory)
+    except OSError:
+        return False
+    return found.f_bavail * found.f_frsize < 64 * 1024
+
+
+def disk_full(kept: str = "nothing more was written") -> DiskFullError:
+    """The one line a write that ran out of disk says: what was kept, and what to do."""
+    return DiskFullError(
+        f"the disk holding the store is full; {kept}: free space, then run `pitstop gc` "
+        "and `pitstop doctor`"
+    )
 
 
 @contextmanager

@@ -49,3 +49,32 @@ def repo(make_repo: Callable[..., Path]) -> Path:
         },
     )
     return path
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Callable[[str], Path]]:
+    """Factory: a size-limited tmpfs (`"2m"`…) mounted under the test's directory, unmounted
+    afterwards. Needs root and a kernel that lets it mount; skipped, with why, elsewhere."""
+    import os
+    import subprocess
+
+    mounted: list[Path] = []
+
+    def mount(size: str) -> Path:
+        if os.geteuid() != 0:
+            pytest.skip("mounting a small tmpfs needs root")
+        point = tmp_path / f"disk-{len(mounted)}"
+        point.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(point)],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        mounted.append(point)
+        return point
+
+    yield mount
+    for point in reversed(mounted):
+        subprocess.run(["umount", "-l", str(point)], check=False)

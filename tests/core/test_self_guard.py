@@ -81,6 +81,7 @@ FORBIDDEN = [
     "sync",
     "push --remote origin",
     "gc",
+    "doctor --fix",
 ]
 # (what comes before the line, how Pitstop is named)
 SPELLINGS = [

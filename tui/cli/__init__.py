@@ -31,6 +31,7 @@ COMMANDS = {
     "cost": "tui.cli.cost:cost",
     "demo": "tui.cli.dashboard:demo",
     "diff": "tui.cli.checkpoints:diff",
+    "doctor": "tui.cli.doctor:doctor",
     "effect": "tui.cli.effects:effect",
     "evidence": "tui.cli.evidence:evidence",
     "fetch": "tui.cli.remote:fetch",

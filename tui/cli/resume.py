@@ -52,6 +52,11 @@ def validate(ctx: Context, ref: str, into: str | None, offline: bool, as_json: b
 @click.option("--in-place", is_flag=True, help="Restore into the repo itself (clean, at base).")
 @click.option("--launch/--no-launch", default=False, help="Start the task's harness afterwards.")
 @click.option("--yes", is_flag=True, help="Resume a stale checkpoint anyway.")
+@click.option(
+    "--keep-worktree",
+    is_flag=True,
+    help="Keep the worktree and pitstop/<task> branch when the restore or launch fails.",
+)
 @click.option("--offline", is_flag=True, help="Validate without the network.")
 @json_option
 @pass_ctx
@@ -62,6 +67,7 @@ def resume(
     in_place: bool,
     launch: bool,
     yes: bool,
+    keep_worktree: bool,
     offline: bool,
     as_json: bool,
 ) -> None:
@@ -72,7 +78,14 @@ def resume(
     template for claude-code, codex and generic.
     """
     engine = ctx.engine()
-    plan = engine.resume(ref, into=into, in_place=in_place, accept_stale=yes, offline=offline)
+    plan = engine.resume(
+        ref,
+        into=into,
+        in_place=in_place,
+        accept_stale=yes,
+        offline=offline,
+        keep_worktree=keep_worktree,
+    )
     document = {
         "resume": plan.resume_id,
         "checkpoint": plan.ref,
@@ -103,7 +116,7 @@ def resume(
         return
     if not as_json:
         say(f"restored {plan.ref} into {plan.workdir}; launching: {plan.command[-1]}")
-    code = engine.launch(plan)
+    code = engine.launch(plan, keep_worktree=keep_worktree)
     if as_json:
         emit(True, {**document, "exit_code": code}, "")
     sys.exit(code)

@@ -1,0 +1,90 @@
+"""The checkpoint's trees hold only paths git will check out: the check git's own `verify_path`
+makes at restore, made before anything is written.
+
+A tree that arrived from elsewhere (a teammate's push, a hand-made commit) may name `.git/…`
+(in any case, or as NTFS spells it: `.git.`, `git~1`, `.git::$INDEX_ALLOCATION`), `.` or `..`,
+a symlinked `.gitmodules`, or one name twice (a file and a directory): `git read-tree` refuses
+the first kinds halfway through a resume and silently drops one of a duplicate. Paths that
+differ only in case clash on a case-insensitive filesystem (macOS's and Windows's).
+Only what differs from the base commit's tree is listed (`diff-tree`), so a small change in a
+large tree stays cheap.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from core.git.objects import EMPTY_TREE
+from core.git.run import run_git
+from core.restore.findings import Finding, Status, ValidationInputs
+
+_SYMLINK = "120000"
+
+
+def check_tree_paths(inputs: ValidationInputs) -> list[Finding]:
+    """Every path of the worktree and index trees is one git checks out as it is."""
+    cp = inputs.checkpoint
+    if cp is None or not cp.worktree_tree or not cp.index_tree:
+        return []
+    base = f"{cp.base_commit}^{{tree}}" if cp.base_commit else EMPTY_TREE
+    folding = _case_insensitive()
+    for tree in dict.fromkeys((cp.worktree_tree, cp.index_tree)):
+        problem = refused_path(_changed_entries(inputs.store_repo, base, tree), folding)
+        if problem:
+            return [
+                Finding(
+                    "tree-paths",
+                    Status.FAIL,
+                    f"the checkpoint's tree {problem}, which git refuses to check out",
+                    "do not resume it; resume an earlier checkpoint or ask who made this one",
+                )
+            ]
+    return [Finding("tree-paths", Status.PASS, "every path is one git checks out")]
+
+
+def _changed_entries(store_repo: Path, base: str, tree: str) -> list[tuple[str, str]]:
+    """(mode, path) of every entry (trees too) of `tree` that `base` does not have as it is."""
+    out = run_git(
+        ["diff-tree", "-r", "-t", "-z", "--no-renames", "--diff-filter=AMT", base, tree],
+        git_dir=store_repo,
+    )
+    fields = out.split(b"\0")
+    entries = []
+    for meta, path in zip(fields[::2], fields[1::2], strict=False):
+        if meta.startswith(b":"):
+            entries.append((meta.split()[1].decode(), path.decode("utf-8", "surrogateescape")))
+    return entries
+
+
+def refused_path(entries: list[tuple[str, str]], case_insensitive: bool = False) -> str | None:
+    """What git would refuse among (mode, path) entries, in words; None when nothing."""
+    seen: dict[str, str] = {}
+    for mode, path in entries:
+        for name in path.split("/"):
+            if name in ("", ".", ".."):
+                return f"names a path {path!r} with a {name or 'empty'!r} part"
+            if _is_dot_git(name):
+                return f"writes into git's own directory ({path!r})"
+        if mode == _SYMLINK and _is_dot_git(path.rsplit("/", 1)[-1], "gitmodules"):
+            return f"makes {path!r} a symbolic link"
+        key = path.casefold() if case_insensitive else path
+        if key in seen:
+            other = seen[key]
+            kind = "twice" if other == path else f"and {other!r}, one name on this filesystem"
+            return f"names {path!r} {kind}"
+        seen[key] = path
+    return None
+
+
+def _is_dot_git(name: str, what: str = "git") -> bool:
+    """`.git` (or `.gitmodules`) however NTFS and case may spell it, as git's checks do."""
+    plain = name.split(":", 1)[0].rstrip(". ").casefold()
+    short = {"git": "git~1", "gitmodules": "gitmod~1"}[what]
+    return plain in (f".{what}", short)
+
+
+def _case_insensitive() -> bool:
+    """Whether restore targets fold case: macOS's and Windows's default filesystems do. Nothing
+    is written to find out (validation only reads); a case-folding mount on Linux is not seen."""
+    return sys.platform in ("darwin", "win32")
