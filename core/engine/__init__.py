@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from core.engine import approval_context as approval_contexts
 from core.engine import (
     approvals,
     audit,
     checkpoints,
+    devices,
     effects,
     evidence,
     harness_sessions,
@@ -158,6 +160,8 @@ class Engine(Session):
     get_approval = approvals.get_approval
     list_approvals = approvals.list_approvals
     wait_for_decision = approvals.wait_for_decision
+    approval_context = approval_contexts.approval_context
+    held_prompts = approval_contexts.held_prompts
 
     # --- validation and resume ---------------------------------------------------------------
     validate = validation.validate
@@ -171,6 +175,13 @@ class Engine(Session):
     link_harness_session = harness_sessions.link_harness_session
     harness_session = harness_sessions.harness_session
     free_task_on_repo = harness_sessions.free_task_on_repo
+
+    # --- paired devices of the web inbox (`pitstop serve`) -----------------------------------
+    create_pairing = devices.create_pairing
+    redeem_pairing = devices.redeem_pairing
+    device_for_token = devices.device_for_token
+    list_devices = devices.list_devices
+    revoke_device = devices.revoke_device
 
     # --- audit -------------------------------------------------------------------------------
     events = audit.events
