@@ -8,6 +8,7 @@ never wait on it beyond one short transaction.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import NamedTuple
 
@@ -29,11 +30,13 @@ STATIC = Path(__file__).parent / "static"
 
 
 class Server(NamedTuple):
-    """What every request of one server shares: the engines and the rate limits."""
+    """What every request of one server shares: the engines, the rate limits, and whether the
+    server is stopping (set by whoever runs it; live streams end when it is)."""
 
     engines: Engines
     pairing: Limiter
     failed: Limiter
+    stopping: threading.Event
 
 
 async def _not_found(request: Request, exc: Exception) -> Response:
@@ -66,5 +69,6 @@ def create_app(store_root: Path | None = None, limits: RateLimits | None = None)
         Engines(store_root),
         Limiter(limits.pairing_attempts, limits.window_s),
         Limiter(limits.failed_requests, limits.window_s),
+        threading.Event(),
     )
     return app

@@ -4,7 +4,8 @@ The store is watched the way the dashboard watches it (`Engine.watch_commits`: t
 log through inotify, `PRAGMA data_version` as the check), on a worker thread abandoned when the
 browser goes away. A harness hook holding a permission prompt open commits its request, so the
 prompt appears within a second. The device is checked again after every change, so revoking it
-(a commit too) ends its stream at once.
+(a commit too) ends its stream at once; a stopping server ends every stream within half a
+second, so shutting down never waits on a browser.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from starlette.responses import Response, StreamingResponse
 from web.guard import COOKIE, device_from_request, unpaired
 
 HEARTBEAT_S = 15.0
+POLL_S = 0.5  # how soon a stream notices that the server is stopping
 
 
 async def live(request: Request) -> Response:
@@ -42,13 +44,18 @@ async def _events(request: Request) -> AsyncIterator[str]:
         target=_watch, args=(request, stop, asyncio.get_running_loop(), changes), daemon=True
     )
     watcher.start()
+    stopping = request.app.state.web.stopping
+    quiet_s = 0.0
     try:
         yield "retry: 3000\n\n"
-        while True:
+        while not stopping.is_set():
             try:
-                version = await asyncio.wait_for(changes.get(), HEARTBEAT_S)
+                version = await asyncio.wait_for(changes.get(), POLL_S)
             except TimeoutError:
-                yield ": still here\n\n"
+                quiet_s += POLL_S
+                if quiet_s >= HEARTBEAT_S:
+                    quiet_s = 0.0
+                    yield ": still here\n\n"
                 continue
             if version is None:
                 return

@@ -8,7 +8,7 @@ phone"), and pass the address the phone uses as `--public-url` so the link point
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -59,17 +59,25 @@ def serve(
         _print_pairing(pairing, base)
     click.echo(f"serving the inbox of {engine.paths.root} at http://{_url_host(host)}:{port}/")
     click.echo("stop with Ctrl-C: nothing is lost (every decision is already in the store)")
+    app = create_app(engine.paths.root)
     config = uvicorn.Config(
-        create_app(engine.paths.root),
+        app,
         host=host,
         port=port,
         access_log=False,  # a pairing link's path must not land in a log
         log_level="warning",
         proxy_headers=True,
         forwarded_allow_ips="127.0.0.1",
-        timeout_graceful_shutdown=2,
+        timeout_graceful_shutdown=3,
     )
-    uvicorn.Server(config).run()
+    stopping = app.state.web.stopping
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            stopping.set()  # live streams end first, so shutting down waits on no browser
+            super().handle_exit(sig, frame)
+
+    Server(config).run()
 
 
 def _url_host(host: str) -> str:
