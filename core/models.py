@@ -58,6 +58,7 @@ class Interface(StrEnum):
     HOOK = "hook"
     API = "api"
     SYNC = "sync"  # a change brought in from another store's ledger (core.ledger.facts)
+    WEB = "web"  # a paired device through `pitstop serve` (the device id is in the detail)
 
 
 TASK_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")
@@ -270,3 +271,19 @@ class Approval(NamedTuple):
     decided_at: str | None = None
     reason: str | None = None
     checkpoint_seq: int | None = None
+
+
+class Device(NamedTuple):
+    """A browser paired with `pitstop serve`: it acts for one approver until revoked."""
+
+    id: str
+    approver: str
+    label: str
+    created_at: str
+    last_seen_at: str | None = None
+    revoked_at: str | None = None
+
+    @property
+    def active(self) -> bool:
+        """True until the device is revoked."""
+        return self.revoked_at is None

@@ -55,6 +55,8 @@ class Session:
             ensure_private_dir(private)
         self.keys = TaskKeys(self.db)
         self._signing_key: SigningKey | None = signing_key
+        # Added to every audit event this session writes: the web inbox names the device here.
+        self.audit_detail: dict[str, str] = {}
 
     def signing_key(self) -> SigningKey:
         """The operator's signing key, loaded on first use (a SigningError when there is none).
@@ -114,5 +116,5 @@ class Session:
             from_state=from_state,
             to_state=to_state,
             reason=persistable(reason) if reason and not own_words else reason,
-            detail=detail,
+            detail={**self.audit_detail, **detail} if detail else (self.audit_detail or None),
         )

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FORBIDDEN = ("textual", "rich", "click", "tui")
+FORBIDDEN = ("textual", "rich", "click", "tui", "web", "starlette", "uvicorn", "jinja2")
+NEVER_IN_CORE = ("textual", "rich", "tui", "web", "starlette", "uvicorn", "jinja2")
 
 PROBE = """
 import importlib, json, pkgutil, sys
@@ -63,8 +64,24 @@ def test_core_imports_no_ui_package() -> None:
     assert expected <= set(report["imported"])
     assert "core.engine" in report["imported"]
     assert report["loaded_by_core"] == []
-    never = [m for m in report["loaded_at_all"] if m.split(".")[0] in ("textual", "rich", "tui")]
+    never = [m for m in report["loaded_at_all"] if m.split(".")[0] in NEVER_IN_CORE]
     assert never == []
+
+
+WEB_PROBE = """
+import json, sys
+import web.app
+print(json.dumps(sorted({m.split(".")[0] for m in sys.modules} & {"textual", "rich", "tui"})))
+"""
+
+
+def test_the_web_inbox_loads_no_terminal_package() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", WEB_PROBE], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []
 
 
 def test_import_linter_contracts_hold() -> None:
@@ -78,14 +95,15 @@ def test_import_linter_contracts_hold() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "core is UI-free KEPT" in proc.stdout
     assert "layers point down KEPT" in proc.stdout
+    assert "the web inbox is terminal-free KEPT" in proc.stdout
 
 
 # --- the module graph, private names and sizes, read from the source ------------------------
 #
-# These read every .py file of core/ and tui/ with `ast` (nothing is imported), so an import
+# These read every .py file of core/, tui/ and web/ with `ast` (nothing is imported), so an import
 # inside a function or under `if TYPE_CHECKING:` counts as much as one at the top of a module.
 
-PACKAGES = ("core", "tui")
+PACKAGES = ("core", "tui", "web")
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
 

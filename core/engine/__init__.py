@@ -73,10 +73,12 @@ __all__ = [
 if TYPE_CHECKING:  # at run time each use-case module loads when one of its methods is first used
     import os
 
+    from core.engine import approval_context as approval_contexts
     from core.engine import (
         approvals,
         audit,
         checkpoints,
+        devices,
         effects,
         evidence,
         harness_sessions,
@@ -108,8 +110,9 @@ else:
             "measures",
         )
     )
-    sharing, store_info, tasks, trust = (
-        _Module(name) for name in ("sharing", "store_info", "tasks", "trust")
+    sharing, store_info, tasks, trust, devices, approval_contexts = (
+        _Module(name)
+        for name in ("sharing", "store_info", "tasks", "trust", "devices", "approval_context")
     )
     checkpointing, resuming, validation = (
         _Module(name) for name in ("checkpoint", "resume", "validate")
@@ -260,6 +263,8 @@ class Engine(Session):
     get_approval = approvals.get_approval
     list_approvals = approvals.list_approvals
     wait_for_decision = approvals.wait_for_decision
+    approval_context = approval_contexts.approval_context
+    held_prompts = approval_contexts.held_prompts
 
     # --- validation and resume ---------------------------------------------------------------
     validate = validation.validate
@@ -280,6 +285,13 @@ class Engine(Session):
         harness_sessions.free_task_on_repo if TYPE_CHECKING else later("harness_sessions")
     )
 
+    # --- paired devices of the web inbox (`pitstop serve`) -----------------------------------
+    create_pairing = devices.create_pairing
+    redeem_pairing = devices.redeem_pairing
+    device_for_token = devices.device_for_token
+    list_devices = devices.list_devices
+    revoke_device = devices.revoke_device
+
     # --- audit -------------------------------------------------------------------------------
     events = audit.events
 
@@ -289,3 +301,4 @@ if not TYPE_CHECKING:
     # real module (imported then), not a stand-in.
     del approvals, audit, checkpoints, effects, evidence, harness_sessions, measures
     del sharing, store_info, tasks, trust, checkpointing, resuming, validation
+    del devices, approval_contexts

@@ -153,3 +153,14 @@ def background_marks(db: Database, task_id: str) -> dict[str, tuple[str, str | N
             tool_use = said.get("tool_use")
             marks[background] = (str(key), tool_use if isinstance(tool_use, str) else None)
     return marks
+
+
+def approvals_requested_via(db: Database, interface: Interface) -> set[tuple[str, str]]:
+    """(task, approval id) of every approval requested through `interface` (a harness hook
+    holding a permission prompt open asks through `hook`)."""
+    rows = db.execute(
+        "SELECT task_id, entity_id FROM events WHERE entity = 'approval' AND action = 'request' "
+        "AND interface = ?",
+        [interface.value],
+    ).fetchall()
+    return {(str(row[0]), str(row[1])) for row in rows}

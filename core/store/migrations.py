@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from core.errors import SchemaTooNewError, StoreError
 from core.store.db import Database, write_txn
+from core.store.devices import create_device_tables
 from core.store.effects import create_foreign_checks
 from core.store.task_keys import create_key_history
 from core.store.trust import create_trust_tables
@@ -598,3 +599,6 @@ def _sealed_fields(db: sqlite_utils.Database) -> None:
 
     plain = Database(db.conn)
     seal_clear_text(plain, FIELD_COLUMNS, _TEXT_KEYS[0](plain) if _TEXT_KEYS else None)
+
+
+migrations(name="0018_web_devices")(create_device_tables)

@@ -350,7 +350,8 @@ def test_migration_seals_the_fields_of_a_previous_store(store_root: Path) -> Non
     _previous_store(store_root)
     assert "Zeppelin" in leaks(database_bytes(store_root))  # the test's premise
     with Engine(store_root) as engine:
-        assert schema_version(engine.db) == "0017_sealed_fields"
+        assert "0017_sealed_fields" in migrations.applied(engine.db)
+        assert schema_version(engine.db) == migrations.names()[-1]
         _reads_back_migrated(engine)
         # a task gc retired (expired, no key left) is not given a fresh key to seal with
         assert not store.has_wrapped_key(engine.db, "gone-task")

@@ -46,6 +46,7 @@ COMMANDS = {
     "remote": "tui.cli.remote:remote_group",
     "resume": "tui.cli.resume:resume",
     "run": "tui.cli.evidence:run",
+    "serve": "tui.cli.serve:serve",
     "show": "tui.cli.checkpoints:show",
     "sync": "tui.cli.remote:sync",
     "task": "tui.cli.tasks:task",
