@@ -149,6 +149,7 @@ class Engine(Session):
     list_effects = effects.list_effects
     unsettled_effects = effects.unsettled_effects
     check_effect = effects.check_effect
+    run_effect_check = effects.run_effect_check
     guard_effect = effects.guard_effect
     note_background = effects.note_background
     has_effects_in = effects.has_effects_in
