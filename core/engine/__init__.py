@@ -34,6 +34,7 @@ from core.engine import (
 from core.engine import checkpoint as checkpointing
 from core.engine import resume as resuming
 from core.engine import validate as validation
+from core.engine.attention import Attention, attention
 from core.engine.checkpoint import CheckpointRequest, CheckpointResult
 from core.engine.checkpoints import CHECKPOINT_REF, parse_checkpoint_ref
 from core.engine.tasks import TaskSummary, generate_task_id
@@ -44,10 +45,12 @@ if TYPE_CHECKING:  # gc loads dataclasses and its git helpers only when it runs
 
 __all__ = [
     "CHECKPOINT_REF",
+    "Attention",
     "CheckpointRequest",
     "CheckpointResult",
     "Engine",
     "TaskSummary",
+    "attention",
     "generate_task_id",
     "parse_checkpoint_ref",
 ]
