@@ -131,6 +131,10 @@ WITH page AS (
             WHERE state = :complete AND task_id = t.id) AS last
     FROM tasks AS t
     WHERE t.status = :status
+      AND (:hot = 0 OR t.id IN (
+          SELECT task_id FROM approvals
+          WHERE state = :pending AND (expires_at IS NULL OR expires_at > :now)
+          UNION SELECT task_id FROM effects WHERE state IN (:uncertain, :in_progress)))
     ORDER BY COALESCE(last, t.updated_at) DESC
     LIMIT :limit
 )
@@ -177,26 +181,30 @@ def first_task_rollups(
     order: tuple[TaskStatus, ...],
     keys: TextKeys | None = None,
 ) -> list[TaskRollup]:
-    """The first `limit` entries of `task_rollups` in triage order: statuses as listed in
-    `order` (any others last), then the newest checkpoint (or update) first."""
+    """The first `limit` entries of `task_rollups` for a first screen: open tasks holding a
+    pending approval or an unsettled effect (what triage weighs most), then statuses as listed
+    in `order` (any others last), each newest checkpoint (or update) first."""
     # One status at a time, in triage order, until the page is full: the lookups run for the
     # tasks that can make the page (those needing a person come first), not for every task.
     statuses = [*order, *(status for status in TaskStatus if status not in order)]
-    rows: list[dict[str, Any]] = []
-    for status in statuses:
+    passes = [(status, True) for status in statuses if not status.is_final]
+    passes += [(status, False) for status in statuses]
+    rows: dict[str, dict[str, Any]] = {}
+    for status, hot in passes:
         if len(rows) >= limit:
             break
         (page,) = db.execute(
             _FIRST_ROLLUP_SQL,
-            {**_PARAMETERS, "now": now_iso, "limit": limit - len(rows), "status": status.value},
+            {**_PARAMETERS, "now": now_iso, "limit": limit, "status": status.value, "hot": hot},
         ).fetchone()
         # The aggregate does not promise the page's order: sort it again, as the SQL did.
         found = json.loads(page or "[]")
         found.sort(
             key=lambda row: row["rollup_last_checkpoint_at"] or row["updated_at"], reverse=True
         )
-        rows.extend(found)
-    return [_rollup_entry(_unhexed(row), keys) for row in rows]
+        for row in found:
+            rows.setdefault(row["id"], row)  # a hot task comes back in its status's pass too
+    return [_rollup_entry(_unhexed(row), keys) for row in list(rows.values())[:limit]]
 
 
 def _unhexed(row: dict[str, Any]) -> dict[str, Any]:
