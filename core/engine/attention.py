@@ -73,9 +73,10 @@ def budget_share(task: Task, last_checkpoint_at: str | None) -> float | None:
         shares.append(task.usd_used / task.budget.usd)
     if task.budget.tokens:
         shares.append(task.tokens_used / task.budget.tokens)
-    minutes = minutes_used(task, last_checkpoint_at)
-    if task.budget.minutes and minutes is not None:
-        shares.append(minutes / task.budget.minutes)
+    if task.budget.minutes:
+        minutes = minutes_used(task, last_checkpoint_at)
+        if minutes is not None:
+            shares.append(minutes / task.budget.minutes)
     return max(shares) if shares else None
 
 

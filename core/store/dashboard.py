@@ -124,17 +124,21 @@ def _json_value(column: str) -> str:
     return f"CASE typeof({value}) WHEN 'blob' THEN json_array(hex({value})) ELSE {value} END"
 
 
+# Which tasks a page holds: one status's, or every open task holding a pending approval or an
+# effect whose outcome is not known yet (few, and what triage weighs most).
+_ONE_STATUS = "t.status = :status"
+_HOT = """t.status IN (:running, :paused, :waiting, :resuming) AND t.id IN (
+          SELECT task_id FROM approvals
+          WHERE state = :pending AND (expires_at IS NULL OR expires_at > :now)
+          UNION SELECT task_id FROM effects WHERE state IN (:uncertain, :in_progress))"""
+
 _FIRST_ROLLUP_SQL = f"""
 WITH page AS (
     SELECT t.id AS id,
            (SELECT MAX(created_at) FROM checkpoints
             WHERE state = :complete AND task_id = t.id) AS last
     FROM tasks AS t
-    WHERE t.status = :status
-      AND (:hot = 0 OR t.id IN (
-          SELECT task_id FROM approvals
-          WHERE state = :pending AND (expires_at IS NULL OR expires_at > :now)
-          UNION SELECT task_id FROM effects WHERE state IN (:uncertain, :in_progress)))
+    WHERE {{where}}
     ORDER BY COALESCE(last, t.updated_at) DESC
     LIMIT :limit
 )
@@ -187,15 +191,22 @@ def first_task_rollups(
     # One status at a time, in triage order, until the page is full: the lookups run for the
     # tasks that can make the page (those needing a person come first), not for every task.
     statuses = [*order, *(status for status in TaskStatus if status not in order)]
-    passes = [(status, True) for status in statuses if not status.is_final]
-    passes += [(status, False) for status in statuses]
+    passes: list[TaskStatus | None] = [None, *statuses]  # None: the open tasks with a pending item
+    open_statuses = {f"{s.value}": s.value for s in TaskStatus if not s.is_final}
     rows: dict[str, dict[str, Any]] = {}
-    for status, hot in passes:
+    for status in passes:
         if len(rows) >= limit:
             break
+        where, more = (_HOT, open_statuses) if status is None else (_ONE_STATUS, {})
         (page,) = db.execute(
-            _FIRST_ROLLUP_SQL,
-            {**_PARAMETERS, "now": now_iso, "limit": limit, "status": status.value, "hot": hot},
+            _FIRST_ROLLUP_SQL.format(where=where),
+            {
+                **_PARAMETERS,
+                **more,
+                "now": now_iso,
+                "limit": limit,
+                "status": status.value if status else None,
+            },
         ).fetchone()
         # The aggregate does not promise the page's order: sort it again, as the SQL did.
         found = json.loads(page or "[]")
