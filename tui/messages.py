@@ -18,6 +18,7 @@ from tui.remotes import RemoteOutcome, RemoteView
 
 if TYPE_CHECKING:  # evidence pulls in zstd and the redactor; only its type is needed here
     from core.evidence.storage import Evidence
+    from core.ledger.moves import CheckOutcome
 
 
 class TasksLoaded(Message):
@@ -165,6 +166,14 @@ class EffectsLoaded(Message):
         self.effects = effects
         # Per effect key: settlements a ledger sync set aside (settled differently elsewhere).
         self.conflicts = conflicts or {}
+
+
+class EffectChecked(Message):
+    """A precondition check the operator ran from the dashboard, and what it settled (if any)."""
+
+    def __init__(self, outcome: CheckOutcome) -> None:
+        super().__init__()
+        self.outcome = outcome
 
 
 class ApprovalsLoaded(Message):

@@ -61,10 +61,12 @@ class _Module:
 
 __all__ = [
     "CHECKPOINT_REF",
+    "Attention",
     "CheckpointRequest",
     "CheckpointResult",
     "Engine",
     "TaskSummary",
+    "attention",
     "generate_task_id",
     "parse_checkpoint_ref",
 ]
@@ -91,6 +93,7 @@ if TYPE_CHECKING:  # at run time each use-case module loads when one of its meth
     from core.engine import checkpoint as checkpointing
     from core.engine import resume as resuming
     from core.engine import validate as validation
+    from core.engine.attention import Attention, attention
     from core.engine.checkpoint import CheckpointRequest, CheckpointResult
     from core.engine.checkpoints import CHECKPOINT_REF, parse_checkpoint_ref
     from core.engine.doctor import DoctorReport
@@ -119,6 +122,8 @@ else:
     )
 
 _EXPORTS = {
+    "Attention": "attention",
+    "attention": "attention",
     "CHECKPOINT_REF": "checkpoints",
     "CheckpointRequest": "checkpoint",
     "CheckpointResult": "checkpoint",
@@ -254,6 +259,7 @@ class Engine(Session):
     list_effects = effects.list_effects
     unsettled_effects = effects.unsettled_effects
     check_effect = effects.check_effect
+    run_effect_check = effects.run_effect_check
     guard_effect = effects.guard_effect
     note_background = effects.note_background
     has_effects_in = effects.has_effects_in

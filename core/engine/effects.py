@@ -15,6 +15,7 @@ from core.models import EffectState, SideEffect
 from core.session import Session
 
 if TYPE_CHECKING:
+    from core.ledger.checks import CheckVerdict
     from core.ledger.guard import GuardOutcome, GuardRequest
     from core.ledger.locks import Notice
     from core.ledger.moves import CheckOutcome, ProposeResult
@@ -86,6 +87,58 @@ def check_effect(
     A stored check another store wrote runs only `confirmed` (the operator has seen it).
     """
     return effect_ledger(session).check(task_id, key, command, timeout, confirmed)
+
+
+def run_effect_check(
+    session: Session,
+    task_id: str,
+    key: str,
+    *,
+    confirmed: bool = False,
+    settle: frozenset[CheckVerdict] | None = None,
+) -> CheckOutcome:
+    """Run an unsettled effect's precondition check, keep its output as evidence, and settle
+    the effect only by a verdict in `settle` (by default "happened"; never an unknown one).
+
+    The dashboard's way: it shows the check before it runs, settles by exit 0 alone, and leaves
+    a "did not happen" (exit 1) to the operator, who confirms it once they have read the output
+    (`move_effect`, with a reason). The output comes back redacted.
+    """
+    from core.ledger.checks import CheckVerdict
+    from core.ledger.moves import CheckOutcome
+    from core.redaction.redact import redact_bytes
+
+    settle = frozenset({CheckVerdict.HAPPENED}) if settle is None else settle
+    ledger = effect_ledger(session)
+    outcome = ledger.check(task_id, key, confirmed=confirmed, capture=True, settle=frozenset())
+    evidence_id = _keep_check_output(session, outcome)
+    result = outcome.result._replace(output=redact_bytes(outcome.result.output))
+    if evidence_id is not None:
+        result = result._replace(detail=f"{result.detail}; its output is evidence #{evidence_id}")
+    settles = result.verdict in settle and result.verdict is not CheckVerdict.UNKNOWN
+    effect = ledger.settle_by_check(outcome.effect, result) if settles else outcome.effect
+    return CheckOutcome(effect, result, settled=settles, evidence_id=evidence_id)
+
+
+def _keep_check_output(session: Session, outcome: CheckOutcome) -> int | None:
+    """Record what a check printed as evidence on its task (a finished task takes none)."""
+    from core import store
+    from core.engine.evidence import add_evidence_output
+
+    effect = outcome.effect
+    if store.get_task(session.db, effect.task_id).status.is_final:
+        return None
+    item = add_evidence_output(
+        session,
+        effect.task_id,
+        outcome.result.output,
+        argv=["/bin/sh", "-c", effect.check or ""],
+        exit_code=outcome.result.exit_code,
+        label=f"precondition check of {effect.key}",
+        source="check",
+        timed_out=outcome.result.exit_code is None and "timed out" in outcome.result.detail,
+    )
+    return item.id
 
 
 def guard_effect(

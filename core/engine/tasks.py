@@ -20,6 +20,7 @@ from core.errors import ConflictError, UsageError
 from core.models import Budget, NamedVersion, Task, TaskStatus, validate_task_id
 from core.redaction.free_text import persistable
 from core.session import Session
+from core.store.dashboard import TriageFacts
 from core.store.db import write_txn
 
 _REDACTION_MARK = re.compile(r"\[REDACTED:[^\]]*\]")
@@ -34,6 +35,7 @@ class TaskSummary(NamedTuple):
     pending_approvals: int = 0
     uncertain_effects: int = 0
     last_verdict: str | None = None
+    triage: TriageFacts = TriageFacts()
 
 
 def generate_task_id(objective: str, taken: set[str]) -> str:

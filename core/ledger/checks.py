@@ -40,11 +40,12 @@ class CheckVerdict(StrEnum):
 
 
 class CheckResult(NamedTuple):
-    """One run of a precondition check."""
+    """One run of a precondition check; `output` is what it printed, when it was captured."""
 
     verdict: CheckVerdict
     exit_code: int | None
     detail: str
+    output: bytes = b""
 
 
 def effect_env(effect: SideEffect) -> dict[str, str]:
@@ -106,32 +107,51 @@ def shell_quoted(command: str) -> str:
     return f"$'{escaped}'"
 
 
-def run_check(command: str, env: Mapping[str, str], timeout: float) -> CheckResult:
-    """Run a precondition check with /bin/sh; its output goes to our stderr, never to disk."""
+def run_check(
+    command: str, env: Mapping[str, str], timeout: float, *, capture: bool = False
+) -> CheckResult:
+    """Run a precondition check with /bin/sh.
+
+    Its output goes to our stderr, never to disk; or, `capture`d (the dashboard, whose screen
+    stderr would scribble over), it comes back in `CheckResult.output`, stdout and stderr
+    interleaved, for the caller to redact and keep as evidence.
+    """
     import subprocess
 
     try:
         proc = subprocess.Popen(
             ["/bin/sh", "-c", command],
             stdin=subprocess.DEVNULL,
-            stdout=2,  # keep stdout for the action's own output
+            stdout=subprocess.PIPE if capture else 2,  # keep stdout for the action's own output
+            stderr=subprocess.STDOUT if capture else None,
             env=dict(env),
             process_group=0,
         )
     except OSError as exc:
         return CheckResult(CheckVerdict.UNKNOWN, None, f"the check could not start: {exc}")
+    output = b""
     try:
-        code = proc.wait(timeout=timeout)
+        output, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_group(proc)
-        return CheckResult(CheckVerdict.UNKNOWN, None, f"the check timed out after {timeout:g} s")
+        if capture:
+            output, _ = proc.communicate()  # what it printed before it was stopped
+        detail = f"the check timed out after {timeout:g} s"
+        return CheckResult(CheckVerdict.UNKNOWN, None, detail, output or b"")
+    return _verdict(proc.returncode, output or b"")
+
+
+def _verdict(code: int, output: bytes) -> CheckResult:
+    """Exit 0 happened, exit 1 did not; anything else tells nothing."""
     if code == 0:
-        return CheckResult(CheckVerdict.HAPPENED, 0, "check exit 0")
+        return CheckResult(CheckVerdict.HAPPENED, 0, "check exit 0", output)
     if code == 1:
-        return CheckResult(CheckVerdict.NOT_HAPPENED, 1, "check exit 1")
+        return CheckResult(CheckVerdict.NOT_HAPPENED, 1, "check exit 1", output)
     if code < 0:
-        return CheckResult(CheckVerdict.UNKNOWN, code, f"the check was killed by signal {-code}")
-    return CheckResult(CheckVerdict.UNKNOWN, code, f"the check exited {code}")
+        return CheckResult(
+            CheckVerdict.UNKNOWN, code, f"the check was killed by signal {-code}", output
+        )
+    return CheckResult(CheckVerdict.UNKNOWN, code, f"the check exited {code}", output)
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:

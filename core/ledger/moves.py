@@ -49,10 +49,16 @@ class ProposeResult(NamedTuple):
 
 
 class CheckOutcome(NamedTuple):
-    """What `effect check` found and did."""
+    """What `effect check` found and did: `settled` says whether the verdict moved the effect;
+    `evidence_id` names the item that keeps the check's output, where it was kept."""
 
     effect: SideEffect
     result: CheckResult
+    settled: bool = True
+    evidence_id: int | None = None
+
+
+EVERY_VERDICT = frozenset(CheckVerdict)  # an unknown one refuses: an operator settles it
 
 
 class LedgerMoves:
@@ -279,10 +285,16 @@ class LedgerMoves:
         command: str | None = None,
         timeout: float | None = None,
         confirmed: bool = False,
+        *,
+        capture: bool = False,
+        settle: frozenset[CheckVerdict] = EVERY_VERDICT,
     ) -> CheckOutcome:
         """Run the precondition check of an unsettled effect and settle it by its answer.
 
-        A stored check from another store runs only `confirmed` (`core.ledger.checks`).
+        Only a verdict in `settle` moves the effect (an unknown one then refuses, naming how an
+        operator settles it); any other comes back unsettled, with the effect as it was read
+        before the check ran, for the caller to decide. A stored check from another store runs
+        only `confirmed` (`core.ledger.checks`); `capture` keeps its output in the result.
         """
         validate_key(key)
         if timeout is not None:
@@ -293,7 +305,10 @@ class LedgerMoves:
         with self.locks.hold(task_id, key, wait=0.0):
             effect = store.get_effect(self.db, task_id, key, self.keys)
             command = self._require_checkable(effect, command, confirmed)
-            result = run_check(command, effect_env(effect), timeout or CHECK_TIMEOUT_S)
+            timeout = timeout or CHECK_TIMEOUT_S
+            result = run_check(command, effect_env(effect), timeout, capture=capture)
+            if result.verdict not in settle:
+                return CheckOutcome(effect, result, settled=False)
             return CheckOutcome(self.settle_by_check(effect, result), result)
 
     @staticmethod

@@ -35,7 +35,7 @@ from core.store.checkpoints import (
     next_checkpoint_seq,
     writing_seqs,
 )
-from core.store.dashboard import first_task_rollups, task_rollups
+from core.store.dashboard import TriageFacts, first_task_rollups, task_rollups
 from core.store.effects import find_effect, get_effect, insert_effect, list_effects, move_effect
 from core.store.events import (
     add_event,
@@ -148,6 +148,7 @@ __all__ = [
     "MANIFEST_SCHEMA",
     "UNREADABLE",
     "TextKeys",
+    "TriageFacts",
     "active_resumes",
     "add_event",
     "add_remote",

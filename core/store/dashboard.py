@@ -9,16 +9,31 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
-from core.models import ApprovalState, CheckpointState, EffectState, Task, TaskStatus
+from core.models import ApprovalState, CheckpointState, EffectState, Risk, Task, TaskStatus
 from core.store.db import Database
 from core.store.sealed_text import TASK_SEALED, TextKeys
 from core.store.tasks import task_from_row
 
 # What the dashboard lists beside a task: `(task, complete checkpoints, newest checkpoint's time,
-# pending approvals not yet expired, uncertain effects, verdict of the newest validation or None)`.
-TaskRollup = tuple[Task, int, str | None, int, int, str | None]
+# pending approvals not yet expired, uncertain effects, verdict of the newest validation or None,
+# and what triage weighs: `TriageFacts`)`.
+TaskRollup = tuple[Task, int, str | None, int, int, str | None, "TriageFacts"]
+
+
+class TriageFacts(NamedTuple):
+    """What triage weighs beyond the listed counts: the pending approvals by risk and the oldest
+    one's time, effects still in progress, when the newest verdict was reached, and whether its
+    inputs changed since (a newer checkpoint, or an approval or effect that moved after it)."""
+
+    pending_high: int = 0
+    pending_medium: int = 0
+    oldest_pending_at: str | None = None
+    in_progress_effects: int = 0
+    validated_at: str | None = None
+    verdict_outdated: bool = False
+
 
 # One statement for the whole task list: each per-task figure is a GROUP BY over its table (never
 # one query per task), joined to the tasks. The covering indexes of 0006_dashboard_indexes let
@@ -29,27 +44,53 @@ SELECT t.*,
        c.last AS rollup_last_checkpoint_at,
        COALESCE(a.n, 0) AS rollup_pending_approvals,
        COALESCE(e.n, 0) AS rollup_uncertain_effects,
-       v.verdict AS rollup_last_verdict
+       v.verdict AS rollup_last_verdict,
+       COALESCE(a.high, 0) AS rollup_pending_high,
+       COALESCE(a.medium, 0) AS rollup_pending_medium,
+       a.oldest AS rollup_oldest_pending_at,
+       COALESCE(e.running, 0) AS rollup_in_progress_effects,
+       v.at AS rollup_validated_at,
+       (v.verdict IS NOT NULL AND (COALESCE(v.seq, 0) < COALESCE(c.last_seq, 0)
+                                   OR COALESCE(l.changed, '') > v.at)) AS rollup_verdict_outdated
 FROM tasks AS t
 LEFT JOIN (
-    SELECT task_id, COUNT(*) AS n, MAX(created_at) AS last
+    SELECT task_id, COUNT(*) AS n, MAX(created_at) AS last, MAX(seq) AS last_seq
     FROM checkpoints WHERE state = :complete GROUP BY task_id
 ) AS c ON c.task_id = t.id
 LEFT JOIN (
-    SELECT task_id, COUNT(*) AS n FROM approvals
+    SELECT task_id, COUNT(*) AS n, SUM(risk = :high) AS high, SUM(risk = :medium) AS medium,
+           MIN(requested_at) AS oldest
+    FROM approvals
     WHERE state = :pending AND (expires_at IS NULL OR expires_at > :now) GROUP BY task_id
 ) AS a ON a.task_id = t.id
 LEFT JOIN (
-    SELECT task_id, COUNT(*) AS n FROM effects WHERE state = :uncertain GROUP BY task_id
+    SELECT task_id, SUM(state = :uncertain) AS n, SUM(state = :in_progress) AS running
+    FROM effects WHERE state IN (:uncertain, :in_progress) GROUP BY task_id
 ) AS e ON e.task_id = t.id
 LEFT JOIN (
     -- SQLite takes a bare column from the row that holds the MAX: the newest validation's verdict
     -- (by time: a validation fetched by sync may be older than one run here).
-    SELECT task_id, verdict, MAX(at || printf('|%012d', id)) AS newest
+    SELECT task_id, verdict, seq, at, MAX(at || printf('|%012d', id)) AS newest
     FROM validations GROUP BY task_id
 ) AS v ON v.task_id = t.id
+LEFT JOIN (
+    -- When the task's ledger last moved: a verdict reached before that may no longer hold.
+    SELECT task_id, MAX(changed) AS changed FROM (
+        SELECT task_id, COALESCE(decided_at, requested_at) AS changed FROM approvals
+        UNION ALL SELECT task_id, updated_at FROM effects
+    ) GROUP BY task_id
+) AS l ON l.task_id = t.id AND v.verdict IS NOT NULL
 ORDER BY t.updated_at DESC
 """
+
+_PARAMETERS = {
+    "complete": CheckpointState.COMPLETE.value,
+    "pending": ApprovalState.PENDING.value,
+    "uncertain": EffectState.UNCERTAIN.value,
+    "in_progress": EffectState.IN_PROGRESS.value,
+    "high": Risk.HIGH.value,
+    "medium": Risk.MEDIUM.value,
+}
 
 
 def task_rollups(db: Database, now_iso: str, keys: TextKeys | None = None) -> list[TaskRollup]:
@@ -59,15 +100,7 @@ def task_rollups(db: Database, now_iso: str, keys: TextKeys | None = None) -> li
     yet expired at `now_iso`, uncertain effects, verdict of the newest validation or None)`;
     the task's sealed fields are opened with `keys` (without: the marker).
     """
-    rows = db.query(
-        _TASK_ROLLUP_SQL,
-        {
-            "complete": CheckpointState.COMPLETE.value,
-            "pending": ApprovalState.PENDING.value,
-            "uncertain": EffectState.UNCERTAIN.value,
-            "now": now_iso,
-        },
-    )
+    rows = db.query(_TASK_ROLLUP_SQL, {**_PARAMETERS, "now": now_iso})
     return [_rollup_entry(row, keys) for row in rows]
 
 
@@ -91,13 +124,21 @@ def _json_value(column: str) -> str:
     return f"CASE typeof({value}) WHEN 'blob' THEN json_array(hex({value})) ELSE {value} END"
 
 
+# Which tasks a page holds: one status's, or every open task holding a pending approval or an
+# effect whose outcome is not known yet (few, and what triage weighs most).
+_ONE_STATUS = "t.status = :status"
+_HOT = """t.status IN (:running, :paused, :waiting, :resuming) AND t.id IN (
+          SELECT task_id FROM approvals
+          WHERE state = :pending AND (expires_at IS NULL OR expires_at > :now)
+          UNION SELECT task_id FROM effects WHERE state IN (:uncertain, :in_progress))"""
+
 _FIRST_ROLLUP_SQL = f"""
 WITH page AS (
     SELECT t.id AS id,
            (SELECT MAX(created_at) FROM checkpoints
             WHERE state = :complete AND task_id = t.id) AS last
     FROM tasks AS t
-    WHERE t.status = :status
+    WHERE {{where}}
     ORDER BY COALESCE(last, t.updated_at) DESC
     LIMIT :limit
 )
@@ -111,10 +152,29 @@ SELECT json_group_array(json_object(
                                    AND (expires_at IS NULL OR expires_at > :now)),
     'rollup_uncertain_effects', (SELECT COUNT(*) FROM effects
                                  WHERE state = :uncertain AND task_id = t.id),
-    'rollup_last_verdict', (SELECT verdict FROM validations
-                            WHERE task_id = t.id ORDER BY at DESC, id DESC LIMIT 1)
+    'rollup_last_verdict', v.verdict,
+    'rollup_pending_high', (SELECT COUNT(*) FROM approvals
+                            WHERE state = :pending AND task_id = t.id AND risk = :high
+                              AND (expires_at IS NULL OR expires_at > :now)),
+    'rollup_pending_medium', (SELECT COUNT(*) FROM approvals
+                              WHERE state = :pending AND task_id = t.id AND risk = :medium
+                                AND (expires_at IS NULL OR expires_at > :now)),
+    'rollup_oldest_pending_at', (SELECT MIN(requested_at) FROM approvals
+                                 WHERE state = :pending AND task_id = t.id
+                                   AND (expires_at IS NULL OR expires_at > :now)),
+    'rollup_in_progress_effects', (SELECT COUNT(*) FROM effects
+                                   WHERE state = :in_progress AND task_id = t.id),
+    'rollup_validated_at', v.at,
+    'rollup_verdict_outdated', v.verdict IS NOT NULL AND (
+        COALESCE(v.seq, 0) < (SELECT COALESCE(MAX(seq), 0) FROM checkpoints
+                              WHERE state = :complete AND task_id = t.id)
+        OR (SELECT MAX(COALESCE(decided_at, requested_at)) FROM approvals WHERE task_id = t.id)
+           > v.at
+        OR (SELECT MAX(updated_at) FROM effects WHERE task_id = t.id) > v.at)
 ))
 FROM page JOIN tasks AS t ON t.id = page.id
+LEFT JOIN validations AS v ON v.id = (SELECT id FROM validations
+                                      WHERE task_id = t.id ORDER BY at DESC, id DESC LIMIT 1)
 """
 
 
@@ -125,24 +185,27 @@ def first_task_rollups(
     order: tuple[TaskStatus, ...],
     keys: TextKeys | None = None,
 ) -> list[TaskRollup]:
-    """The first `limit` entries of `task_rollups` in triage order: statuses as listed in
-    `order` (any others last), then the newest checkpoint (or update) first."""
+    """The first `limit` entries of `task_rollups` for a first screen: open tasks holding a
+    pending approval or an unsettled effect (what triage weighs most), then statuses as listed
+    in `order` (any others last), each newest checkpoint (or update) first."""
     # One status at a time, in triage order, until the page is full: the lookups run for the
     # tasks that can make the page (those needing a person come first), not for every task.
     statuses = [*order, *(status for status in TaskStatus if status not in order)]
-    rows: list[dict[str, Any]] = []
-    for status in statuses:
+    passes: list[TaskStatus | None] = [None, *statuses]  # None: the open tasks with a pending item
+    open_statuses = {f"{s.value}": s.value for s in TaskStatus if not s.is_final}
+    rows: dict[str, dict[str, Any]] = {}
+    for status in passes:
         if len(rows) >= limit:
             break
+        where, more = (_HOT, open_statuses) if status is None else (_ONE_STATUS, {})
         (page,) = db.execute(
-            _FIRST_ROLLUP_SQL,
+            _FIRST_ROLLUP_SQL.format(where=where),
             {
-                "complete": CheckpointState.COMPLETE.value,
-                "pending": ApprovalState.PENDING.value,
-                "uncertain": EffectState.UNCERTAIN.value,
+                **_PARAMETERS,
+                **more,
                 "now": now_iso,
-                "limit": limit - len(rows),
-                "status": status.value,
+                "limit": limit,
+                "status": status.value if status else None,
             },
         ).fetchone()
         # The aggregate does not promise the page's order: sort it again, as the SQL did.
@@ -150,8 +213,9 @@ def first_task_rollups(
         found.sort(
             key=lambda row: row["rollup_last_checkpoint_at"] or row["updated_at"], reverse=True
         )
-        rows.extend(found)
-    return [_rollup_entry(_unhexed(row), keys) for row in rows]
+        for row in found:
+            rows.setdefault(row["id"], row)  # a hot task comes back in its status's pass too
+    return [_rollup_entry(_unhexed(row), keys) for row in list(rows.values())[:limit]]
 
 
 def _unhexed(row: dict[str, Any]) -> dict[str, Any]:
@@ -171,4 +235,12 @@ def _rollup_entry(row: Mapping[str, Any], keys: TextKeys | None) -> TaskRollup:
         row["rollup_pending_approvals"],
         row["rollup_uncertain_effects"],
         row["rollup_last_verdict"],
+        TriageFacts(
+            row["rollup_pending_high"] or 0,
+            row["rollup_pending_medium"] or 0,
+            row["rollup_oldest_pending_at"],
+            row["rollup_in_progress_effects"] or 0,
+            row["rollup_validated_at"],
+            bool(row["rollup_verdict_outdated"]),
+        ),
     )

@@ -98,9 +98,18 @@ def fabricate(engine: Engine, tasks: int) -> dict[str, dict[str, object]]:
 
 
 def triage(expected: dict[str, dict[str, object]]) -> list[str]:
+    """Open tasks with a pending approval or an uncertain effect first, then by status; each
+    newest first."""
     ids = sorted(expected, key=lambda i: str(expected[i]["last"] or expected[i]["updated"]))
     ids.reverse()
-    return sorted(ids, key=lambda i: ORDER.index(expected[i]["status"]))  # type: ignore[arg-type]
+    by_status = sorted(ids, key=lambda i: ORDER.index(expected[i]["status"]))  # type: ignore[arg-type]
+
+    def hot(task_id: str) -> bool:
+        want = expected[task_id]
+        final = want["status"].is_final  # type: ignore[attr-defined]
+        return not final and bool(want["pending"] or want["uncertain"])
+
+    return [i for i in ids if hot(i)] + [i for i in by_status if not hot(i)]
 
 
 def test_task_summaries_count_with_aggregates(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ from core.errors import (
 )
 from core.ledger import states
 from core.ledger.action import EXIT_TIMEOUT
+from core.ledger.checks import CheckVerdict
 from core.ledger.guard import GuardRequest
 from core.ledger.states import TRANSITIONS
 from core.models import EffectState, Interface, TaskStatus
@@ -397,6 +398,33 @@ def test_effect_check_settles_both_ways_and_refuses_when_it_cannot_tell(
     assert engine.get_effect(task_id, "maybe").state is EffectState.UNCERTAIN
     reasons = [e.reason for e in engine.events(task_id) if e.entity_id == "yes"]
     assert reasons[-1] == "precondition check: already happened (check exit 0)"
+
+
+def test_a_dashboard_check_settles_by_exit_0_alone_and_keeps_the_output_as_evidence(
+    engine: Engine, task_id: str
+) -> None:
+    checks = {
+        "yes": "echo up; exit 0",
+        "no": "echo 'no route to host' >&2; exit 1",
+        "maybe": "exit 2",
+    }
+    for key, check in checks.items():
+        engine.propose_effect(task_id, key, "deploy", check=check)
+        engine.move_effect(task_id, key, EffectState.IN_PROGRESS)
+        engine.move_effect(task_id, key, EffectState.UNCERTAIN)
+    happened = engine.run_effect_check(task_id, "yes")
+    assert happened.settled and happened.effect.state is EffectState.CONFIRMED
+    not_happened = engine.run_effect_check(task_id, "no")  # an operator decides this one
+    assert not not_happened.settled and not_happened.result.exit_code == 1
+    assert not_happened.result.output == b"no route to host\n"
+    unknown = engine.run_effect_check(task_id, "maybe")  # no exception: the caller shows it
+    assert not unknown.settled and unknown.result.exit_code == 2
+    states = {e.key: e.state for e in engine.list_effects(task_id)}
+    assert (states["no"], states["maybe"]) == (EffectState.UNCERTAIN, EffectState.UNCERTAIN)
+    item = engine.get_evidence(not_happened.evidence_id or 0)
+    assert (item.exit_code, item.label) == (1, "precondition check of no")
+    assert b"".join(engine.evidence_output(item.id)) == b"no route to host\n"
+    assert engine.run_effect_check(task_id, "no", settle=frozenset(CheckVerdict)).settled
 
 
 def test_a_live_guard_holds_the_key(engine: Engine, task_id: str) -> None:

@@ -24,6 +24,7 @@ from tui.screens.task import TaskScreen
 from tui.widgets.diff_view import ChangedFilesTable, DiffView
 from tui.widgets.overview import CheckpointOverview
 from tui.widgets.summary_bar import SummaryBar
+from tui.widgets.task_preview import TaskPreview
 from tui.widgets.task_table import TaskTable
 from tui.widgets.timeline import CheckpointTimeline
 
@@ -64,12 +65,21 @@ async def test_dashboard_lists_every_task_needing_attention_first(demo_store: Pa
         await settle(pilot)
         assert isinstance(app.screen, DashboardScreen)
         ids = table_ids(app)
-        # Waiting, then paused (most recent first), then running, then finished.
-        assert ids[:4] == [INVOICE_CURRENCY, RATE_LIMIT, CHECKOUT_ERRORS, BUMP_DEPENDENCIES]
-        assert ids[4] == RELEASE
+        # By what needs a person (issue 18): the running release's uncertain deploy and blocked
+        # verdict, the high-risk approval, the paused task ready to resume, then the rest.
+        assert ids[:5] == [
+            RELEASE,
+            INVOICE_CURRENCY,
+            RATE_LIMIT,
+            CHECKOUT_ERRORS,
+            BUMP_DEPENDENCIES,
+        ]
         assert len(ids) == 7
         summary = text_of(app.screen.query_one(SummaryBar))
-        assert "4 need attention" in summary
+        assert "5 need attention" in summary
+        preview = text_of(app.screen.query_one(TaskPreview))
+        assert "needs you 1 uncertain effect to settle · verdict blocked" in preview
+        assert "0 approvals pending · 1 uncertain" in preview
         assert "1 waiting" in summary and "1 cancelled" in summary
         assert set(app.known_tasks) == set(ids)
 
@@ -109,7 +119,7 @@ async def test_j_k_move_and_enter_opens_the_task_then_escape_returns(demo_store:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         table = app.screen.query_one(TaskTable)
-        await pilot.press("j", "j")
+        await pilot.press("j", "j", "j")
         assert table.selected_task_id == CHECKOUT_ERRORS
         await pilot.press("k")
         assert table.selected_task_id == RATE_LIMIT

@@ -188,13 +188,15 @@ async def test_sorting_by_a_column_then_reversed_then_back_to_triage() -> None:
         ]
         table.show(rows)
         await settle(pilot)
-        assert ids(table) == ["task-00002", "task-00004", "task-00003", "task-00001"]
+        # Triage: the uncertain effect, then the pending approval, then status (issue 18).
+        triage = ["task-00003", "task-00004", "task-00002", "task-00001"]
+        assert ids(table) == triage
         table.sort_by("task")
         assert ids(table) == ["task-00001", "task-00002", "task-00003", "task-00004"]
         table.sort_by("task")
         assert ids(table) == ["task-00004", "task-00003", "task-00002", "task-00001"]
         table.sort_by("task")
-        assert ids(table) == ["task-00002", "task-00004", "task-00003", "task-00001"]
+        assert ids(table) == triage
         table.sort_by("approvals")
         assert ids(table)[-2:] == ["task-00004", "task-00001"]
         table.sort_by("age")  # newest first
@@ -303,7 +305,8 @@ async def test_the_dashboard_paints_a_first_screen_then_the_whole_list(
         assert len(loads) == 2
         first, whole = loads
         assert first.status_counts is not None and sum(first.status_counts.values()) == 7
-        assert [s.task.id for s in first.summaries] == [
+        # The first screen holds the head of the triage order (the table orders it itself).
+        assert [s.task.id for s in triage_order(first.summaries)] == [
             s.task.id for s in triage_order(whole.summaries)
         ][:2]
         assert whole.status_counts is None

@@ -26,7 +26,7 @@ from core.evidence.storage import EvidenceLimits
 from core.models import ApprovalState, EffectState, Interface, Risk, Task
 from core.security import signing
 from tui.app import PitstopApp
-from tui.screens.modals import ConfirmModal, ReasonModal
+from tui.screens.modals import CheckOutputModal, ConfirmModal, ReasonModal
 from tui.screens.task import TaskScreen
 from tui.widgets.approvals_view import ApprovalsTable, ApprovalsView
 from tui.widgets.effects_view import EffectsTable, EffectsView
@@ -344,7 +344,10 @@ async def test_failing_an_effect_and_running_a_precondition_check(ledger_store: 
         view = screen.query_one(EffectsView)
         table = view.query_one(EffectsTable)
         await highlight(pilot, table, "apply-0002-staging")
-        await pilot.press("c")  # its check exits 2: it cannot tell, nothing changes
+        await pilot.press("c", "y")  # its check exits 2: it cannot tell, nothing changes
+        await settle(pilot)
+        assert isinstance(app.screen, CheckOutputModal) and not app.screen.can_settle
+        await pilot.press("escape")
         await settle(pilot)
         assert effect_states(view)["apply-0002-staging"] is EffectState.UNCERTAIN
         await pilot.press("x")
@@ -352,6 +355,8 @@ async def test_failing_an_effect_and_running_a_precondition_check(ledger_store: 
         await give_reason(pilot, "no row in schema_migrations")
         await highlight(pilot, table, "tag-release")
         await pilot.click("#effect-check")  # `true`: the tag push did happen
+        await pilot.pause()
+        await pilot.press("y")
         await settle(pilot)
     with Engine(ledger_store) as engine:
         states = {e.key: e.state for e in engine.list_effects(INVOICE_CURRENCY)}
@@ -575,7 +580,7 @@ async def test_another_stores_check_is_shown_and_not_run_on_cancel(
         await pilot.pause()
         dialog = app.screen
         assert isinstance(dialog, ConfirmModal)
-        assert "another store" in dialog.title_text and check in dialog.prompt_text
+        assert "another store" in dialog.prompt_text and check in dialog.prompt_text
         await pilot.press("enter")  # the focused button is No: enter runs nothing
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmModal)

@@ -217,6 +217,7 @@ class TaskScreen(Screen[None]):
     def _show_checkpoints(self, event: CheckpointsLoaded) -> None:
         self.task_record = event.task
         self.checkpoints = {c.ref: c for c in event.checkpoints}
+        self.query_one(ResumeView).task_status = event.task.status
         self.query_one("#task-heading", Static).update(
             Content.from_markup(heading_markup(event.task, event.checkpoints))
         )

@@ -18,11 +18,11 @@ from textual.widgets import Button, DataTable, Static
 
 from core import clock
 from core.errors import PitstopError
-from core.ledger.checks import shell_quoted
+from core.ledger.checks import CheckVerdict, shell_quoted
 from core.ledger.merge import describe_conflict
 from core.models import EffectState, SideEffect
-from tui.messages import ActionDone, EffectsLoaded, LoadFailed
-from tui.screens.modals import ConfirmModal, ReasonModal
+from tui.messages import ActionDone, EffectChecked, EffectsLoaded, LoadFailed
+from tui.screens.modals import CheckOutputModal, ConfirmModal, ReasonModal
 from tui.widgets.formatting import shown, truncate
 
 if TYPE_CHECKING:
@@ -35,6 +35,17 @@ EFFECT_GLYPHS = {
     EffectState.FAILED: ("✗", "$error"),
     EffectState.UNCERTAIN: ("?", "$error"),
 }
+
+
+def printable(output: bytes, max_lines: int = 200) -> str:
+    """A check's (already redacted) output as text to show: its last `max_lines` lines, with
+    how many were left out; escape sequences are shown as `^[`, never acted on."""
+    text = output.decode("utf-8", errors="replace").replace("\x1b", "^[").replace("\r", "")
+    lines = text.rstrip("\n").splitlines()
+    if len(lines) <= max_lines:
+        return "\n".join(lines)
+    cut = len(lines) - max_lines
+    return "\n".join([f"… {cut} earlier lines are in the evidence item", *lines[-max_lines:]])
 
 
 def effect_state_markup(effect: SideEffect) -> str:
@@ -235,34 +246,40 @@ class EffectsView(Vertical):
 
     @on(Button.Pressed, "#effect-check")
     def action_check(self) -> None:
-        """Run the highlighted effect's precondition check in a worker.
-
-        A check another store wrote is shown first and runs only if the operator says so.
-        """
+        """Show the highlighted effect's precondition check and run it only if the operator
+        says so (`No` is focused); the run settles nothing but "it happened" by itself."""
         effect = self._settleable()
         if effect is None:
             return
-        if not (effect.check_foreign and effect.check):
-            self._start_check(effect, confirmed=False)
+        if not effect.check:
+            self.notify(
+                f"{effect.key} has no precondition check; settle it by hand (y / x).",
+                severity="warning",
+                markup=False,
+            )
             return
+        origin = (
+            "It came from another store (a ledger sync): read it, and run it only if you trust it. "
+            if effect.check_foreign
+            else ""
+        )
         modal = ConfirmModal(
-            f"Run another store's check for {effect.key}?",
-            "This precondition check came from another store (a ledger sync). It runs on "
-            f"this machine, as you, with /bin/sh:\n\n{shell_quoted(effect.check)}\n\n"
-            "Run it only if you have read it and trust it.",
-            action_label="Run it",
+            f"Run the precondition check of {effect.key}?",
+            f"{origin}It runs on this machine, as you, with /bin/sh:\n\n"
+            f"{shell_quoted(effect.check)}\n\n"
+            "exit 0: recorded as happened (confirmed) · exit 1: you read its output and decide "
+            "whether it did not happen · anything else settles nothing. Its output is kept as "
+            "evidence.",
+            action_label="Run the check",
             default_no=True,
         )
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._start_check(effect, confirmed=True)
+                self.notify(f"Checking {effect.key}…", markup=False)
+                self._check(effect.task_id, effect.key)
 
         self.app.push_screen(modal, answered)
-
-    def _start_check(self, effect: SideEffect, *, confirmed: bool) -> None:
-        self.notify(f"Checking {effect.key}…", markup=False)
-        self._check(effect.task_id, effect.key, confirmed)
 
     @on(Button.Pressed, "#effect-confirm")
     def _confirm_pressed(self) -> None:
@@ -293,19 +310,50 @@ class EffectsView(Vertical):
         self.app.push_screen(modal, decided)
 
     @work(thread=True, exit_on_error=False, group="effects-write")
-    def _check(self, task_id: str, key: str, confirmed: bool) -> None:
+    def _check(self, task_id: str, key: str) -> None:
         try:
             with self.pitstop.engine.for_thread() as engine:
-                outcome = engine.check_effect(task_id, key, confirmed=confirmed)
+                # The operator has just read the check, whichever store wrote it.
+                outcome = engine.run_effect_check(task_id, key, confirmed=True)
         except PitstopError as exc:
             self.post_message(ActionDone("check", exc.message, ok=False))
         else:
+            self.post_message(EffectChecked(outcome))
+
+    @on(EffectChecked)
+    def _checked(self, event: EffectChecked) -> None:
+        event.stop()
+        outcome = event.outcome
+        effect, result = outcome.effect, outcome.result
+        if outcome.settled:
             self.post_message(
-                ActionDone(
-                    "check",
-                    f"{key} is now {outcome.effect.state.value} ({outcome.result.detail})",
-                )
+                ActionDone("check", f"{effect.key} is now {effect.state.value} ({result.detail})")
             )
+            return
+        not_happened = result.verdict is CheckVerdict.NOT_HAPPENED
+        if not_happened:
+            title = f"{effect.key}: its check says it did not happen"
+            prompt = (
+                f"The check exited 1 ({result.detail}). Read what it printed: a check that could "
+                "not reach its target also exits 1. Marking it failed is for good and audited; "
+                "leaving it keeps the effect unsettled (and the resume blocked)."
+            )
+        else:
+            title = f"{effect.key}: its check cannot tell"
+            prompt = (
+                f"Nothing was settled: {result.detail}. Settle it by hand (y / x) once you know."
+            )
+        modal = CheckOutputModal(title, prompt, printable(result.output), can_settle=not_happened)
+
+        def decided(reason: str | None) -> None:
+            if reason is not None:
+                evidence = f", evidence #{outcome.evidence_id}" if outcome.evidence_id else ""
+                said = f"precondition check exit 1{evidence}, read by the operator: {reason}"
+                self._move(effect.task_id, effect.key, EffectState.FAILED, said)
+            elif self.task_id is not None:
+                self._list(self.task_id)
+
+        self.app.push_screen(modal, decided)
 
     @work(thread=True, exit_on_error=False, group="effects-write")
     def _move(self, task_id: str, key: str, to_state: EffectState, reason: str) -> None:

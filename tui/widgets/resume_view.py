@@ -18,6 +18,7 @@ from textual.content import Content
 from textual.widgets import Button, Markdown, Static
 
 from core.errors import PitstopError
+from core.models import TaskStatus
 from core.restore.resume import ResumePlan
 from tui.messages import ActionDone, ResumePrepared
 from tui.screens.modals import ConfirmModal
@@ -65,6 +66,7 @@ class ResumeView(Vertical):
         self.plan: ResumePlan | None = None
         self._brief = ""
         self.preparing = False
+        self.task_status: TaskStatus | None = None  # the task screen keeps it current
 
     @property
     def pitstop(self) -> PitstopHost:
@@ -148,15 +150,28 @@ class ResumeView(Vertical):
                 )
                 self._prepare(ref)
 
-        self.app.push_screen(
-            ConfirmModal(
-                f"Resume {ref}?",
-                "Pitstop validates the checkpoint, takes the task's resume lease, creates a git "
-                "worktree beside the repository with the checkpoint's files, and writes the "
-                "brief. Nothing is launched yet.",
-                action_label="Prepare",
-            ),
-            answered,
+        self.app.push_screen(self._confirm_modal(ref), answered)
+
+    def _confirm_modal(self, ref: str) -> ConfirmModal:
+        """What preparing does, asked with `No` focused; a finished task says so first."""
+        status = self.task_status
+        finished = status is not None and status.is_final
+        prompt = (
+            "Pitstop validates the checkpoint, takes the task's resume lease, creates a git "
+            "worktree beside the repository with the checkpoint's files, and writes the "
+            "brief. Nothing is launched yet."
+        )
+        if finished:
+            assert status is not None
+            prompt = (
+                f"This task is {status.value}: its work was finished. Resuming it starts it "
+                f"again from {ref}. " + prompt
+            )
+        return ConfirmModal(
+            f"Resume the {status.value} task at {ref}?" if finished else f"Resume {ref}?",
+            prompt,
+            action_label="Resume the finished task" if finished else "Prepare",
+            default_no=True,
         )
 
     @work(thread=True, exit_on_error=False, group="resume")

@@ -8,6 +8,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from core import clock
+from core.engine import TaskSummary, attention
 from tui.remotes import DashboardRow, RemoteSummary, no_key_help
 from tui.trust_text import refused_hint
 from tui.widgets.formatting import (
@@ -88,6 +89,7 @@ class TaskPreview(Static):
                 (minutes, task.budget.minutes) if minutes is not None else None,
             ),
         ]
+        lines[2:2] = triage_lines(summary)
         if shared_with:
             lines.append(
                 f"[dim]shared[/]    [$accent]⇅[/] {shown(', '.join(shared_with))} "
@@ -97,6 +99,33 @@ class TaskPreview(Static):
             hint = shown(refused_hint(task.id, refused))
             lines.append(f"[dim]trust[/]     [b $error]⚠[/] {hint}")
         self.update(Content.from_markup("\n".join(lines)))
+
+
+def triage_lines(summary: TaskSummary) -> list[str]:
+    """What waits for a person in the task (weightiest first), its ledger and its verdict."""
+    result = attention(summary)
+    facts = summary.triage
+    if result.needs_person:
+        needs = " · ".join(shown(reason) for reason in result.reasons)
+        lines = [f"[dim]needs you[/] [b $warning]{needs}[/]"]
+    else:
+        lines = ["[dim]needs you[/] [$success]nothing[/]"]
+    ledger = [f"{summary.pending_approvals} approvals pending"]
+    if summary.pending_approvals and facts.oldest_pending_at:
+        ledger[0] += f" (oldest {clock.humanize_age(facts.oldest_pending_at)})"
+    ledger.append(f"{summary.uncertain_effects} uncertain")
+    if facts.in_progress_effects:
+        ledger.append(f"{facts.in_progress_effects} in progress")
+    lines.append(f"[dim]ledger[/]    {' · '.join(ledger)}")
+    if summary.last_verdict:
+        when = f" {clock.humanize_age(facts.validated_at)} ago" if facts.validated_at else ""
+        verdict = f"[dim]verdict[/]   [b]{shown(summary.last_verdict)}[/][dim]{when}[/]"
+        if facts.verdict_outdated:
+            verdict += " [$warning]· out of date: its inputs changed since; validate again[/]"
+        lines.append(verdict)
+    else:
+        lines.append("[dim]verdict[/]   [dim]not validated yet[/]")
+    return lines
 
 
 def remote_lines(summary: RemoteSummary) -> list[str]:

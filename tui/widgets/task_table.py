@@ -19,6 +19,7 @@ start with a small `⇅`. What each cell says is `tui.widgets.task_cells`; this 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, ClassVar
 
 from rich.cells import cell_len
@@ -33,7 +34,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from core.engine import TaskSummary
+from core import clock
+from core.engine import TaskSummary, attention
 from core.models import TaskStatus
 from tui.remotes import DashboardRow, RemoteSummary, RemoteView
 from tui.widgets.formatting import STATUS_ATTENTION, budget_fraction, repo_name
@@ -82,10 +84,18 @@ def matches(summary: DashboardRow, filter_text: str) -> bool:
     return all(word in text for word in filter_text.lower().split())
 
 
+def attention_score(summary: DashboardRow, now: datetime | None = None) -> float:
+    """How much the row needs a person (`core.engine.attention`); a remote-only task: 0."""
+    return 0.0 if isinstance(summary, RemoteSummary) else attention(summary, now).score
+
+
 def triage_order(summaries: Sequence[DashboardRow]) -> list[DashboardRow]:
-    """Tasks that need a person first, then the most recently active."""
+    """What needs a person most first (the attention score), then by status, then the most
+    recently active."""
+    now = clock.now()
     by_recent = sorted(summaries, key=last_activity, reverse=True)
-    return sorted(by_recent, key=lambda s: STATUS_ATTENTION[s.task.status])
+    by_status = sorted(by_recent, key=lambda s: STATUS_ATTENTION[s.task.status])
+    return sorted(by_status, key=lambda s: attention_score(s, now), reverse=True)
 
 
 class TaskTable(ScrollView, can_focus=True):
