@@ -102,3 +102,19 @@ def test_dashboard_with_remote_tasks(snap_compare: SnapCompare, demo_store: Path
     assert snap_compare(
         PitstopApp(demo_store), terminal_size=TERMINAL_SIZE, run_before=steps("j", "j")
     )
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (220, 60)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_dashboard_fits_the_terminal(
+    snap_compare: SnapCompare, demo_store: Path, size: tuple[int, int]
+) -> None:
+    """80×24 keeps status, task, approvals, uncertain effects and verdict; wider grows."""
+    assert snap_compare(PitstopApp(demo_store), terminal_size=size, run_before=steps())
+
+
+@pytest.mark.parametrize("size", [(80, 24), (220, 60)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_task_screen_fits_the_terminal(
+    snap_compare: SnapCompare, demo_store: Path, size: tuple[int, int]
+) -> None:
+    """Every tab's label shows (or scrolls) at 80×24; a long objective takes two lines at most."""
+    assert snap_compare(PitstopApp(demo_store), terminal_size=size, run_before=steps("enter"))

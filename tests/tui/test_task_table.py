@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
+from textual.widgets import Tabs
 
 from core.engine import TaskSummary
 from core.models import Budget, Task, TaskStatus
@@ -21,6 +22,7 @@ from tui.app import PitstopApp
 from tui.messages import TasksLoaded
 from tui.screens.dashboard import DashboardScreen
 from tui.widgets.summary_bar import SummaryBar
+from tui.widgets.task_cells import COLUMNS, column_layout
 from tui.widgets.task_table import TaskTable, matches, triage_order
 
 pytestmark = pytest.mark.usefixtures("tui_environment")
@@ -313,3 +315,41 @@ async def test_the_dashboard_paints_a_first_screen_then_the_whole_list(
         table = app.screen.query_one(TaskTable)
         assert ids(table) == [s.task.id for s in triage_order(whole.summaries)]
         assert "7 tasks" in str(app.screen.query_one(SummaryBar).render())
+
+
+@pytest.mark.parametrize("width", [60, 80, 120, 220])
+def test_the_essential_columns_always_show_and_the_layout_fills_the_width(width: int) -> None:
+    layout = column_layout(width)
+    keys = [COLUMNS[index].key for index, _ in layout]
+    assert {"status", "task", "approvals", "effects", "verdict"} <= set(keys)
+    assert sum(cells + 2 for _, cells in layout) == width
+    if width >= 120:
+        assert len(keys) == len(COLUMNS)  # nothing dropped from 120 columns on
+
+
+async def test_at_80_columns_the_header_names_every_essential_column(demo_store: Path) -> None:
+    app = PitstopApp(demo_store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(3):
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+        header = app.screen.query_one(TaskTable).render_line(0).text
+        for name in ("Status", "Task", "Appr", "Unc", "Verdict"):
+            assert name in header
+        assert len(header) == 80
+
+
+async def test_at_80_columns_a_tab_key_scrolls_its_tab_into_view(demo_store: Path) -> None:
+    app = PitstopApp(demo_store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(3):
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+        await pilot.press("enter")
+        await pilot.pause()
+        for key, tab_id in (("u", "--content-tab-resume"), ("o", "--content-tab-overview")):
+            await pilot.press(key)
+            await pilot.pause(0.3)
+            tabs = app.screen.query_one(Tabs)
+            tab = app.screen.query_one(f"#{tab_id}")
+            assert tabs.region.contains_region(tab.region), (key, tab.region, tabs.region)

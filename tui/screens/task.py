@@ -27,7 +27,7 @@ from tui.widgets.approvals_view import ApprovalsTable, ApprovalsView
 from tui.widgets.diff_view import DiffView
 from tui.widgets.effects_view import EffectsTable, EffectsView
 from tui.widgets.evidence_view import EvidenceTable, EvidenceView
-from tui.widgets.formatting import counted, repo_name, shown, status_markup
+from tui.widgets.formatting import counted, repo_name, shown, status_markup, truncate
 from tui.widgets.overview import CheckpointOverview, trust_markup
 from tui.widgets.resume_view import ResumeView
 from tui.widgets.timeline import CheckpointTimeline
@@ -37,14 +37,20 @@ if TYPE_CHECKING:
     from tui.host import PitstopHost
 
 
+# The heading says what the task is in two lines at 80 columns; the Overview tab has it whole.
+HEADING_OBJECTIVE_CHARS = 100
+
+
 def heading_markup(task: Task, checkpoints: list[Checkpoint]) -> str:
     """`id  ▶ running  objective` and the agent, repo and checkpoint counts under it."""
     complete = sum(1 for c in checkpoints if c.state is CheckpointState.COMPLETE)
     incomplete = len(checkpoints) - complete
     agent = " · ".join(str(part) for part in (task.harness, task.model) if part) or "agent unknown"
     counts = counted(complete, "checkpoint") + (f", {incomplete} incomplete" if incomplete else "")
+    objective = truncate(" ".join(task.objective.split()), HEADING_OBJECTIVE_CHARS)
     return (
-        f"[b]{shown(task.id)}[/]  {status_markup(task.status)}  {shown(task.objective)}\n"
+        f"[b]{shown(task.id)}[/]  {status_markup(task.status)}  {shown(objective)}
+"
         f"[dim]{shown(repo_name(task))} · {shown(agent)} · {counts}[/]"
     )
 

@@ -36,29 +36,74 @@ CELL_PADDING = 1  # blank cells on each side of every column, as DataTable draws
 
 @dataclass(frozen=True)
 class Column:
-    """One column: its key (for sorting and clicks), header, width and alignment."""
+    """One column: its key (for sorting and clicks), header, width and alignment.
+
+    `drop` orders what goes when the terminal is narrow: 0 never goes (what triage needs:
+    status, task, approvals, uncertain effects, verdict), a higher number goes first.
+    `least` is the width it may shrink to before anything is dropped.
+    """
 
     key: str
     header: str
     width: int | None  # None: the objective, which takes whatever width the others leave
     right: bool = False
+    drop: int = 0
+    least: int | None = None
+
+    @property
+    def smallest(self) -> int:
+        """The fewest cells the column is drawn in."""
+        return self.least or self.width or MIN_OBJECTIVE_WIDTH
 
 
 COLUMNS: tuple[Column, ...] = (
     Column("status", "Status", 11),
-    Column("task", "Task", 24),
-    Column("objective", "Objective", None),
-    Column("repo", "Repo", 9),
-    Column("age", "Age", 4, right=True),
-    Column("checkpoints", "Ckpt", 4, right=True),
+    Column("task", "Task", 24, least=14),
+    Column("objective", "Objective", None, drop=3),
+    Column("repo", "Repo", 9, drop=6),
+    Column("age", "Age", 4, right=True, drop=2),
+    Column("checkpoints", "Ckpt", 4, right=True, drop=5),
     Column("approvals", "Appr", 4, right=True),
     Column("effects", "Unc", 3, right=True),
     Column("verdict", "Verdict", 7),
-    Column("budget", "Budget", 16, right=True),
+    Column("budget", "Budget", 16, right=True, drop=4, least=5),  # narrow: the share alone
 )
+WIDEST_TASK = 40  # past this, extra width goes to the objective alone
 
-# Cells taken by every column but the objective, with their padding.
-FIXED_WIDTH = sum(column.width or 0 for column in COLUMNS) + 2 * CELL_PADDING * len(COLUMNS)
+
+def column_layout(width: int) -> tuple[tuple[int, int], ...]:
+    """(index in `COLUMNS`, cells) of each column drawn in a table `width` cells wide.
+
+    Columns go, least needed first, until the rest fit at their smallest; the width left
+    then restores the shrunk ones, and what remains goes to the objective (or the task id,
+    when the objective went too). The essential columns always stay.
+    """
+    shown = list(range(len(COLUMNS)))
+
+    def need(indices: list[int]) -> int:
+        return sum(COLUMNS[i].smallest + 2 * CELL_PADDING for i in indices)
+
+    for index in sorted(shown, key=lambda i: COLUMNS[i].drop, reverse=True):
+        if need(shown) <= width or COLUMNS[index].drop == 0:
+            break
+        shown.remove(index)
+    cells = {i: COLUMNS[i].smallest for i in shown}
+    spare = width - need(shown)
+    for i in shown:  # back toward their own width, in column order
+        grow = min(spare, (COLUMNS[i].width or cells[i]) - cells[i])
+        if grow > 0:
+            cells[i] += grow
+            spare -= grow
+    task = next(i for i, c in enumerate(COLUMNS) if c.key == "task")
+    objective = next((i for i in shown if COLUMNS[i].width is None), None)
+    if objective is None:
+        cells[task] += max(0, spare)
+    else:
+        to_task = max(0, min(spare // 3, WIDEST_TASK - cells[task]))  # long ids show whole
+        cells[task] += to_task
+        cells[objective] += max(0, spare - to_task)
+    return tuple((i, cells[i]) for i in shown)
+
 
 # Short names for validation verdicts, and the theme variable that colours each.
 VERDICT_LABELS = {
@@ -84,6 +129,13 @@ def last_activity(summary: DashboardRow) -> str:
 def minutes_spent(summary: DashboardRow) -> float | None:
     """The runtime the task has used, in minutes, when it is known."""
     return minutes_used(summary.task, summary.last_checkpoint_at)
+
+
+def fit_budget(text: str, width: int) -> str:
+    """A budget cell in `width` cells: `$14.20/$25 57%`, or just `57%` when that is too wide."""
+    if cell_len(text) > width:
+        text = text.rsplit(" ", 1)[-1]
+    return fit(text, width, right=True)
 
 
 def fit(text: str, width: int, right: bool = False) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from rich.cells import cell_len
@@ -42,10 +43,10 @@ from tui.widgets.formatting import STATUS_ATTENTION, budget_fraction, repo_name
 from tui.widgets.task_cells import (
     CELL_PADDING,
     COLUMNS,
-    FIXED_WIDTH,
-    MIN_OBJECTIVE_WIDTH,
     badged_cell,
+    column_layout,
     fit,
+    fit_budget,
     last_activity,
     minutes_spent,
     row_badges,
@@ -82,6 +83,12 @@ def matches(summary: DashboardRow, filter_text: str) -> bool:
     """True when every word of the filter appears in the task's id, status, repo or objective."""
     text = haystack(summary)
     return all(word in text for word in filter_text.lower().split())
+
+
+@lru_cache(maxsize=16)
+def _cached_layout(width: int) -> tuple[tuple[int, int], ...]:
+    """`column_layout`, once per width the table is drawn at."""
+    return column_layout(width)
 
 
 def attention_score(summary: DashboardRow, now: datetime | None = None) -> float:
@@ -226,7 +233,7 @@ class TaskTable(ScrollView, can_focus=True):
         self._shown_pairs: list[tuple[DashboardRow, str]] = []
         self._narrowable = False
         self._haystacks: dict[str, str] = {}
-        self._objective_width = 36
+        self._layout: tuple[tuple[int, int], ...] = column_layout(120)
         self._generation = 0  # bumped whenever cached lines may be stale
         self._lines: LRUCache[tuple[Any, ...], Strip] = LRUCache(1024)
         self._colours: dict[str, Style] = {}
@@ -496,7 +503,7 @@ class TaskTable(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         """Line `y` of the viewport: the header, or the task `scroll_y + y - 1` rows down."""
         width = self.scrollable_content_region.width  # narrower once the scrollbar shows
-        self._objective_width = max(MIN_OBJECTIVE_WIDTH, width - FIXED_WIDTH)
+        self._layout = _cached_layout(width)
         if y == 0:
             key: tuple[Any, ...] = ("header", width, self.hover_column, self._generation)
             strip = self._lines.get(key)
@@ -509,7 +516,7 @@ class TaskTable(ScrollView, can_focus=True):
         # Keyed by task and stripe, not position: lines survive filtering, sorting and scrolling.
         task_id = self._shown[row].task.id
         key = (task_id, row % 2, row == self.cursor_row, row == self.hover_row)
-        key += (width, self._objective_width, self._generation)
+        key += (width, self._generation)
         strip = self._lines.get(key)
         if strip is None:
             strip = self._lines[key] = self._row_strip(row, width)
@@ -520,8 +527,8 @@ class TaskTable(ScrollView, can_focus=True):
         hover = self.get_component_rich_style("task-table--header-hover", partial=True)
         pad = " " * CELL_PADDING
         segments = []
-        for column in COLUMNS:
-            cells = column.width or self._objective_width
+        for index, cells in self._layout:
+            column = COLUMNS[index]
             label = column.header
             if column.key == self.sort_column and cell_len(label) < cells:
                 label += "▼" if self.sort_reverse != (column.key == "age") else "▲"
@@ -546,8 +553,8 @@ class TaskTable(ScrollView, can_focus=True):
         texts = self._cell_cache.get(summary.task.id)
         if texts is None:
             texts = self._cell_cache[summary.task.id] = row_cells(summary, self._colour)
-        for column, (text, colour) in zip(COLUMNS, texts, strict=True):
-            cells = column.width or self._objective_width
+        for index, cells in self._layout:
+            column, (text, colour) = COLUMNS[index], texts[index]
             cell_style = style + colour if colour is not None else style
             if column.key == "objective":
                 on_cursor = row == self.cursor_row
@@ -557,5 +564,10 @@ class TaskTable(ScrollView, can_focus=True):
                 if badges:
                     segments += badged_cell(badges, text, cells, style, cell_style)
                     continue
-            segments.append(Segment(pad + fit(text, cells, column.right) + pad, cell_style))
+            shown = (
+                fit_budget(text, cells)
+                if column.key == "budget"
+                else fit(text, cells, column.right)
+            )
+            segments.append(Segment(pad + shown + pad, cell_style))
         return Strip(segments).adjust_cell_length(width, style)
