@@ -49,8 +49,7 @@ def heading_markup(task: Task, checkpoints: list[Checkpoint]) -> str:
     counts = counted(complete, "checkpoint") + (f", {incomplete} incomplete" if incomplete else "")
     objective = truncate(" ".join(task.objective.split()), HEADING_OBJECTIVE_CHARS)
     return (
-        f"[b]{shown(task.id)}[/]  {status_markup(task.status)}  {shown(objective)}
-"
+        f"[b]{shown(task.id)}[/]  {status_markup(task.status)}  {shown(objective)}\n"
         f"[dim]{shown(repo_name(task))} · {shown(agent)} · {counts}[/]"
     )
 
