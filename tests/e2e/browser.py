@@ -46,7 +46,10 @@ def require_browser() -> tuple[str, str]:
         except ImportError:
             paths = None
     if paths is None:
-        why = "headless Chromium, chromedriver and selenium are needed (apt: chromium chromium-driver)"
+        why = (
+            "headless Chromium, chromedriver and selenium are needed "
+            "(apt: chromium chromium-driver)"
+        )
         if os.environ.get("PITSTOP_E2E_REQUIRE") == "1":
             pytest.fail(why + "; PITSTOP_E2E_REQUIRE=1 makes it a failure")
         pytest.skip(why)
