@@ -49,8 +49,9 @@ class PitstopApp(App[None]):
     ENABLE_COMMAND_PALETTE = True
     # Screens get `-narrow` under 110 columns and `-short` under 32 rows (app.tcss tightens the
     # timeline and the preview), so 80×24 keeps what triage needs on screen.
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (110, "-wide")]
-    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-short"), (32, "-tall")]
+    # (Textual declares them instance attributes, so no ClassVar here.)
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]  # noqa: RUF012
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]  # noqa: RUF012
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit Pitstop"),

@@ -33,9 +33,8 @@ Migration = TypeVar("Migration", bound=Callable[["sqlite_utils.Database"], None]
 class MigrationSet:
     """Numbered migrations, registered at import without loading sqlite-utils.
 
-    Checking that a database is up to date is one plain query (every command and every harness
-    hook opens the store); sqlite-utils' `Migrations` is built only to apply pending ones, so
-    the record of what was applied stays exactly what sqlite-utils writes and reads.
+    Checking a database is up to date is one plain query (every command and hook opens the
+    store); sqlite-utils' `Migrations`, built only to apply pending ones, keeps the record.
     """
 
     def __init__(self, name: str) -> None:
@@ -580,8 +579,7 @@ def _remotes(db: sqlite_utils.Database) -> None:
 
 @migrations(name="0013_validations_by_time")
 def _validations_by_time(db: sqlite_utils.Database) -> None:
-    # The newest validation is the latest by time, not by row id, since sync brings in
-    # validations run elsewhere; this keeps the dashboard's per-task lookup on one index.
+    # The newest validation by time, not row id (sync brings in others'): one index for it.
     db.execute("CREATE INDEX validations_by_time ON validations (task_id, at, id, verdict)")
 
 
@@ -592,9 +590,7 @@ migrations(name="0016_foreign_checks")(create_foreign_checks)
 
 
 @migrations(name="0017_sealed_fields")
-def _sealed_fields(db: sqlite_utils.Database) -> None:
-    # Task objectives, harness and model names and versions, evidence labels and effect kinds
-    # are sealed from now on, in the columns that held them (`sealed_text.FIELD_COLUMNS`).
+def _sealed_fields(db: sqlite_utils.Database) -> None:  # objectives, labels… sealed in place
     from core.store.sealed_text import FIELD_COLUMNS, seal_clear_text
 
     plain = Database(db.conn)

@@ -168,7 +168,9 @@ class ResumeView(Vertical):
                 f"again from {ref}. " + prompt
             )
         return ConfirmModal(
-            f"Resume the {status.value} task at {ref}?" if finished else f"Resume {ref}?",
+            f"Resume the {status.value} task at {ref}?"
+            if status and finished
+            else f"Resume {ref}?",
             prompt,
             action_label="Resume the finished task" if finished else "Prepare",
             default_no=True,
