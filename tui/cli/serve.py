@@ -42,6 +42,7 @@ def serve(
     """Serve the approvals inbox to paired browsers (phone first) until interrupted."""
     if click_ctx.invoked_subcommand is not None:
         return
+    _need_the_serve_extra()
     import uvicorn
 
     from web.app import create_app
@@ -84,7 +85,25 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+def _need_the_serve_extra() -> None:
+    """One clear line when the web inbox's packages are not installed (`pip install -e .`
+    alone does not bring them)."""
+    import importlib.util
+
+    from core.errors import UsageError
+
+    missing = [
+        m for m in ("starlette", "uvicorn", "jinja2", "segno") if not importlib.util.find_spec(m)
+    ]
+    if missing:
+        raise UsageError(
+            f"pitstop serve needs {', '.join(missing)}: install the serve extra "
+            "(.venv/bin/pip install -e '.[serve]'), then run it again"
+        )
+
+
 def _print_pairing(pairing: Pairing, base: str) -> None:
+    _need_the_serve_extra()
     import segno
 
     link = f"{base}/pair/{pairing.token}"
