@@ -18,7 +18,9 @@ from pathlib import Path
 
 from core import store
 from core.engine.doctor_finding import Finding
+from core.engine.leases import pid_alive
 from core.git.run import run_git
+from core.ledger.locks import lock_file_held
 from core.session import Session
 
 # Scratch entries of the store's tmp directory that name their process: `snapshot-<pid>-<hex>`
@@ -40,7 +42,7 @@ def leftover_findings(session: Session) -> list[Finding]:
 def _effect_lock_findings(session: Session) -> list[Finding]:
     """Lock files of effect keys that no guard holds: one per key stays after its guard ends."""
     directory = session.paths.tmp / "locks" / "effects"
-    unheld = [path for path in sorted(directory.glob("*.lock")) if not _held(path)]
+    unheld = [path for path in sorted(directory.glob("*.lock")) if not lock_file_held(path)]
     if not unheld:
         return []
     return [
@@ -51,20 +53,6 @@ def _effect_lock_findings(session: Session) -> list[Finding]:
             lambda: _remove_unheld(unheld),
         )
     ]
-
-
-def _held(path: Path) -> bool:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
 
 
 def _remove_unheld(paths: list[Path]) -> str:
@@ -108,21 +96,11 @@ def _stale(path: Path) -> bool:
         return False
     match = _WITH_PID.search(path.name)
     if match:
-        return not _alive(int(match.group("pid") or match.group("file_pid")))
+        return not pid_alive(int(match.group("pid") or match.group("file_pid")))
     try:
         return time.time() - path.lstat().st_mtime > _OLD_SECONDS
     except OSError:
         return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _remove_paths(paths: list[Path]) -> str:

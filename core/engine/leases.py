@@ -18,7 +18,8 @@ from core.session import Session
 from core.store.db import write_txn
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists (one we may not signal counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -36,7 +37,7 @@ def live_leases(session: Session, task_id: str) -> list[str]:
     for row in store.active_resumes(session.db, task_id):
         if clock.parse(row["lease_until"]) <= now:
             continue
-        if row["holder_host"] == host and row["launched"] and not _pid_alive(row["holder_pid"]):
+        if row["holder_host"] == host and row["launched"] and not pid_alive(row["holder_pid"]):
             continue
         live.append(
             f"resume {row['id']} of {task_id}@{row['seq']} by {row['actor']} "

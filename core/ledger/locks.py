@@ -46,18 +46,7 @@ class KeyLocks:
 
     def held(self, task_id: str, key: str) -> bool:
         """True while a guard (or the action it started) holds the key's lock."""
-        path = self.path(task_id, key)
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        finally:
-            os.close(fd)
-        return False
+        return lock_file_held(self.path(task_id, key))
 
     @contextmanager
     def hold(self, task_id: str, key: str, wait: float, notice: Notice = quiet) -> Iterator[int]:
@@ -100,3 +89,18 @@ class KeyLocks:
         if effect and effect.runner_pid:
             return f"the guard started as pid {effect.runner_pid} on {effect.runner_host}"
         return "another pitstop process"
+
+
+def lock_file_held(path: Path) -> bool:
+    """True while some process holds the lock file at `path` (never takes it for long)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
