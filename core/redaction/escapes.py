@@ -78,11 +78,26 @@ class View:
         return pieces
 
 
+def scan_reach(buf: str, start: int, end: int) -> tuple[int, int]:
+    """What a scan of buf[start:end] reads: the context before it (look-behinds, key names)
+    and the next line's head (joins across a wrapped line)."""
+    stop = buf.find("\n", end, min(len(buf), end + 2 * JOIN_HEAD))
+    return max(0, start - CONTEXT), min(len(buf), end + 2 * JOIN_HEAD) if stop < 0 else stop
+
+
+def needs_view(buf: str, start: int, end: int) -> bool:
+    """Whether anything a scan of buf[start:end] reads holds an ESC byte. The rules always see
+    text through its escape sequences; text without any is its own view, so scanning it as it
+    is gives the same result. The region alone is not enough: a region whose last line joins a
+    coloured next line must see that line without its colours too, or a region boundary (where
+    a stream's chunks fell) would change what the join finds."""
+    first, stop = scan_reach(buf, start, end)
+    return buf.find("\x1b", first, stop) >= 0
+
+
 def see_through_escapes(buf: str, start: int, end: int, gate: Gate) -> Raw:
     """The rules' redactions of buf[start:end], found on a view without escape sequences."""
-    first = max(0, start - CONTEXT)
-    stop = buf.find("\n", end, min(len(buf), end + 2 * JOIN_HEAD))  # the next line, for joins
-    stop = min(len(buf), end + 2 * JOIN_HEAD) if stop < 0 else stop
+    first, stop = scan_reach(buf, start, end)
     view = View(buf, first, stop)
     vstart, vend = view.to_view(start), view.to_view(end)
     active: dict[int, int] = {}

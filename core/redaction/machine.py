@@ -20,7 +20,7 @@ from core.redaction.buffer import (
     find_terminator,
     rfind_terminator,
 )
-from core.redaction.escapes import see_through_escapes
+from core.redaction.escapes import needs_view, see_through_escapes
 from core.redaction.literal_gate import GATES, STARTS, literal_hits
 from core.redaction.pairs import aws_pairs
 from core.redaction.pem import PEM_LINE_MAX, PemReader
@@ -135,7 +135,7 @@ class Machine(PemReader):
         the spans a join on the region before carried over, and bare AWS secret keys near
         their key id."""
         buf = self.buf
-        if buf.find("\x1b", start, end) >= 0:
+        if needs_view(buf, start, end):
             raw = see_through_escapes(buf, start, end, self._gate_literals)
         else:
             active: Active = {}

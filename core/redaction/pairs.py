@@ -5,8 +5,8 @@ other random text, but printed next to an access key id (``AKIA…,wJalr…`` fr
 CSV, ``aws configure list``, a key pair pasted on two lines) it is unmistakable. After every
 access key id the redactor looks for such a key on the same line before the id and up to
 :data:`AWS_PAIR_REACH` characters after it, the following lines included. The reach after an id
-is carried from one region to the next (as absolute offsets), so where a stream was cut does not
-matter.
+is carried from one region to the next, and to a rescan of the rest of a region after a PEM
+block (as absolute offsets), so where a stream was cut does not matter.
 """
 
 from __future__ import annotations
@@ -54,8 +54,9 @@ def aws_pairs(machine: RedactionBuffer, start: int, end: int, raw: Raw) -> None:
         line = rfind_terminator(buf, max(0, s - AWS_PAIR_BEFORE), s) + 1
         windows.append((max(line, s - AWS_PAIR_BEFORE), s))
         windows.append((e, min(end, e + AWS_PAIR_REACH)))
-        if e + AWS_PAIR_REACH > end:
-            machine.aws_after.append((base + e, base + e + AWS_PAIR_REACH))
+        # kept even when the reach ends inside this region: a PEM block entered from the
+        # region has the rest of it scanned again, and that scan must still see the id
+        machine.aws_after.append((base + e, base + e + AWS_PAIR_REACH))
     for lo, hi in windows:
         if lo >= hi:
             continue
