@@ -17,6 +17,7 @@ from core.restore.validate import Finding, ValidationReport
 from tui.remotes import RemoteOutcome, RemoteView
 
 if TYPE_CHECKING:  # evidence pulls in zstd and the redactor; only its type is needed here
+    from core.engine.validate import StoredValidation
     from core.evidence.storage import Evidence
     from core.ledger.moves import CheckOutcome
 
@@ -213,6 +214,15 @@ class ValidationProgress(Message):
     def can_replace(self, message: Message) -> bool:
         """A newer progress message for the same run carries every finding of the older one."""
         return isinstance(message, ValidationProgress) and message.ref == self.ref
+
+
+class StoredValidationLoaded(Message):
+    """The newest validation kept for a checkpoint (None: never validated), read on opening."""
+
+    def __init__(self, ref: str, stored: StoredValidation | None) -> None:
+        super().__init__()
+        self.ref = ref
+        self.stored = stored
 
 
 class ValidationFinished(Message):

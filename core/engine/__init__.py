@@ -274,6 +274,7 @@ class Engine(Session):
 
     # --- validation and resume ---------------------------------------------------------------
     validate = validation.validate
+    stored_validation = validation.stored_validation
     resume = resuming.resume
     launch = resuming.launch
     judge_resume = resuming.judge_resume

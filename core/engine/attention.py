@@ -119,7 +119,8 @@ def _parts(summary: TaskSummary, now: datetime) -> list[tuple[float, str]]:
     if verdict in VERDICT_POINTS:
         parts.append((VERDICT_POINTS[verdict], f"verdict {verdict}"))
     if verdict and facts.verdict_outdated:
-        parts.append((OUTDATED_POINTS, "verdict out of date: validate again"))
+        moved = f"branch {facts.validated_branch} moved since: " if facts.branch_moved else ""
+        parts.append((OUTDATED_POINTS, f"verdict out of date: {moved}validate again"))
     share = budget_share(task, summary.last_checkpoint_at)
     if share is not None and share >= 1.0:
         parts.append((OVER_BUDGET_POINTS, f"over budget ({share:.0%})"))

@@ -241,7 +241,7 @@ def task_summaries(session: Session) -> list[TaskSummary]:
     """Tasks with their checkpoint counts, pending approvals, uncertain effects and last
     verdict, most recently updated first: one aggregate query, for lists and the dashboard."""
     rows = store.task_rollups(session.db, clock.now_iso(), session.keys)
-    return [TaskSummary(*row) for row in rows]
+    return with_branch_moves([TaskSummary(*row) for row in rows])
 
 
 def first_task_summaries(
@@ -252,7 +252,37 @@ def first_task_summaries(
     rows = store.first_task_rollups(
         session.db, clock.now_iso(), limit, tuple(status_order), session.keys
     )
-    return [TaskSummary(*row) for row in rows]
+    return with_branch_moves([TaskSummary(*row) for row in rows])
+
+
+def with_branch_moves(summaries: list[TaskSummary]) -> list[TaskSummary]:
+    """`summaries` with each verdict whose branch moved since it was reached marked out of date.
+
+    A validation keeps the tip of the branch its checkpoint was taken on; when the repository's
+    branch now points elsewhere (or is gone), what the checks said about drift no longer holds.
+    The tips are read from ref files, once per repository and branch.
+    """
+    from pathlib import Path
+
+    from core.git.branch_tips import branch_tip
+
+    tips: dict[tuple[str, str], str] = {}
+    result = []
+    for summary in summaries:
+        facts = summary.triage
+        branch, then = facts.validated_branch, facts.validated_branch_head
+        if branch is None or then is None or not summary.last_verdict:
+            result.append(summary)
+            continue
+        where = (summary.task.repo_root, branch)
+        if where not in tips:
+            tips[where] = branch_tip(Path(summary.task.repo_root), branch) or ""
+        if tips[where] == then:
+            result.append(summary)
+            continue
+        moved = facts._replace(verdict_outdated=True, branch_moved=True)
+        result.append(summary._replace(triage=moved))
+    return result
 
 
 def task_status_counts(session: Session) -> dict[TaskStatus, int]:

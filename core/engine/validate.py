@@ -11,7 +11,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from core import clock, store
 from core.engine.approvals import list_approvals
@@ -70,6 +70,57 @@ def validate(
             now,
         )
     return report
+
+
+class StoredValidation(NamedTuple):
+    """The newest validation kept for a checkpoint: what the Validation tab opens with."""
+
+    ref: str
+    verdict: str
+    findings: tuple[Finding, ...]
+    at: str
+    actor: str
+    interface: str
+    duration_ms: int
+
+
+def stored_validation(session: Session, ref: str) -> StoredValidation | None:
+    """The newest stored run of the checks on checkpoint `ref` (`TASK@SEQ`), or None."""
+    from core.restore.validate import Finding, Status
+
+    task_id, seq = parse_checkpoint_ref(ref)
+    if seq is None:
+        seq = store.latest_seq(session.db, task_id)
+        if seq is None:
+            return None
+    row = store.latest_validation(session.db, task_id, seq)
+    if row is None:
+        return None
+    findings = []
+    for item in row["findings"] if isinstance(row["findings"], list) else []:
+        if not isinstance(item, dict):
+            continue
+        try:
+            status = Status(str(item.get("status")))
+        except ValueError:  # a newer Pitstop's word for it, fetched by sync
+            status = Status.UNKNOWN
+        findings.append(
+            Finding(
+                str(item.get("check", "?")),
+                status,
+                str(item.get("message", "")),
+                str(item.get("fix", "")),
+            )
+        )
+    return StoredValidation(
+        f"{task_id}@{seq}",
+        str(row["verdict"]),
+        tuple(findings),
+        str(row["at"]),
+        str(row["actor"]),
+        str(row["interface"]),
+        int(row["duration_ms"]),
+    )
 
 
 def validation_inputs(

@@ -56,6 +56,9 @@ class Finding:
     # A command the fix is about, shown to people but never stored with the finding (it may be
     # sealed text: another store's precondition check).
     command: str = ""
+    # What the check saw that a later reader compares with the world, stored with the finding
+    # (the branch check keeps the branch's tip: a verdict is out of date once the branch moves).
+    observed: tuple[tuple[str, str], ...] = ()
 
     @property
     def shown_fix(self) -> str:
@@ -69,6 +72,7 @@ class Finding:
             "status": self.status.value,
             "message": self.message,
             "fix": self.shown_fix if shown else self.fix,
+            **dict(self.observed),
         }
 
 

@@ -25,7 +25,9 @@ TaskRollup = tuple[Task, int, str | None, int, int, str | None, "TriageFacts"]
 class TriageFacts(NamedTuple):
     """What triage weighs beyond the listed counts: the pending approvals by risk and the oldest
     one's time, effects still in progress, when the newest verdict was reached, and whether its
-    inputs changed since (a newer checkpoint, or an approval or effect that moved after it)."""
+    inputs changed since (a newer checkpoint, or an approval or effect that moved after it), and
+    the branch the verdict was reached on with its tip then (the engine compares it with the
+    repository's, `branch_moved`)."""
 
     pending_high: int = 0
     pending_medium: int = 0
@@ -33,6 +35,18 @@ class TriageFacts(NamedTuple):
     in_progress_effects: int = 0
     validated_at: str | None = None
     verdict_outdated: bool = False
+    validated_branch: str | None = None
+    validated_branch_head: str | None = None
+    branch_moved: bool = False
+
+
+def _branch_seen(field: str) -> str:
+    """SQL for what the newest validation's branch finding kept (`branch` or `branch_head`);
+    NULL when it kept none (an older Pitstop's, a detached HEAD) or its findings are damaged."""
+    return f"""CASE WHEN json_valid(v.findings) THEN (
+        SELECT json_extract(f.value, '$.{field}') FROM json_each(v.findings) AS f
+        WHERE json_extract(f.value, '$.check') = 'branch'
+          AND json_type(f.value, '$.branch_head') = 'text' LIMIT 1) END"""
 
 
 # One statement for the whole task list: each per-task figure is a GROUP BY over its table (never
@@ -51,7 +65,9 @@ SELECT t.*,
        COALESCE(e.running, 0) AS rollup_in_progress_effects,
        v.at AS rollup_validated_at,
        (v.verdict IS NOT NULL AND (COALESCE(v.seq, 0) < COALESCE(c.last_seq, 0)
-                                   OR COALESCE(l.changed, '') > v.at)) AS rollup_verdict_outdated
+                                   OR COALESCE(l.changed, '') > v.at)) AS rollup_verdict_outdated,
+       {branch} AS rollup_validated_branch,
+       {branch_head} AS rollup_validated_branch_head
 FROM tasks AS t
 LEFT JOIN (
     SELECT task_id, COUNT(*) AS n, MAX(created_at) AS last, MAX(seq) AS last_seq
@@ -70,7 +86,7 @@ LEFT JOIN (
 LEFT JOIN (
     -- SQLite takes a bare column from the row that holds the MAX: the newest validation's verdict
     -- (by time: a validation fetched by sync may be older than one run here).
-    SELECT task_id, verdict, seq, at, MAX(at || printf('|%012d', id)) AS newest
+    SELECT task_id, verdict, seq, at, findings, MAX(at || printf('|%012d', id)) AS newest
     FROM validations GROUP BY task_id
 ) AS v ON v.task_id = t.id
 LEFT JOIN (
@@ -81,7 +97,7 @@ LEFT JOIN (
     ) GROUP BY task_id
 ) AS l ON l.task_id = t.id AND v.verdict IS NOT NULL
 ORDER BY t.updated_at DESC
-"""
+""".format(branch=_branch_seen("branch"), branch_head=_branch_seen("branch_head"))
 
 _PARAMETERS = {
     "complete": CheckpointState.COMPLETE.value,
@@ -170,7 +186,9 @@ SELECT json_group_array(json_object(
                               WHERE state = :complete AND task_id = t.id)
         OR (SELECT MAX(COALESCE(decided_at, requested_at)) FROM approvals WHERE task_id = t.id)
            > v.at
-        OR (SELECT MAX(updated_at) FROM effects WHERE task_id = t.id) > v.at)
+        OR (SELECT MAX(updated_at) FROM effects WHERE task_id = t.id) > v.at),
+    'rollup_validated_branch', {_branch_seen("branch")},
+    'rollup_validated_branch_head', {_branch_seen("branch_head")}
 ))
 FROM page JOIN tasks AS t ON t.id = page.id
 LEFT JOIN validations AS v ON v.id = (SELECT id FROM validations
@@ -242,5 +260,7 @@ def _rollup_entry(row: Mapping[str, Any], keys: TextKeys | None) -> TaskRollup:
             row["rollup_in_progress_effects"] or 0,
             row["rollup_validated_at"],
             bool(row["rollup_verdict_outdated"]),
+            row.get("rollup_validated_branch"),
+            row.get("rollup_validated_branch_head"),
         ),
     )

@@ -113,6 +113,15 @@ VERDICT_LABELS = {
     "blocked": ("blocked", "error"),
     "unsupported": ("unsup", "error"),
 }
+# A verdict whose inputs changed since (a decision, a settlement, a checkpoint, a moved branch):
+# still shown, marked with `?` and in the muted colour, so nobody resumes on a stale "ready".
+OUTDATED_LABELS = {
+    "ready": "ready?",
+    "ready_with_warnings": "warn?",
+    "stale": "stale?",
+    "blocked": "block?",
+    "unsupported": "unsup?",
+}
 
 
 REMOTE_BADGE = "↓ remote"
@@ -167,6 +176,9 @@ def row_cells(summary: DashboardRow, colour: Colour) -> list[tuple[str, Style | 
     verdict, verdict_colour = VERDICT_LABELS.get(summary.last_verdict or "", ("", ""))
     if summary.last_verdict and not verdict:
         verdict = summary.last_verdict
+    if summary.last_verdict and summary.triage.verdict_outdated:
+        verdict = OUTDATED_LABELS.get(summary.last_verdict, f"{verdict}?")
+        verdict_colour = "foreground-muted"
     approvals = summary.pending_approvals
     uncertain = summary.uncertain_effects
     return [

@@ -121,7 +121,12 @@ def triage_lines(summary: TaskSummary) -> list[str]:
         when = f" {clock.humanize_age(facts.validated_at)} ago" if facts.validated_at else ""
         verdict = f"[dim]verdict[/]   [b]{shown(summary.last_verdict)}[/][dim]{when}[/]"
         if facts.verdict_outdated:
-            verdict += " [$warning]· out of date: its inputs changed since; validate again[/]"
+            why = (
+                f"branch {shown(facts.validated_branch or '')} moved since"
+                if facts.branch_moved
+                else "its inputs changed since"
+            )
+            verdict += f" [$warning]· out of date: {why}; validate again[/]"
         lines.append(verdict)
     else:
         lines.append("[dim]verdict[/]   [dim]not validated yet[/]")

@@ -15,9 +15,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Button, LoadingIndicator, Static
 
+from core import clock
 from core.errors import PitstopError
 from core.restore.validate import Finding, Status, Verdict
-from tui.messages import ValidationFinished, ValidationProgress
+from tui.messages import StoredValidationLoaded, ValidationFinished, ValidationProgress
 from tui.widgets.formatting import shown
 
 if TYPE_CHECKING:
@@ -106,6 +107,51 @@ class ValidationView(Vertical):
             return
         self.ref = ref
         self._show_empty()
+        if ref is not None:
+            self._load_stored(ref)
+
+    @work(thread=True, exit_on_error=False, group="stored-validation")
+    def _load_stored(self, ref: str) -> None:
+        try:
+            with self.pitstop.engine.for_thread() as engine:
+                stored = engine.stored_validation(ref)
+        except PitstopError:
+            stored = None  # an unreadable row leaves the tab as it is: run the checks again
+        self.post_message(StoredValidationLoaded(ref, stored))
+
+    @on(StoredValidationLoaded)
+    def _stored(self, event: StoredValidationLoaded) -> None:
+        event.stop()
+        stored = event.stored
+        if stored is None or event.ref != self.ref or self.running_ref is not None:
+            return
+        if self.verdict is not None:  # a run finished here meanwhile: it is newer
+            return
+        try:
+            verdict = Verdict(stored.verdict)
+        except ValueError:
+            verdict = None
+        self.findings = stored.findings
+        self._render_findings()
+        age = clock.humanize_age(stored.at)
+        shown_verdict = VERDICT_MARKUP[verdict] if verdict else shown(stored.verdict)
+        self.query_one("#validation-verdict", Static).update(
+            Content.from_markup(
+                f"[b]Verdict:[/] {shown_verdict}  [dim]· {self._counts()} · "
+                f"stored {age} ago ({shown(stored.at)}) by {shown(stored.actor)} via "
+                f"{shown(stored.interface)} · enter runs the checks again[/]"
+            )
+        )
+
+    def _counts(self) -> str:
+        """`3 passed, 1 warnings, 0 failed, 0 unknown` for the findings shown."""
+        counts = {status: 0 for status in Status}
+        for finding in self.findings:
+            counts[finding.status] += 1
+        return (
+            f"{counts[Status.PASS]} passed, {counts[Status.WARN]} warnings, "
+            f"{counts[Status.FAIL]} failed, {counts[Status.UNKNOWN]} unknown"
+        )
 
     def _show_empty(self) -> None:
         self.findings, self.verdict = (), None
@@ -182,15 +228,10 @@ class ValidationView(Vertical):
             return
         self.findings, self.verdict = event.report.findings, event.report.verdict
         self._render_findings()
-        counts = {status: 0 for status in Status}
-        for finding in self.findings:
-            counts[finding.status] += 1
         verdict.update(
             Content.from_markup(
-                f"[b]Verdict:[/] {VERDICT_MARKUP[self.verdict]}  [dim]· "
-                f"{counts[Status.PASS]} passed, {counts[Status.WARN]} warnings, "
-                f"{counts[Status.FAIL]} failed, {counts[Status.UNKNOWN]} unknown · "
-                f"stored with the checkpoint[/]"
+                f"[b]Verdict:[/] {VERDICT_MARKUP[self.verdict]}  [dim]· {self._counts()} · "
+                f"stored with the checkpoint just now[/]"
                 + (f"\n{shown(event.report.advice)}" if event.report.advice else "")
             )
         )

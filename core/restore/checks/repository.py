@@ -54,6 +54,8 @@ def check_branch(inputs: ValidationInputs) -> list[Finding]:
         return [Finding("branch", Status.PASS, "checkpoint was taken on a detached HEAD")]
     changed = {c["path"] for c in manifest_of(inputs).get("snapshot", {}).get("changed_files", [])}
     drift = worktree.branch_drift(inputs.source, branch, base, changed)
+    # The tip seen now, kept with the finding: once the branch moves, this verdict is out of date.
+    seen = (("branch", branch), ("branch_head", drift.head or ""))
     if not drift.exists:
         return [
             Finding(
@@ -61,6 +63,7 @@ def check_branch(inputs: ValidationInputs) -> list[Finding]:
                 Status.WARN,
                 f"branch {branch} no longer exists",
                 f"resume creates pitstop/{inputs.task.id} from the base commit",
+                observed=seen,
             )
         ]
     if drift.rewritten:
@@ -72,10 +75,11 @@ def check_branch(inputs: ValidationInputs) -> list[Finding]:
                 "in its history",
                 f"rebase the resumed work onto {branch} after resuming, or start fresh",
                 Verdict.STALE,
+                observed=seen,
             )
         ]
     if not drift.commits:
-        return [Finding("branch", Status.PASS, f"branch {branch} has not moved")]
+        return [Finding("branch", Status.PASS, f"branch {branch} has not moved", observed=seen)]
     listed = "; ".join(drift.commits[:3]) + (" …" if len(drift.commits) > 3 else "")
     if drift.touched:
         return [
@@ -87,6 +91,7 @@ def check_branch(inputs: ValidationInputs) -> list[Finding]:
                 f"resume, then merge or rebase onto {branch} and resolve those files; or "
                 "start fresh if cheaper (`pitstop cost`)",
                 Verdict.STALE,
+                observed=seen,
             )
         ]
     return [
@@ -96,6 +101,7 @@ def check_branch(inputs: ValidationInputs) -> list[Finding]:
             f"branch {branch} moved {len(drift.commits)} commit(s) ({listed}), none "
             "touching this checkpoint's files",
             f"after resuming, rebase onto {branch} (no conflicts expected)",
+            observed=seen,
         )
     ]
 
