@@ -305,6 +305,17 @@ def finish_task(
         session.record_event(
             task_id, "task", task_id, status.value, task.status.value, status.value, reason, now
         )
+        for approval_id in store.expire_pending_approvals(session.db, task_id, now):
+            session.record_event(
+                task_id,
+                "approval",
+                approval_id,
+                "expire",
+                "pending",
+                "expired",
+                f"task {status.value}: nothing is left to decide for",
+                now,
+            )
     return task._replace(status=status, updated_at=now)
 
 

@@ -134,7 +134,10 @@ class Approvals:
         stored = store.list_approvals(self.db, task_id, states, keys=self.keys)
         found = [effective(a, now) for a in stored]
         if pending_only:
-            found = [a for a in found if a.state is ApprovalState.PENDING]
+            finished = store.finished_task_ids(self.db) if found else set()
+            found = [
+                a for a in found if a.state is ApprovalState.PENDING and a.task_id not in finished
+            ]
         return found
 
     def for_effect(self, task_id: str, effect_key: str) -> list[Approval]:
@@ -268,10 +271,20 @@ class Approvals:
             current = effective(stored, now)
             task = store.get_task(self.db, current.task_id)
             require_decider(task, self.actor, "decide approvals")
-            if current.state is ApprovalState.EXPIRED:
+            if task.status.is_final and current.state is ApprovalState.PENDING:
                 raise ConflictError(
-                    f"approval {approval_id} expired at {current.expires_at} and can no longer be "
-                    "decided; the agent must request it again"
+                    f"task {task.id} is {task.status.value}: its pending requests expired with "
+                    f"it, so approval {approval_id} can no longer be decided"
+                )
+            if current.state is ApprovalState.EXPIRED:
+                when = (
+                    f"at {current.expires_at}"
+                    if current.expires_at
+                    else f"when task {task.id} became {task.status.value}"
+                )
+                raise ConflictError(
+                    f"approval {approval_id} expired {when} and can no longer be decided; "
+                    "the agent must request it again"
                 )
             if current.state is not ApprovalState.PENDING:
                 raise ConflictError(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from core.store.approvals import (
     decide_approval,
+    expire_pending_approvals,
     find_approval,
     insert_approval,
     list_approvals,
@@ -120,6 +121,7 @@ from core.store.task_keys import (
 )
 from core.store.tasks import (
     add_task_recipient,
+    finished_task_ids,
     get_task,
     insert_task,
     list_task_recipients,
@@ -169,9 +171,11 @@ __all__ = [
     "evidence_chunk_totals",
     "evidence_rows_for_export",
     "expire_checkpoint",
+    "expire_pending_approvals",
     "export_commits",
     "find_approval",
     "find_effect",
+    "finished_task_ids",
     "first_task_rollups",
     "get_checkpoint",
     "get_effect",

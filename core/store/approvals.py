@@ -105,6 +105,26 @@ def decide_approval(
     )
 
 
+def expire_pending_approvals(db: Database, task_id: str, at: str) -> list[str]:
+    """Expire, as of `at`, every approval of `task_id` still pending: the ids expired, in order.
+
+    A finished task (done or cancelled) runs nothing more, so a request of it left
+    in the inbox would ask an approver to decide for nobody; the caller audits each one.
+    """
+    pending = [ApprovalState.PENDING.value, task_id]
+    ids = [
+        row[0]
+        for row in db.execute(
+            "SELECT id FROM approvals WHERE state = ? AND task_id = ? ORDER BY seq", pending
+        ).fetchall()
+    ]
+    db.execute(
+        "UPDATE approvals SET state = ?, decided_at = ? WHERE state = ? AND task_id = ?",
+        [ApprovalState.EXPIRED.value, at, *pending],
+    )
+    return ids
+
+
 def _write_decision(
     db: Database,
     approval_id: str,

@@ -171,6 +171,14 @@ def task_status_counts(db: Database) -> dict[TaskStatus, int]:
     }
 
 
+def finished_task_ids(db: Database) -> set[str]:
+    """Ids of the tasks that are done, cancelled or expired: nothing of theirs waits for anyone."""
+    finished = [status.value for status in TaskStatus if status.is_final]
+    marks = ", ".join("?" for _ in finished)
+    rows = db.execute(f"SELECT id FROM tasks WHERE status IN ({marks})", finished).fetchall()
+    return {row[0] for row in rows}
+
+
 def task_scope(db: Database, task_id: str) -> str | None:
     """The store a task's encrypted content is bound to, when it was created elsewhere."""
     row = db.execute("SELECT origin_store FROM tasks WHERE id = ?", [task_id]).fetchone()
