@@ -17,7 +17,7 @@ from core.store.dashboard import TriageFacts
 from tui.app import PitstopApp
 from tui.screens.task import TaskScreen
 from tui.widgets.task_cells import row_cells
-from tui.widgets.task_preview import triage_lines
+from tui.widgets.task_preview import TaskPreview, triage_lines
 from tui.widgets.task_table import TaskTable
 from tui.widgets.validation_view import ValidationView
 
@@ -162,3 +162,33 @@ async def test_the_dashboard_marks_the_verdict_once_the_branch_moves(
         await settle(pilot)
         after = {s.task.id: s for s in app.screen.query_one(TaskTable).summaries}[TASK]
     assert after.triage.branch_moved and after.triage.verdict_outdated
+
+
+async def test_an_empty_store_says_how_to_start(tmp_path: Path) -> None:
+    """A first run: the demo, a harness hook and `task start`, each a command that exists."""
+    store_root = tmp_path / "empty-store"
+    with Engine(store_root):
+        pass
+    app = PitstopApp(store_root)
+    async with app.run_test(size=TERMINAL_SIZE) as pilot:
+        await settle(pilot)
+        text = str(app.screen.query_one(TaskPreview).render())
+    assert "No tasks in this store yet" in text
+    assert str(store_root) in text or "~" in text
+    for command in ("pitstop demo", "pitstop hook install claude-code", "pitstop task start"):
+        assert command in text
+    from click.testing import CliRunner
+
+    from tui.cli import cli
+
+    for argv in (["demo", "--help"], ["hook", "install", "claude-code", "--help"],
+                 ["task", "start", "--help"]):  # fmt: skip
+        assert CliRunner().invoke(cli, argv).exit_code == 0, argv
+
+
+async def test_a_store_with_tasks_never_shows_the_first_run_hint(demo_store: Path) -> None:
+    app = PitstopApp(demo_store)
+    async with app.run_test(size=TERMINAL_SIZE) as pilot:
+        await settle(pilot)
+        text = str(app.screen.query_one(TaskPreview).render())
+    assert "No tasks in this store yet" not in text

@@ -22,7 +22,7 @@ from core.models import TaskStatus
 from tui import remotes
 from tui.messages import LoadFailed, RemoteFinished, RemoteProgress, TasksLoaded
 from tui.widgets.summary_bar import SummaryBar
-from tui.widgets.task_preview import TaskPreview
+from tui.widgets.task_preview import TaskPreview, home_relative
 from tui.widgets.task_table import TRIAGE_STATUSES, TaskTable
 
 if TYPE_CHECKING:
@@ -182,7 +182,11 @@ class DashboardScreen(Screen[None]):
         summary = table.selected_summary
         shared_with = table.remote.links.get(summary.task.id, ()) if summary else ()
         refused = table.remote.refused.get(summary.task.id, 0) if summary else 0
-        self.query_one(TaskPreview).show(summary, shared_with, refused)
+        preview = self.query_one(TaskPreview)
+        if summary is None and self._listed and not table.summaries and table.remote.is_empty:
+            preview.show_first_run(home_relative(str(self.pitstop.engine.paths.root)))
+            return
+        preview.show(summary, shared_with, refused)
 
     @on(TaskTable.RowHighlighted, "#tasks")
     def _row_highlighted(self) -> None:

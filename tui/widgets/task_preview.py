@@ -57,6 +57,10 @@ def budget_lines(
 class TaskPreview(Static):
     """Objective, agent, repository and budgets of one task (or where a remote one lives)."""
 
+    def show_first_run(self, store: str) -> None:
+        """An empty store: say how tasks get here, instead of an empty table and no clue."""
+        self.update(Content.from_markup("\n".join(first_run_lines(store))))
+
     def show(
         self, summary: DashboardRow | None, shared_with: tuple[str, ...] = (), refused: int = 0
     ) -> None:
@@ -99,6 +103,16 @@ class TaskPreview(Static):
             hint = shown(refused_hint(task.id, refused))
             lines.append(f"[dim]trust[/]     [b $error]⚠[/] {hint}")
         self.update(Content.from_markup("\n".join(lines)))
+
+
+def first_run_lines(store: str) -> list[str]:
+    """How to get a first task into the store at `store`: the demo, a harness, or by hand."""
+    return [
+        f"[b]No tasks in this store yet[/] [dim]({shown(store)}; it fills in live)[/]. To start:",
+        "  [b]pitstop demo[/]                      [dim]a demo store: seven tasks, not this one[/]",
+        "  [b]pitstop hook install claude-code[/]  [dim]or codex: checkpoint its sessions here[/]",
+        "  [b]pitstop task start --repo . --objective TEXT[/]  [dim]track one by hand[/]",
+    ]
 
 
 def triage_lines(summary: TaskSummary) -> list[str]:
