@@ -314,6 +314,39 @@ class TaskKeys:
             found = current if kid == crypto.key_id(current) else self.old_keys(task_id).get(kid)
         return found if found is not None else current
 
+    def master_key_ids(self) -> list[str]:
+        """Ids of the master keys this store's data depends on (normally one)."""
+        return store.master_key_ids(self._db)
+
+    def why_not_a_new_master(self) -> str | None:
+        """Why making a new master key now would leave this store's data unreadable, or None.
+
+        `eval "$(pitstop key init --print)"` in every new shell makes a new key each time; the
+        second one cannot open what the first encrypted, and the reminder to keep it went to
+        `eval` as a comment. So a store whose data depends on a key refuses a new one.
+        """
+        if store.get_meta(self._db, DEMO_KEY_META) is not None:
+            return None  # the demo store carries its own key
+        needed = self.master_key_ids()
+        if not needed:
+            return None
+        try:
+            current: crypto.MasterKey | None = crypto.load_master_key()
+        except crypto.MasterKeyError:
+            current = None
+        shown = ", ".join(needed)
+        if current is not None and current.id in needed:
+            return (
+                f"this store's data is encrypted under master key {current.id}, the one in use "
+                f"({current.source}); a new key could not read it. Back that one up with "
+                "`pitstop key export` (pass --new only for a key meant for another store)"
+            )
+        return (
+            f"this store's data is encrypted under master key {shown}, which is not set here; a "
+            "new key could not read it. Set PITSTOP_KEY to that key from your backup (`pitstop "
+            "key export` prints it where it is set); pass --new only to start over"
+        )
+
     def tasks_with_other_master(self, master: crypto.MasterKey) -> list[str]:
         """Tasks whose data key was wrapped by a different master key than `master`."""
         return store.tasks_keyed_by_other_master(self._db, master.id)

@@ -106,3 +106,12 @@ def tasks_keyed_by_other_master(db: Database, master_key_id: str) -> list[str]:
         [master_key_id, master_key_id],
     ).fetchall()
     return [row[0] for row in rows]
+
+
+def master_key_ids(db: Database) -> list[str]:
+    """The master keys (by id) that wrapped any task's data key here, current or retired."""
+    rows = db.execute(
+        "SELECT master_key_id FROM task_keys UNION SELECT master_key_id FROM task_old_keys "
+        "ORDER BY master_key_id"
+    ).fetchall()
+    return [row[0] for row in rows]

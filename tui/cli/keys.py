@@ -29,10 +29,20 @@ def key() -> None:
     help="Print a new master key, identity and signing key as PITSTOP_KEY, PITSTOP_IDENTITY "
     "and PITSTOP_SIGNING_KEY exports.",
 )
+@click.option(
+    "--new",
+    "force_new",
+    is_flag=True,
+    help="Make a new master key even though this store's data depends on another one.",
+)
 @json_option
-def key_init(print_only: bool, as_json: bool) -> None:
+@pass_ctx
+def key_init(ctx: Context, print_only: bool, force_new: bool, as_json: bool) -> None:
     """Create a master key, your identity and your signing key and keep them in the OS keyring
-    (or --print them); what is there already is kept."""
+    (or --print them); what is there already is kept, and a store whose data depends on a key
+    refuses a new one."""
+    if not force_new:
+        _refuse_orphaning_the_store(ctx, print_only)
     if print_only:
         _print_new_secrets(as_json)
         return
@@ -73,6 +83,25 @@ def key_init(print_only: bool, as_json: bool) -> None:
     )
 
 
+def _refuse_orphaning_the_store(ctx: Context, print_only: bool) -> None:
+    """Stop before a new master key leaves the store's encrypted data unreadable."""
+    from core.errors import ConflictError
+    from core.paths import StorePaths, resolve_store_root
+    from core.security import crypto
+
+    if not StorePaths(resolve_store_root(ctx.store)).database.exists():
+        return  # no store yet (and none is made by asking)
+    if not print_only:
+        try:
+            crypto.load_master_key()
+            return  # the keyring (or PITSTOP_KEY) has one: `key init` keeps it
+        except crypto.MasterKeyError:
+            pass
+    why = ctx.engine().keys.why_not_a_new_master()
+    if why is not None:
+        raise ConflictError(why)
+
+
 def _print_new_secrets(as_json: bool) -> None:
     from core.security import crypto, identity, signing
 
@@ -93,8 +122,9 @@ def _print_new_secrets(as_json: bool) -> None:
         },
         "\n".join(
             [
-                "# keep all three secret and backed up; set them in your shell with: "
-                'eval "$(pitstop key init --print)"',
+                "# keep all three secret and backed up; set them once with "
+                'eval "$(pitstop key init --print)", then keep these export lines (a password '
+                "manager, your shell profile): a second run makes a different key",
                 f"export {crypto.KEY_ENV}='{text}'",
                 f"export {identity.IDENTITY_ENV}='{new_identity.secret_text}'",
                 f"export {signing.SIGNING_ENV}='{new_signer.secret_text}'",
@@ -104,6 +134,14 @@ def _print_new_secrets(as_json: bool) -> None:
                 f"# your fingerprint (compare it by voice): {new_signer.fingerprint}",
             ]
         ),
+    )
+    # On stderr: `eval "$(…)"` swallows stdout's comments, and this is the one line that must
+    # be read. Nothing else keeps these secrets.
+    click.echo(
+        f"pitstop: new master key {crypto.key_id(new_key)}: save the three exports now (a "
+        "password manager); nothing else keeps them, and without the key what it encrypts "
+        "cannot be read. Run this once, not in every shell: the next run makes another key.",
+        err=True,
     )
 
 
