@@ -248,11 +248,12 @@ class ResumePrepared(Message):
 
 
 class InboxLoaded(Message):
-    """Every pending approval across tasks, oldest first."""
+    """Every pending approval of a live task, and (when read) those decided lately."""
 
-    def __init__(self, approvals: list[Approval]) -> None:
+    def __init__(self, approvals: list[Approval], decided: list[Approval] | None = None) -> None:
         super().__init__()
         self.approvals = approvals
+        self.decided = decided
 
 
 class DecisionRecorded(Message):

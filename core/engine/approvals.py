@@ -76,6 +76,18 @@ def list_approvals(
     return approval_book(session).find(task_id, pending_only)
 
 
+def recently_decided_approvals(session: Session, hours: float = 24) -> list[Approval]:
+    """Requests decided or expired in the last `hours`, the latest first: where a request that
+    left the inbox is found again (who decided, when, why)."""
+    from datetime import timedelta
+
+    from core import clock, store
+
+    now = clock.now()
+    since = clock.to_iso(now - timedelta(hours=hours))
+    return store.recent_decisions(session.db, since, clock.to_iso(now), session.keys)
+
+
 def wait_for_decision(session: Session, approval_id: str, seconds: float) -> Approval:
     """The approval once someone decided it, or as it stands after `seconds` (then pending
     or expired): a harness hook holds a permission prompt open this long for a decision made

@@ -18,6 +18,7 @@ from core.store.approvals import (
     list_approvals,
     next_approval_seq,
     overrule_approval,
+    recent_decisions,
     replace_approval_request,
 )
 from core.store.checkpoints import (
@@ -229,6 +230,7 @@ __all__ = [
     "opened_label",
     "overrule_approval",
     "pin_genesis",
+    "recent_decisions",
     "record_export",
     "record_ledger_conflict",
     "record_ledger_facts",

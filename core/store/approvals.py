@@ -180,3 +180,25 @@ def overrule_approval(
     return _write_decision(
         db, approval_id, to_state, decided_by, decided_at, reason, keys, only_pending=False
     )
+
+
+def recent_decisions(
+    db: Database, since: str, now: str, keys: TextKeys | None, limit: int = 500
+) -> list[Approval]:
+    """Approvals decided (or expired) between `since` and `now`, the latest first, at most
+    `limit`; one past its expiry but never written down carries its expiry as its decision
+    time."""
+    rows = db.query(
+        "SELECT * FROM (SELECT *, COALESCE(decided_at, expires_at) AS ended FROM approvals "
+        "WHERE (state != :pending AND decided_at >= :since) "
+        "OR (state = :pending AND expires_at >= :since AND expires_at <= :now)) "
+        "ORDER BY ended DESC, id LIMIT :limit",
+        {"pending": ApprovalState.PENDING.value, "since": since, "now": now, "limit": limit},
+    )
+    found = []
+    for row in rows:
+        approval = _approval_from_row(row, keys)
+        if approval.state is ApprovalState.PENDING:
+            approval = approval._replace(state=ApprovalState.EXPIRED, decided_at=row["ended"])
+        found.append(approval)
+    return found
