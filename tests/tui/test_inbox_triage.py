@@ -35,8 +35,9 @@ async def settle(pilot: Pilot[None]) -> None:
     await pilot.pause()
 
 
-def ask(store: Path, monkeypatch: pytest.MonkeyPatch, task_id: str, action: str, risk: Risk,
-        at: str) -> str:  # fmt: skip
+def ask(
+    store: Path, monkeypatch: pytest.MonkeyPatch, task_id: str, action: str, risk: Risk, at: str
+) -> str:
     monkeypatch.setenv("PITSTOP_FROZEN_NOW", at)
     with Engine(store, interface=Interface.HOOK, actor="agent") as engine:
         return engine.request_approval(task_id, action, risk=risk).id
@@ -46,24 +47,47 @@ def ask(store: Path, monkeypatch: pytest.MonkeyPatch, task_id: str, action: str,
 def queue(demo_store: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
     """Requests of every risk, the oldest the least risky, plus one on a long task id."""
     made = {
-        "low-old": ask(demo_store, monkeypatch, BUMP_DEPENDENCIES, "Publish the lockfile PR",
-                       Risk.LOW, "2026-03-02T09:30:00Z"),
-        "high-new": ask(demo_store, monkeypatch, RATE_LIMIT, "Deploy to production",
-                        Risk.HIGH, "2026-03-02T12:00:00Z"),
-        "medium": ask(demo_store, monkeypatch, INVOICE_CURRENCY, "Run migration 0003 on staging",
-                      Risk.MEDIUM, "2026-03-02T14:45:00Z"),
-    }  # fmt: skip
+        "low-old": ask(
+            demo_store,
+            monkeypatch,
+            BUMP_DEPENDENCIES,
+            "Publish the lockfile PR",
+            Risk.LOW,
+            "2026-03-02T09:30:00Z",
+        ),
+        "high-new": ask(
+            demo_store,
+            monkeypatch,
+            RATE_LIMIT,
+            "Deploy to production",
+            Risk.HIGH,
+            "2026-03-02T12:00:00Z",
+        ),
+        "medium": ask(
+            demo_store,
+            monkeypatch,
+            INVOICE_CURRENCY,
+            "Run migration 0003 on staging",
+            Risk.MEDIUM,
+            "2026-03-02T14:45:00Z",
+        ),
+    }
     repo = tmp_path / "long"
     repo.mkdir()
     import subprocess
 
     for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "i"]):
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", *args], cwd=repo,
-                       check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@e", *args],
+            cwd=repo,
+            check=True,
+            capture_output=True,
+        )
     with Engine(demo_store, interface=Interface.HOOK, actor="agent") as engine:
         engine.start_task(repo=repo, objective="long id", task_id=LONG_TASK)
-    made["long"] = ask(demo_store, monkeypatch, LONG_TASK, "Tag the release", Risk.LOW,
-                       "2026-03-02T13:00:00Z")  # fmt: skip
+    made["long"] = ask(
+        demo_store, monkeypatch, LONG_TASK, "Tag the release", Risk.LOW, "2026-03-02T13:00:00Z"
+    )
     monkeypatch.setenv("PITSTOP_FROZEN_NOW", NOW)
     return made
 
@@ -85,8 +109,9 @@ async def test_s_puts_the_riskiest_first_and_back(demo_store: Path, queue: dict[
     async with app.run_test(size=SIZE) as pilot:
         table = await open_inbox(pilot)
         by_age = ids(table)
-        assert by_age == sorted(by_age, key=lambda i: next(a for a in table.shown
-                                                           if a.id == i).requested_at)  # fmt: skip
+        assert by_age == sorted(
+            by_age, key=lambda i: next(a for a in table.shown if a.id == i).requested_at
+        )
         await pilot.press("s")
         risks = [a.risk for a in table.shown]
         assert risks == sorted(risks, key=RISK_RANK.__getitem__)
@@ -148,8 +173,11 @@ async def test_marked_requests_are_decided_with_one_reason_each_audited(
             decided = engine.get_approval(queue[key])
             assert decided.state is ApprovalState.APPROVED
             assert decided.reason == "both reviewed"
-            events = [e for e in engine.events(decided.task_id)
-                      if e.entity_id == decided.id and e.action == "approve"]  # fmt: skip
+            events = [
+                e
+                for e in engine.events(decided.task_id)
+                if e.entity_id == decided.id and e.action == "approve"
+            ]
             assert len(events) == 1 and events[0].interface == "tui"
         assert engine.get_approval(queue["high-new"]).state is ApprovalState.PENDING
 
@@ -218,10 +246,15 @@ START = datetime(2026, 3, 1, tzinfo=UTC)
 approvals = st.lists(
     st.builds(
         lambda n, risk, minutes, action: Approval(
-            id=f"t{n % 5}:{n}", task_id=f"t{n % 5}", seq=n, action=action, risk=risk,
-            state=ApprovalState.PENDING, requested_by="agent",
+            id=f"t{n % 5}:{n}",
+            task_id=f"t{n % 5}",
+            seq=n,
+            action=action,
+            risk=risk,
+            state=ApprovalState.PENDING,
+            requested_by="agent",
             requested_at=clock.to_iso(START + timedelta(minutes=minutes)),
-        ),  # fmt: skip
+        ),
         st.integers(0, 10_000),
         st.sampled_from(list(Risk)),
         st.integers(0, 5000),
@@ -232,14 +265,23 @@ approvals = st.lists(
 )
 
 
-@given(approvals, st.sampled_from(list(InboxSort)), st.sampled_from(["", "deploy", "api deploy",
-                                                                     "t3", "nothing"]))  # fmt: skip
+@given(
+    approvals,
+    st.sampled_from(list(InboxSort)),
+    st.sampled_from(["", "deploy", "api deploy", "t3", "nothing"]),
+)
 def test_the_queue_is_every_match_once_in_its_order(
     pending: list[Approval], order: InboxSort, words: str
 ) -> None:
     shown = visible_approvals(pending, order, words, InboxView.PENDING)
-    wanted = [a for a in pending if all(w in f"{a.id} {a.task_id} {a.risk.value} {a.action} "
-                                        f"{a.requested_by}".lower() for w in words.split())]  # fmt: skip
+    wanted = [
+        a
+        for a in pending
+        if all(
+            w in f"{a.id} {a.task_id} {a.risk.value} {a.action} {a.requested_by}".lower()
+            for w in words.split()
+        )
+    ]
     assert sorted(a.id for a in shown) == sorted(a.id for a in wanted)
     keys = [(RISK_RANK[a.risk] if order is InboxSort.RISK else 0, a.requested_at) for a in shown]
     assert keys == sorted(keys)

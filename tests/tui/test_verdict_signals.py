@@ -54,9 +54,14 @@ def colours(variable: str) -> Style:
 
 def a_summary(outdated: bool, verdict: str = "ready") -> TaskSummary:
     task = Task(
-        id="t-1", repo_root="/r", store_repo="s", objective="o", status=TaskStatus.PAUSED,
-        created_at="2026-12-01T00:00:00.000000Z", updated_at="2026-12-01T00:00:00.000000Z",
-    )  # fmt: skip
+        id="t-1",
+        repo_root="/r",
+        store_repo="s",
+        objective="o",
+        status=TaskStatus.PAUSED,
+        created_at="2026-12-01T00:00:00.000000Z",
+        updated_at="2026-12-01T00:00:00.000000Z",
+    )
     facts = TriageFacts(verdict_outdated=outdated, validated_branch="main", branch_moved=outdated)
     return TaskSummary(task, 1, task.updated_at, 0, 0, verdict, facts)
 
@@ -181,8 +186,11 @@ async def test_an_empty_store_says_how_to_start(tmp_path: Path) -> None:
 
     from tui.cli import cli
 
-    for argv in (["demo", "--help"], ["hook", "install", "claude-code", "--help"],
-                 ["task", "start", "--help"]):  # fmt: skip
+    for argv in (
+        ["demo", "--help"],
+        ["hook", "install", "claude-code", "--help"],
+        ["task", "start", "--help"],
+    ):
         assert CliRunner().invoke(cli, argv).exit_code == 0, argv
 
 
