@@ -138,7 +138,7 @@ def recorded_runs(
     notes: list[str] = []
     unreadable = 0
     for row in store.list_evidence(db, task_id):
-        if row["state"] != "complete":
+        if row["state"] != "complete" or row["source"] == "drill":  # a drill's replay is no work
             continue
         argv: list[str] = []
         label = row["label"]  # sealed: the marker until the item is opened with the key
