@@ -135,7 +135,7 @@ def test_no_verification_evidence_is_not_replayable(
 def test_a_command_a_guard_rule_catches_is_never_run(
     engine: Engine, suite: tuple[Path, str], tmp_path: Path
 ) -> None:
-    repo, task_id = suite
+    _, task_id = suite
     engine.checkpoint(task_id)
     marker = tmp_path / "ran"
     report = engine.drill(
