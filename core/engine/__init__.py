@@ -92,6 +92,7 @@ if TYPE_CHECKING:  # at run time each use-case module loads when one of its meth
     )
     from core.engine import checkpoint as checkpointing
     from core.engine import drill as drilling
+    from core.engine import drill_fleet as fleet_drills
     from core.engine import resume as resuming
     from core.engine import validate as validation
     from core.engine.attention import Attention, attention
@@ -118,8 +119,8 @@ else:
         _Module(name)
         for name in ("sharing", "store_info", "tasks", "trust", "devices", "approval_context")
     )
-    checkpointing, resuming, validation, drilling = (
-        _Module(name) for name in ("checkpoint", "resume", "validate", "drill")
+    checkpointing, resuming, validation, drilling, fleet_drills = (
+        _Module(name) for name in ("checkpoint", "resume", "validate", "drill", "drill_fleet")
     )
 
 _EXPORTS = {
@@ -283,6 +284,8 @@ class Engine(Session):
     # --- restore drills ----------------------------------------------------------------------
     drill = drilling.drill
     list_drills = drilling.list_drills
+    drill_all = fleet_drills.drill_all
+    drill_sample = fleet_drills.sample
 
     # --- harness sessions (hooks) ------------------------------------------------------------
     session_task = harness_sessions.session_task
@@ -312,4 +315,5 @@ if not TYPE_CHECKING:
     # real module (imported then), not a stand-in.
     del approvals, audit, checkpoints, effects, evidence, harness_sessions, measures
     del sharing, store_info, tasks, trust, checkpointing, resuming, validation, drilling
+    del fleet_drills
     del devices, approval_contexts

@@ -89,22 +89,23 @@ def list_drills(
     return [_row(dict(row), keys) for row in db.query(sql + " ORDER BY at, id", params)]
 
 
-def drill_totals(db: Database, task_id: str | None = None) -> dict[str, Any]:
-    """Counts by verdict and the mean restore latency, for the measures of resume quality."""
+def drill_totals(db: Database, task_id: str | None = None) -> dict[str, int] | None:
+    """Drills by verdict, plus `stale` (validation said stale), for the measures of resume
+    quality; None when the store has no drills table yet."""
+    if not db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'drills'"
+    ).fetchone():
+        return None
     where, params = ("WHERE task_id = ?", [task_id]) if task_id else ("", [])
-    counts = {
+    totals = {
         str(row["verdict"]): int(row["n"])
         for row in db.query(
             f"SELECT verdict, COUNT(*) AS n FROM drills {where} GROUP BY verdict", params
         )
     }
-    restores = [
-        int(row["restore_ms"])
-        for row in db.query(
-            f"SELECT restore_ms FROM drills {where} "
-            + ("AND" if where else "WHERE")
-            + " restore_ms IS NOT NULL",
-            params,
-        )
-    ]
-    return {"counts": counts, "restore_ms": restores}
+    stale = db.execute(
+        f"SELECT COUNT(*) FROM drills {where} {'AND' if where else 'WHERE'} "
+        "validation_verdict = 'stale'",
+        params,
+    ).fetchone()
+    return {**totals, "stale": int(stale[0])}
