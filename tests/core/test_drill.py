@@ -211,3 +211,14 @@ def test_a_damaged_checkpoint_fails_to_restore(
     assert report.verdict is DrillVerdict.FAILED_TO_RESTORE
     assert report.reason is not None and "could not be restored" in report.reason
     assert report.replay_evidence_id is None
+
+
+def test_a_drills_replay_is_not_counted_as_the_tasks_work(
+    engine: Engine, suite: tuple[Path, str]
+) -> None:
+    repo, task_id = suite
+    record_tests(engine, task_id, repo)
+    engine.checkpoint(task_id)
+    before = engine.estimate(task_id).as_dict()
+    engine.drill(task_id, screen=guard_screen())
+    assert engine.estimate(task_id).as_dict() == before
