@@ -132,7 +132,7 @@ def drill(
     `out_fd` receives the replay's live output (None: discarded)."""
     if timeout is not None:
         numbers.seconds(timeout, "--timeout", positive=True)
-    checkpoint = get_checkpoint(session, ref, with_content=False)
+    checkpoint = get_checkpoint(session, ref)
     task = store.get_task(session.db, checkpoint.task_id, session.keys)
     if task.status.is_final:
         raise ConflictError(

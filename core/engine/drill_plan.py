@@ -97,16 +97,23 @@ def _recorded_items(session: Session, checkpoint: Checkpoint) -> list[Evidence]:
     return items
 
 
-def _relative_cwd(session: Session, task: Task, cwd: str | None) -> str | None:
-    """The recorded directory relative to the task directory that held it; None: outside."""
+def _relative_cwd(
+    session: Session, task: Task, cwd: str | None, toplevel: str | None
+) -> str | None:
+    """The recorded directory relative to the directory the checkpoint snapshot (its manifest's
+    `toplevel`, where the repository was then), else to the task directory holding it now;
+    None: outside both."""
     if not cwd:
         return "."
-    workdir = task_workdir(session, task, cwd)
-    try:
-        relative = Path(cwd).expanduser().resolve().relative_to(workdir.path)
-    except (ValueError, OSError):
-        return None
-    return relative.as_posix() or "."
+    tops = [Path(toplevel)] if toplevel else []
+    tops.append(task_workdir(session, task, cwd).path)
+    for top in tops:
+        for where, base in ((Path(cwd), top), (Path(cwd).expanduser().resolve(), top.resolve())):
+            try:
+                return where.relative_to(base).as_posix() or "."
+            except ValueError:
+                continue
+    return None
 
 
 def plan_replay(
@@ -135,7 +142,8 @@ def plan_replay(
             )
         item = found[0]
         argv = recorded_argv((item.command or {}).get("argv") or [])
-        relative = _relative_cwd(session, task, (item.command or {}).get("cwd"))
+        toplevel = ((checkpoint.manifest or {}).get("repository") or {}).get("toplevel")
+        relative = _relative_cwd(session, task, (item.command or {}).get("cwd"), toplevel)
         if relative is None:
             return ReplayPlan(
                 argv,
