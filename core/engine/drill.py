@@ -208,6 +208,7 @@ def _keep(session: Session, report: DrillReport, scratch: Path) -> Path | None:
     kept = session.paths.root / "drills" / f"{report.task_id}-{report.seq}-{report.id}"
     kept.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.rename(tree, kept)
+    kept.chmod(0o700)  # the store is its owner's alone (invariant 9); checkout made it 0755
     shutil.rmtree(scratch, ignore_errors=True)
     return kept
 

@@ -193,6 +193,7 @@ def test_keep_leaves_the_restored_tree_in_the_store(
     assert (kept / "notes.txt").read_text() == "untracked work\n"
     assert (kept / "calc.py").exists()
     assert _drills_left(store_root) == []
+    assert Engine.doctor(store_root).healthy, Engine.doctor(store_root).remaining
 
 
 def test_a_damaged_checkpoint_fails_to_restore(
