@@ -223,3 +223,28 @@ def test_a_drills_replay_is_not_counted_as_the_tasks_work(
     before = engine.estimate(task_id).as_dict()
     engine.drill(task_id, screen=guard_screen())
     assert engine.estimate(task_id).as_dict() == before
+
+
+def test_harness_drift_is_a_finding_and_not_a_failure(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.models import NamedVersion
+
+    repo = suite_repo(tmp_path / "suite")
+    engine.start_task(
+        repo=repo,
+        objective="harness drift",
+        task_id="drift",
+        harness=NamedVersion("generic", "1.0"),
+        model=NamedVersion("some-model", "2026-11"),
+    )
+    record_tests(engine, "drift", repo)
+    engine.checkpoint("drift")
+    monkeypatch.setenv("AI_AGENT", "generic/2.0")  # the harness was upgraded since
+
+    report = engine.drill("drift", screen=guard_screen())
+
+    assert report.verdict is DrillVerdict.FAITHFUL
+    assert "harness: generic was 1.0, now 2.0 (warn)" in report.findings
+    assert "model: some-model@2026-11 as at the checkpoint" in report.findings
+    assert engine.list_drills("drift")[0].findings == report.findings

@@ -91,3 +91,21 @@ def test_unreadable_recorded_output_compares_status_and_summary_only() -> None:
     assert (
         differences(recorded, _run(1, 2, {"t.py::x"}))[0] == "it ended with exit 1, recorded exit 0"
     )
+
+
+def test_drift_findings_name_what_changed() -> None:
+    from core.drill.drift import drift_findings
+
+    checks = [
+        ("harness", "warn", "claude-code was 1.0.3, now 1.0.5"),
+        ("transcript", "pass", "the harness transcript is still present"),
+        ("ledger", "fail", "an approval is pending"),  # not drift: left to validation
+    ]
+    then = {"name": "opus", "version": "4"}
+    assert drift_findings(checks, then, {"name": "opus", "version": "5"}) == [
+        "harness: claude-code was 1.0.3, now 1.0.5 (warn)",
+        "transcript: the harness transcript is still present",
+        "model: was opus@4, now opus@5 (warn)",
+    ]
+    assert drift_findings([], None, None) == []
+    assert drift_findings([], then, None) == ["model: now not known (unknown)"]
