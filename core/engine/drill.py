@@ -111,8 +111,18 @@ class DrillReport:
             "validation_ms": self.validation_ms,
             "validation_verdict": self.validation_verdict,
             "replay_ms": self.replay_ms,
-            "replay_avoided": {"usd": self.avoided_usd, "minutes": self.avoided_minutes},
+            "replay_avoided": {
+                "usd": _number(self.avoided_usd),
+                "minutes": _number(self.avoided_minutes),
+            },
         }
+
+
+def _number(text: str | None) -> float | int | None:
+    """A stored amount (exact text) as the JSON number the other reports use."""
+    from core.economics.model import json_number
+
+    return None if text is None else json_number(Decimal(text))
 
 
 def drill(
@@ -139,8 +149,8 @@ def drill(
             f"task {task.id} is {task.status.value}; a drill records its replay as the task's "
             "evidence, so only live tasks are drilled"
         )
+    plan = plan_replay(session, task, checkpoint, command, screen)  # refuses bad input first
     remove_leftovers(session)
-    plan = plan_replay(session, task, checkpoint, command, screen)
     report = DrillReport(
         id=f"d{os.urandom(6).hex()}",
         ref=checkpoint.ref,
