@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from drillkit import PYTEST, break_add, record_tests, suite_repo
 from core.drill.compare import DrillVerdict
 from core.engine import Engine
 from core.harness.drill_guard import guard_screen
+from core.models import TaskStatus
 
 
 def _drills_left(store_root: Path) -> list[Path]:
@@ -248,3 +250,40 @@ def test_harness_drift_is_a_finding_and_not_a_failure(
     assert "harness: generic was 1.0, now 2.0 (warn)" in report.findings
     assert "model: some-model@2026-11 as at the checkpoint" in report.findings
     assert engine.list_drills("drift")[0].findings == report.findings
+
+
+def test_a_fleet_drill_samples_live_tasks_never_drilled_first(
+    engine: Engine, make_repo: Callable[..., Path]
+) -> None:
+    for name in ("a", "b", "c", "done"):
+        repo = suite_repo(make_repo(name).parent / f"suite-{name}")
+        engine.start_task(repo=repo, objective=f"task {name}", task_id=name)
+        record_tests(engine, name, repo)
+        engine.checkpoint(name)
+    engine.start_task(repo=make_repo("empty"), objective="no checkpoint", task_id="empty")
+    engine.finish_task("done", TaskStatus.DONE, reason="merged")
+    engine.drill("b", screen=guard_screen())
+
+    assert engine.drill_sample(since="1d", max_count=10) == ["a@1", "c@1", "b@1"]
+    assert engine.drill_sample(since="1d", max_count=1) == ["a@1"]
+    results = engine.drill_all(screen=guard_screen(), since="1d", max_count=2)
+    assert [(r.ref, r.report and r.report.verdict) for r in results] == [
+        ("a@1", DrillVerdict.FAITHFUL),
+        ("c@1", DrillVerdict.FAITHFUL),
+    ]
+    assert engine.drill_sample(since="1d", max_count=10) == ["b@1", "a@1", "c@1"]
+
+
+def test_a_fleet_drill_skips_checkpoints_older_than_since(
+    engine: Engine, suite: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datetime import timedelta
+
+    from core import clock
+
+    _, task_id = suite
+    engine.checkpoint(task_id)
+    later = clock.to_iso(clock.now() + timedelta(days=8))
+    monkeypatch.setenv("PITSTOP_FROZEN_NOW", later)
+    assert engine.drill_sample(since="7d") == []
+    assert engine.drill_sample(since="9d") == [f"{task_id}@1"]
