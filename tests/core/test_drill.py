@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -287,3 +288,21 @@ def test_a_fleet_drill_skips_checkpoints_older_than_since(
     monkeypatch.setenv("PITSTOP_FROZEN_NOW", later)
     assert engine.drill_sample(since="7d") == []
     assert engine.drill_sample(since="9d") == [f"{task_id}@1"]
+
+
+def test_doctor_fix_removes_a_dead_drills_scratch_directory(
+    engine: Engine, suite: tuple[Path, str], store_root: Path
+) -> None:
+    import subprocess
+
+    _, task_id = suite
+    engine.checkpoint(task_id)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    left = store_root / "tmp" / f"drill-{gone.pid}-{'ab' * 6}"
+    (left / "tree").mkdir(parents=True)
+    live = store_root / "tmp" / f"drill-{os.getpid()}-{'cd' * 6}"  # a drill still running
+    live.mkdir()
+    assert any(left.name in f.line for f in Engine.doctor(store_root).found)
+    Engine.doctor(store_root, fix=True)
+    assert not left.exists() and live.exists()
