@@ -75,6 +75,13 @@ def named(tests: Set[str], limit: int = NAMED_LIMIT) -> str:
     return shown + (f" and {len(ordered) - limit} more" if len(ordered) > limit else "")
 
 
+def _tests(tests: Set[str], change: str) -> str:
+    """`1 test that passed now fails`, `2 tests that passed now fail`."""
+    if len(tests) == 1:
+        return f"1 test that {change}{'es' if change.endswith('s') else 's'}"
+    return f"{len(tests)} tests that {change}"
+
+
 def differences(recorded: Observed, replayed: Observed, timeout: float | None = None) -> list[str]:
     """What differs between the recorded run and the replay, one sentence each (empty: none)."""
     if replayed.timed_out:
@@ -94,9 +101,9 @@ def differences(recorded: Observed, replayed: Observed, timeout: float | None = 
     if not known:
         newly_failing = now_passing = frozenset()
     if newly_failing:
-        found.append(f"{len(newly_failing)} test(s) that passed now fail: {named(newly_failing)}")
+        found.append(f"{_tests(newly_failing, 'passed now fail')}: {named(newly_failing)}")
     if now_passing:
-        found.append(f"{len(now_passing)} test(s) that failed now pass: {named(now_passing)}")
+        found.append(f"{_tests(now_passing, 'failed now pass')}: {named(now_passing)}")
     if recorded.summary is not None and _counts(replayed.summary) != _counts(recorded.summary):
         found.append(
             f"the summary reads {_summary_text(replayed.summary)!r}, "

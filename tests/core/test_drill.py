@@ -70,7 +70,7 @@ def test_a_tracked_file_changed_since_the_recorded_run_drifts(
     report = engine.drill(f"{task_id}@2", screen=guard_screen())
 
     assert report.verdict is DrillVerdict.DRIFTED
-    assert "1 test(s) that passed now fail: tests/test_calc.py::test_add" in report.differences
+    assert "1 test that passed now fails: tests/test_calc.py::test_add" in report.differences
     assert "it ended with exit 1, recorded exit 0" in report.differences
     assert (
         "the summary reads 'pytest: 1 failed, 2 passed', recorded 'pytest: 3 passed'"
@@ -118,7 +118,7 @@ def test_command_without_a_recorded_run_is_expected_to_pass(
     )
     assert report.expectation == "expected to pass"
     assert report.verdict is DrillVerdict.DRIFTED
-    assert "1 test(s) that passed now fail: tests/test_calc.py::test_add" in report.differences
+    assert "1 test that passed now fails: tests/test_calc.py::test_add" in report.differences
 
 
 def test_no_verification_evidence_is_not_replayable(

@@ -78,8 +78,8 @@ def test_drift_says_which_tests_changed_both_ways() -> None:
     replayed = _run(1, 1, {"t.py::test_b", "t.py::test_c"})
     found = differences(recorded, replayed)
     assert found == [
-        "2 test(s) that passed now fail: t.py::test_b, t.py::test_c",
-        "1 test(s) that failed now pass: t.py::test_a",
+        "2 tests that passed now fail: t.py::test_b, t.py::test_c",
+        "1 test that failed now passes: t.py::test_a",
         "the summary reads 'pytest: 1 passed, 2 failed', recorded 'pytest: 2 passed, 1 failed'",
     ]
     assert verdict_of(found) is DrillVerdict.DRIFTED

@@ -107,7 +107,7 @@ def test_faithful_then_drifted_with_their_exit_codes(
     assert drifted.returncode == 1, drifted.stderr
     document = json.loads(drifted.stdout)
     assert document["verdict"] == "drifted" and document["checkpoint"] == "calc@2"
-    assert "1 test(s) that passed now fail: tests/test_calc.py::test_add" in document["differences"]
+    assert "1 test that passed now fails: tests/test_calc.py::test_add" in document["differences"]
     assert document["replayed"]["failing"] == ["tests/test_calc.py::test_add"]
     assert isinstance(document["replay_avoided"]["usd"], int | float)
     assert drifted.stderr == ""
