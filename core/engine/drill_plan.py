@@ -11,7 +11,7 @@ the drill runs nothing.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -76,8 +76,9 @@ def _verification_kind(item: Evidence) -> bool:
     return classify_run(argv, tool, item.label) in (WorkKind.TEST, WorkKind.BUILD)
 
 
-def _recorded_items(session: Session, checkpoint: Checkpoint) -> list[Evidence]:
-    """The task's own complete evidence at or before the checkpoint, newest first, opened."""
+def _recorded_items(session: Session, checkpoint: Checkpoint) -> Iterator[Evidence]:
+    """The task's own complete evidence at or before the checkpoint, newest first, opened one
+    by one (a plan stops at the first that fits)."""
     from core.evidence import storage as evidence
 
     rows = [
@@ -88,13 +89,11 @@ def _recorded_items(session: Session, checkpoint: Checkpoint) -> list[Evidence]:
         and row["state"] == "complete"
         and row["source"] != "drill"
     ]
-    items = []
     for row in reversed(rows):
         try:
-            items.append(evidence.load_evidence(session.db, session.keys, int(row["id"])))
+            yield evidence.load_evidence(session.db, session.keys, int(row["id"]))
         except PitstopError:  # its key was retired by gc: it cannot be replayed
             continue
-    return items
 
 
 def _relative_cwd(
@@ -127,11 +126,14 @@ def plan_replay(
     items = _recorded_items(session, checkpoint)
     if command is not None:
         argv = command_argv(command)
-        same = [i for i in items if recorded_argv((i.command or {}).get("argv") or []) == argv]
-        plan = ReplayPlan(argv, ".", same[0] if same else None)
+        same = (i for i in items if recorded_argv((i.command or {}).get("argv") or []) == argv)
+        plan = ReplayPlan(argv, ".", next(same, None))
     else:
-        found = [i for i in items if i.exit_code == 0 and not i.timed_out and _verification_kind(i)]
-        if not found:
+        item = next(
+            (i for i in items if i.exit_code == 0 and not i.timed_out and _verification_kind(i)),
+            None,
+        )
+        if item is None:
             return ReplayPlan(
                 (),
                 ".",
@@ -140,7 +142,6 @@ def plan_replay(
                 f"before {checkpoint.ref}; record one with `pitstop run --task {task.id} -- "
                 "pytest`, or drill with --command CMD",
             )
-        item = found[0]
         argv = recorded_argv((item.command or {}).get("argv") or [])
         toplevel = ((checkpoint.manifest or {}).get("repository") or {}).get("toplevel")
         relative = _relative_cwd(session, task, (item.command or {}).get("cwd"), toplevel)
