@@ -306,3 +306,51 @@ def test_doctor_fix_removes_a_dead_drills_scratch_directory(
     assert any(left.name in f.line for f in Engine.doctor(store_root).found)
     Engine.doctor(store_root, fix=True)
     assert not left.exists() and live.exists()
+
+
+def test_a_command_line_stored_redacted_is_never_replayed(
+    engine: Engine, suite: tuple[Path, str]
+) -> None:
+    import shlex
+
+    repo, task_id = suite
+    token = "ghp_R8xk2Lq9Vm4Tz7Wn3Yb6Hc1Jd5Fg0Ps2Ea9K"
+    script = f"GITHUB_TOKEN={token} {shlex.join(PYTEST)}"
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        _, item = engine.run_command(
+            task_id, ["sh", "-c", script], cwd=repo, out_fd=devnull, err_fd=devnull
+        )
+    finally:
+        os.close(devnull)
+    assert item.exit_code == 0
+    engine.checkpoint(task_id)
+    report = engine.drill(task_id, screen=guard_screen())
+    assert report.verdict is DrillVerdict.NOT_REPLAYABLE
+    assert report.reason is not None and "stored redacted" in report.reason
+    assert report.recorded_evidence_id == item.id
+    assert token not in (report.command or "")
+
+
+def test_a_program_left_out_of_the_snapshot_is_not_replayable(
+    engine: Engine, suite: tuple[Path, str]
+) -> None:
+    repo, task_id = suite
+    write(repo / ".gitignore", "__pycache__/\n.pytest_cache/\nvenv/\n")
+    write(repo / "venv" / "check", "#!/bin/sh\necho '3 passed in 0.01s'\n", mode=0o755)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        _, item = engine.run_command(
+            task_id, ["venv/check"], label="unit tests", cwd=repo, out_fd=devnull, err_fd=devnull
+        )
+    finally:
+        os.close(devnull)
+    engine.checkpoint(task_id)
+    report = engine.drill(task_id, screen=guard_screen())
+    assert report.recorded_evidence_id == item.id
+    assert report.verdict is DrillVerdict.NOT_REPLAYABLE
+    assert report.reason == (
+        "command not found: venv/check in the restored tree (ignored files such as a "
+        "virtualenv are not in a snapshot); drill with --command CMD"
+    )
+    assert report.replay_evidence_id is None
