@@ -354,3 +354,42 @@ def test_a_program_left_out_of_the_snapshot_is_not_replayable(
         "virtualenv are not in a snapshot); drill with --command CMD"
     )
     assert report.replay_evidence_id is None
+
+
+def test_the_replay_runs_where_the_recorded_run_did(
+    engine: Engine, make_repo: Callable[..., Path]
+) -> None:
+    from drillkit import SUITE
+
+    repo = make_repo("mono", {f"pkg/{name}": text for name, text in SUITE.items()})
+    engine.start_task(repo=repo, objective="a package in a subdirectory", task_id="mono")
+    record_tests(engine, "mono", repo, cwd=repo / "pkg")
+    engine.checkpoint("mono")
+    report = engine.drill("mono", screen=guard_screen())
+    assert report.cwd == "pkg"
+    assert report.verdict is DrillVerdict.FAITHFUL, report.differences
+    replay = engine.get_evidence(report.replay_evidence_id)
+    assert replay.command["cwd"].endswith("/tree/pkg")
+
+
+def test_a_hooks_one_line_shell_command_is_replayed_by_sh(
+    engine: Engine, suite: tuple[Path, str]
+) -> None:
+    import shlex
+
+    repo, task_id = suite
+    line = shlex.join(PYTEST)
+    item = engine.add_evidence_output(
+        task_id,
+        b"...                                  [100%]\n3 passed in 0.05s\n",
+        argv=[line],  # as a harness's Bash tool reports it: one shell line
+        cwd=str(repo),
+        exit_code=0,
+        source="hook",
+    )
+    engine.checkpoint(task_id)
+    report = engine.drill(task_id, screen=guard_screen())
+    assert report.recorded_evidence_id == item.id
+    assert report.command == line
+    assert report.verdict is DrillVerdict.FAITHFUL, report.differences
+    assert engine.get_evidence(report.replay_evidence_id).command["argv"] == ["sh", "-c", line]
