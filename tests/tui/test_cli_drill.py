@@ -142,6 +142,9 @@ def test_a_guarded_command_is_not_replayable(
         (["--all", "calc"], "pitstop: --all drills each task's own record"),
         (["--all", "--since", "seven"], "pitstop: invalid --since 'seven'"),
         (["--all", "--max", "0"], "pitstop: invalid --max 0"),
+        (["--list", "--all"], "pitstop: --list takes only TASK and --json"),
+        (["--list", "calc@1"], "pitstop: --list takes a task, not a checkpoint"),
+        (["--list", "nope"], "pitstop: no task 'nope' in this store"),
     ],
 )
 def test_every_bad_input_is_one_line_and_changes_nothing(
@@ -164,6 +167,13 @@ def test_fleet_drills_live_tasks_newest_checkpoints(
     assert done.stdout.splitlines()[-1] == "1 of 1 drill(s) faithful"
     listed = json.loads(ok(cli_env, "drill", "--all", "--json"))
     assert [item["checkpoint"] for item in listed] == ["calc@1"]
+
+    kept = ok(cli_env, "drill", "--list", "calc").splitlines()
+    assert len(kept) == 2 and all(
+        line.endswith("✓ calc@1: faithful — as recorded") for line in kept
+    )
+    stored = json.loads(ok(cli_env, "drill", "--list", "--json"))
+    assert [item["verdict"] for item in stored] == ["faithful", "faithful"]
 
 
 def test_a_drill_killed_with_sigkill_leaves_nothing_the_next_one_keeps(

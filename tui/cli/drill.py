@@ -38,6 +38,7 @@ MARKS = {"faithful": "✓", "drifted": "✗", "not-replayable": "-", "failed-to-
     "--since", default=None, metavar="AGE", help="With --all: checkpoints this recent (7d)."
 )
 @click.option("--max", "max_count", type=int, default=None, help="With --all: at most N (20).")
+@click.option("--list", "listing", is_flag=True, help="List the drills kept (of TASK, or all).")
 @json_option
 @pass_ctx
 def drill(
@@ -50,6 +51,7 @@ def drill(
     fleet: bool,
     since: str | None,
     max_count: int | None,
+    listing: bool,
     as_json: bool,
 ) -> None:
     """Restore a checkpoint in a scratch directory, replay its tests or build, compare.
@@ -60,6 +62,11 @@ def drill(
     from core.errors import UsageError
     from core.harness.drill_guard import guard_screen
 
+    if listing:
+        if fleet or command or keep or timeout or since or max_count is not None:
+            raise UsageError("--list takes only TASK and --json, e.g. pitstop drill --list calc")
+        _list(ctx, ref, as_json)
+        return
     if fleet:
         if ref or command or keep:
             raise UsageError(
@@ -118,10 +125,37 @@ def _drill_fleet(
     sys.exit(max(codes, default=0))
 
 
+def _list(ctx: Context, task_id: str | None, as_json: bool) -> None:
+    from core.engine.checkpoints import parse_checkpoint_ref
+    from core.errors import UsageError
+
+    if task_id is not None:
+        task_id, seq = parse_checkpoint_ref(task_id)
+        if seq is not None:
+            raise UsageError(
+                f"--list takes a task, not a checkpoint: pitstop drill --list {task_id}"
+            )
+    drills = ctx.engine().list_drills(task_id)
+    emit(
+        as_json,
+        [report.as_dict() for report in drills],
+        lambda: (
+            "\n".join(
+                f"{report.at[:19].replace('T', ' ')}  {report.id}  {_verdict_line(report)}"
+                for report in drills
+            )
+            or "no drills recorded; `pitstop drill TASK` runs one"
+        ),
+    )
+
+
 def _fleet_line(result: FleetDrill) -> str:
     if result.report is None:
         return f"✗ {result.ref}: {result.error}"
-    report = result.report
+    return _verdict_line(result.report)
+
+
+def _verdict_line(report: DrillReport) -> str:
     said = report.reason or "; ".join(report.differences) or "as recorded"
     return f"{MARKS[report.verdict.value]} {report.ref}: {report.verdict.value} — {said}"
 
