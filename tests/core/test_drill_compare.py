@@ -109,3 +109,42 @@ def test_drift_findings_name_what_changed() -> None:
     ]
     assert drift_findings([], None, None) == []
     assert drift_findings([], then, None) == ["model: now not known (unknown)"]
+
+
+_OBSERVED = st.builds(
+    Observed,
+    exit_code=st.integers(min_value=0, max_value=3),
+    timed_out=st.just(False),
+    summary=st.one_of(
+        st.none(),
+        st.fixed_dictionaries(
+            {
+                "tool": st.just("pytest"),
+                "counts": st.dictionaries(
+                    st.sampled_from(["passed", "failed", "errors", "warnings"]),
+                    st.integers(min_value=0, max_value=5),
+                ),
+            }
+        ),
+    ),
+    failing=st.frozensets(st.sampled_from(["t.py::a", "t.py::b", "t.py::c"])),
+    duration_ms=st.none(),
+    signal=st.none(),
+)
+
+
+@given(_OBSERVED, _OBSERVED)
+def test_a_replay_is_faithful_exactly_when_nothing_compared_differs(
+    recorded: Observed, replayed: Observed
+) -> None:
+    found = differences(recorded, replayed)
+    assert differences(recorded, recorded) == []
+    same_tests = recorded.failing == replayed.failing
+    same_status = recorded.exit_code == replayed.exit_code
+
+    def counts(observed: Observed) -> dict[str, int]:
+        summary = observed.summary or {"counts": {}}
+        return {k: v for k, v in summary["counts"].items() if k != "warnings"}
+
+    same_counts = recorded.summary is None or counts(recorded) == counts(replayed)
+    assert (found == []) == (same_tests and same_status and same_counts)
