@@ -3,9 +3,9 @@
 By default that is the newest successful test or build run recorded at or before the checkpoint
 (`pitstop run`, harness hooks), with its directory relative to the task's repository, so it
 runs at the same place in the restored tree. Some commands must never be replayed: one a guard
-rule catches (it acts outside the sandbox), one that repeats an unsettled side effect, one whose
-command line was stored redacted (what would run is not what ran). Then the plan says why, and
-the drill runs nothing.
+rule catches (it acts outside the sandbox), an install (it needs the network), one that repeats
+an unsettled side effect, one whose command line was stored redacted (what would run is not what
+ran). Then the plan says why, and the drill runs nothing.
 """
 
 from __future__ import annotations
@@ -170,6 +170,13 @@ def refusal(session: Session, task: Task, plan: ReplayPlan, screen: GuardScreen)
     guarded = screen(line)
     if guarded:
         return f"{guarded}; a drill never runs a command that acts outside the sandbox"
+    from core.economics.work_kinds import WorkKind, classify_run
+
+    if classify_run(plan.argv) is WorkKind.INSTALL:
+        return (
+            "it installs dependencies, which needs the network and changes the environment; a "
+            "drill replays test and build runs (give one with --command CMD)"
+        )
     from core.engine.effects import list_effects
 
     words = " ".join(plan.argv[2:] if plan.argv[:2] == ("sh", "-c") else plan.argv)

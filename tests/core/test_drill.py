@@ -393,3 +393,14 @@ def test_a_hooks_one_line_shell_command_is_replayed_by_sh(
     assert report.command == line
     assert report.verdict is DrillVerdict.FAITHFUL, report.differences
     assert engine.get_evidence(report.replay_evidence_id).command["argv"] == ["sh", "-c", line]
+
+
+def test_an_install_needs_the_network_and_is_not_replayed(
+    engine: Engine, suite: tuple[Path, str]
+) -> None:
+    _, task_id = suite
+    engine.checkpoint(task_id)
+    report = engine.drill(task_id, screen=guard_screen(), command="pip install requests")
+    assert report.verdict is DrillVerdict.NOT_REPLAYABLE
+    assert report.reason is not None and report.reason.startswith("it installs dependencies")
+    assert engine.list_evidence(task_id) == []
