@@ -111,6 +111,9 @@ def test_faithful_then_drifted_with_their_exit_codes(
     assert document["replayed"]["failing"] == ["tests/test_calc.py::test_add"]
     assert isinstance(document["replay_avoided"]["usd"], int | float)
     assert drifted.stderr == ""
+    rows = [line.split("  ") for line in ok(cli_env, "evidence", "list", task_id).splitlines()]
+    belongs = {row[0].strip(): [cell.strip() for cell in row if cell.strip()][-2] for row in rows}
+    assert belongs == {"ID": "CHECKPOINT", "1": "@1", "2": "drill", "3": "drill"}
 
     metrics = ok(cli_env, "metrics")
     assert "restore fidelity" in metrics
