@@ -46,3 +46,18 @@ def test_the_session_benchmark_runs_the_real_client_with_and_without_hooks() -> 
     report = json.loads(proc.stdout.strip().splitlines()[-1])["session"]
     assert report["with_hooks_s"] > 0 and report["without_s"] > 0
     assert -1 < report["hook_share"] < 1
+
+
+def test_the_drill_benchmark_runs_a_faithful_drill_beside_a_hand_check() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "drill.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["drill_ms"] > 0 and report["by_hand_ms"] > 0
+    assert report["replay_ms"] > 0

@@ -58,6 +58,43 @@ def _nearest_rank(ordered: Sequence[int], percent: int) -> int:
 
 
 @dataclass(frozen=True)
+class Fidelity:
+    """Restore drills (issue 20): how many came back faithful, and how fast they restored."""
+
+    drills: int
+    verdicts: dict[str, int]
+    stale: int
+    restore: Latency
+
+    @property
+    def faithful_share(self) -> float | None:
+        """Faithful drills over every drill that replayed or failed to restore (a drill with
+        nothing to replay says nothing about fidelity)."""
+        judged = self.drills - self.verdicts.get("not-replayable", 0)
+        return self.verdicts.get("faithful", 0) / judged if judged else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON types."""
+        return {
+            "drills": self.drills,
+            "verdicts": dict(self.verdicts),
+            "faithful_share": self.faithful_share,
+            "stale": self.stale,
+            "mean_restore_ms": self.restore.mean_ms,
+        }
+
+
+def fidelity(db: Database, task_id: str | None) -> Fidelity | None:
+    """The store's (or a task's) restore drills; None before the drills table exists."""
+    totals = store.drill_totals(db, task_id)
+    if totals is None:
+        return None
+    stale = totals.pop("stale", 0)
+    restores = store.recorded_values(db, "drills", "restore_ms", task_id) or []
+    return Fidelity(sum(totals.values()), totals, stale, Latency.of(restores))
+
+
+@dataclass(frozen=True)
 class Metrics:
     """Every §8 measure for the store or one task; `None` means the store records no such data."""
 
@@ -76,6 +113,7 @@ class Metrics:
     duplicate_effects_detected: int
     accepted: int
     rejected: int
+    fidelity: Fidelity | None = None
 
     @property
     def acceptance_rate(self) -> float | None:
@@ -125,6 +163,7 @@ class Metrics:
                 "rejected": self.rejected,
                 "rate": self.acceptance_rate,
             },
+            "restore_fidelity": self.fidelity.as_dict() if self.fidelity else None,
         }
 
 
@@ -138,7 +177,7 @@ def recorded_runs(
     notes: list[str] = []
     unreadable = 0
     for row in store.list_evidence(db, task_id):
-        if row["state"] != "complete":
+        if row["state"] != "complete" or row["source"] == "drill":  # a drill's replay is no work
             continue
         argv: list[str] = []
         label = row["label"]  # sealed: the marker until the item is opened with the key
@@ -272,4 +311,5 @@ def collect_metrics(
         duplicate_effects_detected=store.effect_duplicate_hits(db, task_id),
         accepted=accepted,
         rejected=rejected,
+        fidelity=fidelity(db, task_id),
     )

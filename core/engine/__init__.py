@@ -4,7 +4,7 @@
 method. Each use-case lives in its own module below and takes the session as its first
 argument, DVC-style, so the facade stays short and a newcomer finds a use-case by its file
 name: `tasks`, `checkpoint` (taking one), `checkpoints` (reading them), `evidence`, `effects`,
-`approvals`, `validate`, `resume`, `sharing`, `harness_sessions`, `measures`, `gc`
+`approvals`, `validate`, `resume`, `drill`, `sharing`, `harness_sessions`, `measures`, `gc`
 (`retention` holds its rules), `audit`, `store_info`. Three small modules serve several of them:
 `writers` (the per-task checkpoint lock), `ledgers` (the effect ledger and approval book of a
 session) and `leases` (who may resume a task now).
@@ -91,6 +91,8 @@ if TYPE_CHECKING:  # at run time each use-case module loads when one of its meth
         trust,
     )
     from core.engine import checkpoint as checkpointing
+    from core.engine import drill as drilling
+    from core.engine import drill_fleet as fleet_drills
     from core.engine import resume as resuming
     from core.engine import validate as validation
     from core.engine.attention import Attention, attention
@@ -117,8 +119,8 @@ else:
         _Module(name)
         for name in ("sharing", "store_info", "tasks", "trust", "devices", "approval_context")
     )
-    checkpointing, resuming, validation = (
-        _Module(name) for name in ("checkpoint", "resume", "validate")
+    checkpointing, resuming, validation, drilling, fleet_drills = (
+        _Module(name) for name in ("checkpoint", "resume", "validate", "drill", "drill_fleet")
     )
 
 _EXPORTS = {
@@ -281,6 +283,12 @@ class Engine(Session):
     judge_resume = resuming.judge_resume
     resume_records = resuming.resume_records
 
+    # --- restore drills ----------------------------------------------------------------------
+    drill = drilling.drill
+    list_drills = drilling.list_drills
+    drill_all = fleet_drills.drill_all
+    drill_sample = fleet_drills.sample
+
     # --- harness sessions (hooks) ------------------------------------------------------------
     session_task = harness_sessions.session_task
     link_harness_session = (
@@ -308,5 +316,6 @@ if not TYPE_CHECKING:
     # The stand-ins served the class body only: `from core.engine import tasks` must find the
     # real module (imported then), not a stand-in.
     del approvals, audit, checkpoints, effects, evidence, harness_sessions, measures
-    del sharing, store_info, tasks, trust, checkpointing, resuming, validation
+    del sharing, store_info, tasks, trust, checkpointing, resuming, validation, drilling
+    del fleet_drills
     del devices, approval_contexts

@@ -44,8 +44,12 @@ def run_command(
     err_fd: int = 2,
     use_pty: bool | None = None,
     limits: evidence.EvidenceLimits | None = None,
+    source: str = "run",
 ) -> tuple[RunOutcome, evidence.Evidence]:
-    """Run a command with live output and record what it showed as evidence on the task."""
+    """Run a command with live output and record what it showed as evidence on the task.
+
+    `source` is `drill` for a drill's replay: kept as evidence of the drill, never part of the
+    task's own record (no checkpoint takes it, the cost model does not count it)."""
     from core.evidence import storage as evidence
     from core.evidence.capture import check_startable, run_captured
 
@@ -58,7 +62,7 @@ def run_command(
         session.db,
         session.keys,
         task_id,
-        source="run",
+        source=source,
         label=label,
         command=evidence.command_record(argv, str(workdir)),
         limits=evidence.checked_limits(limits or evidence.EvidenceLimits()),

@@ -38,6 +38,7 @@ from core.store.checkpoints import (
     writing_seqs,
 )
 from core.store.dashboard import TriageFacts, first_task_rollups, task_rollups
+from core.store.drills import drill_totals, insert_drill, list_drills
 from core.store.effects import find_effect, get_effect, insert_effect, list_effects, move_effect
 from core.store.events import (
     add_event,
@@ -168,6 +169,7 @@ __all__ = [
     "delete_evidence",
     "delete_evidence_chunks",
     "delete_wrapped_key",
+    "drill_totals",
     "effect_duplicate_hits",
     "event_uids",
     "evidence_chunk_totals",
@@ -190,6 +192,7 @@ __all__ = [
     "has_wrapped_key",
     "insert_approval",
     "insert_chunk",
+    "insert_drill",
     "insert_effect",
     "insert_evidence",
     "insert_fetched_checkpoint",
@@ -213,6 +216,7 @@ __all__ = [
     "list_approvals",
     "list_checkpoints",
     "list_chunks",
+    "list_drills",
     "list_effects",
     "list_events",
     "list_evidence",

@@ -100,7 +100,8 @@ def list_evidence(
     sql = f"SELECT {_EVIDENCE_FIELDS} FROM evidence WHERE task_id = ?"
     params: list[Any] = [task_id]
     if pending:
-        sql += " AND checkpoint_seq IS NULL AND state = 'complete'"
+        # a drill's replay is the drill's evidence, not the task's: no checkpoint takes it
+        sql += " AND checkpoint_seq IS NULL AND state = 'complete' AND source != 'drill'"
     elif checkpoint_seq is not None:
         sql += " AND checkpoint_seq = ?"
         params.append(checkpoint_seq)

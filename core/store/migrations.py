@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 from core.errors import SchemaTooNewError, StoreError
 from core.store.db import Database, write_txn
 from core.store.devices import create_device_tables
+from core.store.drills import create_drill_table
 from core.store.effects import create_foreign_checks
 from core.store.task_keys import create_key_history
 from core.store.trust import create_trust_tables
@@ -93,8 +94,7 @@ class MigrationSet:
 
 migrations = MigrationSet(MIGRATION_SET)
 
-# The keys that seal text a migration finds in clear, for the duration of one `migrate` call.
-_TEXT_KEYS: list[TextKeysFactory] = []
+_TEXT_KEYS: list[TextKeysFactory] = []  # what seals clear text a migration finds, in one migrate
 
 
 @migrations(name="0001_initial")
@@ -578,8 +578,7 @@ def _remotes(db: sqlite_utils.Database) -> None:
 
 
 @migrations(name="0013_validations_by_time")
-def _validations_by_time(db: sqlite_utils.Database) -> None:
-    # The newest validation by time, not row id (sync brings in others'): one index for it.
+def _validations_by_time(db: sqlite_utils.Database) -> None:  # newest by time: sync brings others'
     db.execute("CREATE INDEX validations_by_time ON validations (task_id, at, id, verdict)")
 
 
@@ -598,3 +597,4 @@ def _sealed_fields(db: sqlite_utils.Database) -> None:  # objectives, labels… 
 
 
 migrations(name="0018_web_devices")(create_device_tables)
+migrations(name="0019_drills")(create_drill_table)

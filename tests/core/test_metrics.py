@@ -135,6 +135,14 @@ def test_measures_from_resumes_validations_and_the_ledger(engine: Engine, task_i
         "stale_restores",
         "duplicate_effects_detected",
         "acceptance",
+        "restore_fidelity",
+    }
+    assert document["restore_fidelity"] == {
+        "drills": 0,
+        "verdicts": {},
+        "faithful_share": None,
+        "stale": 0,
+        "mean_restore_ms": None,
     }
     assert document["acceptance"] == {"accepted": 1, "rejected": 1, "rate": 0.5}
     assert document["restore_latency"]["p95_ms"] == 300

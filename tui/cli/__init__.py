@@ -32,6 +32,7 @@ COMMANDS = {
     "demo": "tui.cli.dashboard:demo",
     "diff": "tui.cli.checkpoints:diff",
     "doctor": "tui.cli.doctor:doctor",
+    "drill": "tui.cli.drill:drill",
     "effect": "tui.cli.effects:effect",
     "evidence": "tui.cli.evidence:evidence",
     "fetch": "tui.cli.remote:fetch",

@@ -138,13 +138,20 @@ def evidence_list(ctx: Context, spec: str, as_json: bool) -> None:
                     clock.humanize_age(i.started_at),
                     human_bytes(i.bytes_total) + (" (truncated)" if i.truncated else ""),
                     i.lines_total,
-                    f"@{i.checkpoint_seq}" if i.checkpoint_seq else "next",
+                    _belongs_to(i),
                     i.summary_text,
                 )
                 for i in items
             ],
         ),
     )
+
+
+def _belongs_to(item: Any) -> str:
+    """`@N`, `next` (the next checkpoint takes it) or `drill` (a drill's replay: none will)."""
+    if item.checkpoint_seq:
+        return f"@{item.checkpoint_seq}"
+    return "drill" if item.source == "drill" else "next"
 
 
 @evidence.command("show")

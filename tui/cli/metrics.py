@@ -28,6 +28,30 @@ def _latency_text(value: Latency | None) -> str:
     return f"p50 {value.p50_ms} ms, p95 {value.p95_ms} ms, max {value.max_ms} ms ({value.count})"
 
 
+def _fidelity_text(measured: Metrics) -> str:
+    drills = measured.fidelity
+    if drills is None or not drills.drills:
+        return "none recorded (`pitstop drill --all` drills live tasks)"
+    share = drills.faithful_share
+    faithful = drills.verdicts.get("faithful", 0)
+    judged = drills.drills - drills.verdicts.get("not-replayable", 0)
+    said = (
+        f"{share:.0%} faithful ({faithful} of {judged})"
+        if share is not None
+        else "nothing replayable yet"
+    )
+    others = ", ".join(
+        f"{count} {verdict}"
+        for verdict, count in sorted(drills.verdicts.items())
+        if verdict != "faithful"
+    )
+    mean = (
+        f"; mean restore {drills.restore.mean_ms} ms" if drills.restore.mean_ms is not None else ""
+    )
+    stale = f"; {drills.stale} stale" if drills.stale else ""
+    return f"{said}{'; ' + others if others else ''}{mean}{stale} over {drills.drills} drill(s)"
+
+
 def _metrics_text(measured: Metrics) -> str:
     from core.economics.model import money
     from tui.cli.cost import minutes_text
@@ -68,6 +92,7 @@ def _metrics_text(measured: Metrics) -> str:
         ("stale restores", known(measured.stale_restores)),
         ("duplicate side effects detected", str(measured.duplicate_effects_detected)),
         ("resumed-task acceptance", acceptance),
+        ("restore fidelity", _fidelity_text(measured)),
     ]
     width = max(len(label) for label, _ in rows)
     scope = f"task {measured.task_id}" if measured.task_id else "whole store"
