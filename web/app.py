@@ -19,7 +19,7 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from web import inbox
+from web import effects, inbox
 from web.engines import Engines
 from web.guard import SecurityHeaders, paired, refusal
 from web.limits import Limiter, RateLimits
@@ -51,9 +51,9 @@ def create_app(store_root: Path | None = None, limits: RateLimits | None = None)
         Route("/inbox.part", paired(inbox.inbox_part)),
         Route("/approvals/{approval_id}", paired(inbox.approval)),
         Route("/approvals/{approval_id}", paired(inbox.decide), methods=["POST"]),
-        Route("/effects/{task_id}/{key:path}/check", paired(inbox.check), methods=["POST"]),
-        Route("/effects/{task_id}/{key:path}/settle", paired(inbox.settle), methods=["POST"]),
-        Route("/effects/{task_id}/{key:path}", paired(inbox.effect)),
+        Route("/effects/{task_id}/{key:path}/check", paired(effects.check), methods=["POST"]),
+        Route("/effects/{task_id}/{key:path}/settle", paired(effects.settle), methods=["POST"]),
+        Route("/effects/{task_id}/{key:path}", paired(effects.effect)),
         Route("/live", live),
         Route("/pair/{token}", pair_page),
         Route("/pair", pair, methods=["POST"]),
