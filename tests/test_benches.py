@@ -46,3 +46,24 @@ def test_the_session_benchmark_runs_the_real_client_with_and_without_hooks() -> 
     report = json.loads(proc.stdout.strip().splitlines()[-1])["session"]
     assert report["with_hooks_s"] > 0 and report["without_s"] > 0
     assert -1 < report["hook_share"] < 1
+
+
+def test_the_serve_benchmark_times_the_inbox_and_decisions_beside_a_static_file() -> None:
+
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "serve.py"),
+            *("--approvals", "12", "--tasks", "3", "--requests", "2", "--decisions", "4"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["approvals"] == 12
+    assert report["inbox_ms"] > 0 and report["static_ms"] > 0 and report["inbox_ratio"] > 0
+    assert report["decisions_per_s"] > 0 and report["static_per_s"] > 0
