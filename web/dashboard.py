@@ -27,6 +27,7 @@ from web.engines import Engines
 from web.guard import COOKIE, HEADERS
 from web.limits import Limiter
 
+RECHECK_S = 2.0  # how soon an open dashboard notices that its device was revoked
 AppFactory = Callable[[], Awaitable[web.Application]]
 _DASHBOARD_HEADERS = {  # its page runs textual-serve's own scripts: no CSP of the inbox's here
     name: HEADERS[name]
@@ -64,14 +65,36 @@ def device_gate(engines: Engines, failed: Limiter) -> Any:
         if device is None:
             failed.hit(client)
             return web.Response(status=401, text=_REFUSED, content_type="text/html")
-        if request.path == "/ws" and not _same_origin(request):
-            return web.Response(status=403, text="This dashboard opens only from its own page.")
+        if request.path == "/ws":
+            if not _same_origin(request):
+                return web.Response(status=403, text="This dashboard opens only from its own page.")
+            return await _while_paired(handler(request), engines, token)
         response: web.StreamResponse = await handler(request)
         if not response.prepared:
             response.headers.update(_DASHBOARD_HEADERS)
         return response
 
     return gate
+
+
+async def _while_paired(
+    work: Awaitable[web.StreamResponse], engines: Engines, token: str
+) -> web.StreamResponse:
+    """Run a dashboard's websocket while its device stays paired: revoked, the connection (and
+    the dashboard program behind it) ends within `RECHECK_S` seconds."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(work)
+    while not task.done():
+        await asyncio.wait({task}, timeout=RECHECK_S)
+        if task.done():
+            break
+        device = await loop.run_in_executor(None, lambda: engines.current().device_for_token(token))
+        if device is None:
+            task.cancel()  # textual-serve closes the socket and stops the program
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            break
+    return task.result()
 
 
 class Dashboard:

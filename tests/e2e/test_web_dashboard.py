@@ -1,7 +1,8 @@
 """`pitstop serve --dashboard` in a real browser: the Textual dashboard runs for a paired browser
 only. A browser that never paired sees the refusal and starts nothing; once paired at the inbox,
 the same browser opening the dashboard's port gets the dashboard program started for it (a child
-process of the server, running `pitstop --store STORE`), drawn in the page."""
+process of the server, running `pitstop --store STORE`), drawn in the page; revoking the device
+ends that open dashboard and its program."""
 
 from __future__ import annotations
 
@@ -60,4 +61,15 @@ def test_the_dashboard_runs_only_for_a_paired_browser(
         )
         assert "pitstop" in running[0]
         assert "Not paired" not in driver.find_element("tag name", "body").text
+
+        with Engine(root) as engine:  # revoked: the open dashboard ends, its program with it
+            [device] = engine.list_devices()
+            engine.revoke_device(device.id)
+        wait_until(
+            lambda: not [c for c in _children(served.process.pid) if f"--store {root}" in c],
+            "the dashboard program ended after the revocation",
+            seconds=30,
+        )
+        driver.get(dashboard)
+        assert "Not paired" in driver.find_element("tag name", "body").text
     assert "Traceback" not in "".join(served.output)
