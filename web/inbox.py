@@ -15,12 +15,11 @@ from starlette.responses import RedirectResponse, Response
 
 from core.errors import UsageError
 from core.ledger.checks import shell_quoted
-from core.models import Approval, EffectState, Risk, SideEffect
+from core.models import Approval, EffectState, SideEffect
 from web.guard import Visit
 from web.render import page
 
 INBOX_SHOWN = 200  # a phone lists this many; the rest are counted, never silently dropped
-_RISK_ORDER = {Risk.HIGH: 0, Risk.MEDIUM: 1, Risk.LOW: 2}
 
 
 class Inbox(NamedTuple):
@@ -35,18 +34,13 @@ class Inbox(NamedTuple):
 def read_inbox(visit: Visit) -> Inbox:
     """The pending approvals and the side effects nobody knows the outcome of."""
     engine = visit.engine
-    pending = sorted(
-        engine.list_approvals(None, pending_only=True),
-        key=lambda a: (_RISK_ORDER[a.risk], a.requested_at, a.task_id, a.seq),
-    )
+    shown, pending = engine.pending_approvals(INBOX_SHOWN)
     unsettled = [
         effect
         for effect in engine.list_effects(None, (EffectState.UNCERTAIN, EffectState.IN_PROGRESS))
         if effect.needs_settling
     ]
-    return Inbox(
-        pending[:INBOX_SHOWN], max(0, len(pending) - INBOX_SHOWN), engine.held_prompts(), unsettled
-    )
+    return Inbox(shown, pending - len(shown), engine.held_prompts(), unsettled)
 
 
 def inbox(visit: Visit) -> Response:

@@ -268,6 +268,7 @@ class Engine(Session):
     decide_approval = approvals.decide_approval
     get_approval = approvals.get_approval
     list_approvals = approvals.list_approvals
+    pending_approvals = approvals.pending_approvals
     wait_for_decision = approvals.wait_for_decision
     approval_context = approval_contexts.approval_context
     held_prompts = approval_contexts.held_prompts

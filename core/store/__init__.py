@@ -17,6 +17,7 @@ from core.store.approvals import (
     list_approvals,
     next_approval_seq,
     overrule_approval,
+    pending_approvals_first,
     replace_approval_request,
 )
 from core.store.checkpoints import (
@@ -222,6 +223,7 @@ __all__ = [
     "old_wrapped_keys",
     "opened_label",
     "overrule_approval",
+    "pending_approvals_first",
     "pin_genesis",
     "record_export",
     "record_ledger_conflict",
