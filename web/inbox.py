@@ -47,7 +47,14 @@ def inbox(visit: Visit) -> Response:
     """The inbox page; after a decision it says what was decided."""
     decided = visit.request.query_params.get("decided")
     done = visit.engine.get_approval(decided) if decided else None
-    return page(visit.request, "inbox.html", visit=visit, inbox=read_inbox(visit), done=done)
+    return page(
+        visit.request,
+        "inbox.html",
+        visit=visit,
+        inbox=read_inbox(visit),
+        done=done,
+        dashboard=visit.request.app.state.web.dashboard_url,
+    )
 
 
 def inbox_part(visit: Visit) -> Response:

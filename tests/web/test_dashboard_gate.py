@@ -94,3 +94,18 @@ def test_the_dashboard_websocket_opens_only_from_its_own_page(
         assert status == 403 and "only from its own page" in body, origin
     unpaired, _ = _get(port, "/ws", _websocket_headers(f"http://127.0.0.1:{port}", "forged"))
     assert unpaired == 401
+
+
+def test_the_inbox_links_to_the_dashboard_only_when_one_is_served(
+    store_root: Path, engine: Engine
+) -> None:
+    from tests.web.conftest import make_client, pair
+    from web.app import create_app
+
+    with make_client(store_root) as plain:
+        pair(plain, engine)
+        assert 'id="dashboard"' not in plain.get("/").text
+    app = create_app(store_root, dashboard_url="http://127.0.0.1:8766/")
+    with TestClient(app, base_url="http://127.0.0.1") as beside:
+        pair(beside, engine, "bob")
+        assert '<a href="http://127.0.0.1:8766/" id="dashboard">' in beside.get("/").text

@@ -72,10 +72,12 @@ def serve(
         _print_pairing(pairing, base)
     click.echo(f"serving the inbox of {engine.paths.root} at http://{_url_host(host)}:{port}/")
     click.echo("stop with Ctrl-C: nothing is lost (every decision is already in the store)")
-    app = create_app(engine.paths.root)
+    dashboard_at = dashboard_port or port + 1
+    dashboard_url = f"http://{_url_host(host)}:{dashboard_at}/" if dashboard else None
+    app = create_app(engine.paths.root, dashboard_url=dashboard_url)
     guarded = None
     if dashboard:
-        guarded = start_dashboard(app.state.web.engines, host, dashboard_port or port + 1)
+        guarded = start_dashboard(app.state.web.engines, host, dashboard_at)
     config = uvicorn.Config(
         app,
         host=host,
