@@ -18,6 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
+from urllib.parse import quote
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -36,6 +37,7 @@ class WebShot(NamedTuple):
     size: tuple[int, int]
     dark: bool
     path: str = "/"
+    run_check: bool = False  # on the page of an effect whose check exits 1, press Run the check
 
 
 def _approval_path() -> str:
@@ -49,7 +51,28 @@ WEB_SHOTS = (
     WebShot("web-effect-phone", PHONE, dark=False, path=f"/effects/{RELEASE}/"),
     WebShot("web-inbox-desktop", DESKTOP, dark=False),
     WebShot("web-inbox-desktop-dark", DESKTOP, dark=True),
+    # Last: it adds an effect to the store (the shots above show the demo store as it is).
+    WebShot("web-effect-checked-phone-dark", PHONE, dark=True, run_check=True),
 )
+MAIL_KEY = "email:release-notes-0.5.0"
+
+
+def _add_mail_effect(store: Path) -> str:
+    """An uncertain release mail whose check says it was not sent (exit 1); its page."""
+    from core.engine import Engine
+    from core.models import EffectState
+
+    check = (
+        "printf 'outbox: no message tagged release-0.5.0\\n"
+        "last sent: release-0.4.2 on 2026-02-11\\n'; exit 1"
+    )
+    with Engine(store) as engine:
+        engine.propose_effect(
+            RELEASE, MAIL_KEY, "email", target="customers: release notes 0.5.0", check=check
+        )
+        engine.move_effect(RELEASE, MAIL_KEY, EffectState.IN_PROGRESS)
+        engine.move_effect(RELEASE, MAIL_KEY, EffectState.UNCERTAIN, note="the mailer timed out")
+    return f"/effects/{RELEASE}/{quote(MAIL_KEY, safe='')}"
 
 
 def _pair(driver: Any, link: str) -> None:
@@ -61,6 +84,16 @@ def _pair(driver: Any, link: str) -> None:
         raise SystemExit(f"the pairing page refused: {said}")
     driver.find_element("id", "pair").click()
     wait_until(lambda: "Waiting for you" in driver.page_source, "the inbox after pairing")
+
+
+def _run_check(driver: Any) -> None:
+    """Press Run the check and scroll to what it printed."""
+    from tests.e2e.browser import wait_until
+
+    driver.find_element("id", "check").click()
+    wait_until(lambda: driver.find_elements("id", "check-output"), "the check's output")
+    heading = "document.getElementById('check-detail').previousElementSibling"
+    driver.execute_script(f"{heading}.scrollIntoView(); window.scrollBy(0, -60)")  # the top bar
 
 
 def _effect_path(store: Path) -> str:
@@ -84,6 +117,8 @@ def shoot(shots: tuple[WebShot, ...], store: Path) -> list[Path]:
     with serve(dict(os.environ)) as served:
         for shot in shots:
             path = _effect_path(store) if shot.path.startswith("/effects/") else shot.path
+            if shot.run_check:
+                path = _add_mail_effect(store)
             with chromium(shot.size, dark=shot.dark) as driver:
                 if cookie is None:
                     _pair(driver, served.link)
@@ -92,6 +127,8 @@ def shoot(shots: tuple[WebShot, ...], store: Path) -> list[Path]:
                     driver.get(served.base + "/static/pitstop.css")
                     driver.add_cookie({"name": COOKIE, "value": cookie["value"], "path": "/"})
                 driver.get(served.base + path)
+                if shot.run_check:
+                    _run_check(driver)
                 target = HERE / f"{shot.name}.png"
                 driver.save_screenshot(str(target))
                 written.append(target)

@@ -71,10 +71,14 @@ def last_check(visit: Visit, found: SideEffect) -> CheckShown | None:
     return CheckShown(
         item.id,
         item.exit_code,
-        f"check exit {item.exit_code}" if item.exit_code is not None else "the check did not end",
+        f"{_ended(item.exit_code)}; its output is evidence #{item.id}",
         shown_output(lines, item.lines_total),
         item.exit_code == 1,
     )
+
+
+def _ended(exit_code: int | None) -> str:
+    return f"check exit {exit_code}" if exit_code is not None else "the check did not end"
 
 
 def effect_path(found: SideEffect) -> str:
