@@ -3,6 +3,9 @@
     .venv/bin/python screenshots/make_screenshots.py            # every screenshot
     .venv/bin/python screenshots/make_screenshots.py dashboard-remote   # only the ones named
 
+The web inbox's screenshots (`web-*.png`, from headless Chromium) come from
+`make_web_screenshots.py`, which this runs too.
+
 The store comes from the same builder the snapshot tests use (tests/tui/demo_env.py: frozen
 clock, fixed build path), so the images match what the tests check. PNGs need `rsvg-convert`
 (Debian: librsvg2-bin) or an ImageMagick `convert` that reads SVG; without either only the SVGs
@@ -22,7 +25,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "tui")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "tui"), str(HERE)]
 
 from demo_env import FROZEN_NOW, TERMINAL_SIZE, build_reproducible_demo, isolated_env  # noqa: E402
 from remote_env import build_remote_scene, environment  # noqa: E402
@@ -130,10 +133,18 @@ def render_remote(shot: Shot, store: Path, scratch: Path) -> str:
 
 
 def main(names: list[str]) -> int:
-    unknown = sorted(set(names) - {shot.name for shot in SHOTS})
+    from make_web_screenshots import WEB_SHOTS
+    from make_web_screenshots import main as web_main
+
+    web_names = [name for name in names if name in {shot.name for shot in WEB_SHOTS}]
+    unknown = sorted(set(names) - {shot.name for shot in SHOTS} - set(web_names))
     if unknown:
         print(f"no screenshot named {', '.join(unknown)}", file=sys.stderr)
         return 2
+    if web_names or not names:  # the web inbox, from a real browser
+        web_main(web_names)
+        if web_names == names:
+            return 0
     # A fixed scratch path (made anew each run): paths the app shows, such as a resume brief's,
     # are then the same in every regeneration.
     scratch = Path(tempfile.gettempdir()) / "pitstop-screenshots"

@@ -61,3 +61,24 @@ def test_the_drill_benchmark_runs_a_faithful_drill_beside_a_hand_check() -> None
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["drill_ms"] > 0 and report["by_hand_ms"] > 0
     assert report["replay_ms"] > 0
+
+
+def test_the_serve_benchmark_times_the_inbox_and_decisions_beside_a_static_file() -> None:
+
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "serve.py"),
+            *("--approvals", "12", "--tasks", "3", "--requests", "2", "--decisions", "4"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["approvals"] == 12
+    assert report["inbox_ms"] > 0 and report["static_ms"] > 0 and report["inbox_ratio"] > 0
+    assert report["decisions_per_s"] > 0 and report["static_per_s"] > 0

@@ -19,7 +19,7 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from web import inbox
+from web import effects, inbox
 from web.engines import Engines
 from web.guard import SecurityHeaders, paired, refusal
 from web.limits import Limiter, RateLimits
@@ -30,30 +30,37 @@ STATIC = Path(__file__).parent / "static"
 
 
 class Server(NamedTuple):
-    """What every request of one server shares: the engines, the rate limits, and whether the
-    server is stopping (set by whoever runs it; live streams end when it is)."""
+    """What every request of one server shares: the engines, the rate limits, whether the
+    server is stopping (set by whoever runs it; live streams end when it is), and the address
+    of the `--dashboard` beside it, if one runs."""
 
     engines: Engines
     pairing: Limiter
     failed: Limiter
     stopping: threading.Event
+    dashboard_url: str | None = None
 
 
 async def _not_found(request: Request, exc: Exception) -> Response:
     return refusal(request, 404, "Not here", "There is no such page.")
 
 
-def create_app(store_root: Path | None = None, limits: RateLimits | None = None) -> Starlette:
-    """The web inbox over the store at `store_root` (default: PITSTOP_HOME, then the platform's)."""
+def create_app(
+    store_root: Path | None = None,
+    limits: RateLimits | None = None,
+    dashboard_url: str | None = None,
+) -> Starlette:
+    """The web inbox over the store at `store_root` (default: PITSTOP_HOME, then the platform's);
+    with `dashboard_url`, its pages link to the dashboard served there."""
     limits = limits or RateLimits()
     routes = [
         Route("/", paired(inbox.inbox)),
         Route("/inbox.part", paired(inbox.inbox_part)),
         Route("/approvals/{approval_id}", paired(inbox.approval)),
         Route("/approvals/{approval_id}", paired(inbox.decide), methods=["POST"]),
-        Route("/effects/{task_id}/{key:path}/check", paired(inbox.check), methods=["POST"]),
-        Route("/effects/{task_id}/{key:path}/settle", paired(inbox.settle), methods=["POST"]),
-        Route("/effects/{task_id}/{key:path}", paired(inbox.effect)),
+        Route("/effects/{task_id}/{key:path}/check", paired(effects.check), methods=["POST"]),
+        Route("/effects/{task_id}/{key:path}/settle", paired(effects.settle), methods=["POST"]),
+        Route("/effects/{task_id}/{key:path}", paired(effects.effect)),
         Route("/live", live),
         Route("/pair/{token}", pair_page),
         Route("/pair", pair, methods=["POST"]),
@@ -70,5 +77,6 @@ def create_app(store_root: Path | None = None, limits: RateLimits | None = None)
         Limiter(limits.pairing_attempts, limits.window_s),
         Limiter(limits.failed_requests, limits.window_s),
         threading.Event(),
+        dashboard_url,
     )
     return app

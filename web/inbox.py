@@ -1,4 +1,4 @@
-"""The pages: the inbox across tasks, one approval in context, one unsettled side effect.
+"""The pages: the inbox across tasks and one approval in context (effects: `web.effects`).
 
 Each handler is a view over `core.engine` calls made by the request's device (see
 `web.guard.paired`); decisions and settlements go through the same use-cases as the CLI and the
@@ -13,14 +13,13 @@ from urllib.parse import quote
 
 from starlette.responses import RedirectResponse, Response
 
-from core.errors import NeedsSettlingError, UsageError
+from core.errors import UsageError
 from core.ledger.checks import shell_quoted
-from core.models import Approval, EffectState, Risk, SideEffect
+from core.models import Approval, EffectState, SideEffect
 from web.guard import Visit
 from web.render import page
 
 INBOX_SHOWN = 200  # a phone lists this many; the rest are counted, never silently dropped
-_RISK_ORDER = {Risk.HIGH: 0, Risk.MEDIUM: 1, Risk.LOW: 2}
 
 
 class Inbox(NamedTuple):
@@ -35,25 +34,27 @@ class Inbox(NamedTuple):
 def read_inbox(visit: Visit) -> Inbox:
     """The pending approvals and the side effects nobody knows the outcome of."""
     engine = visit.engine
-    pending = sorted(
-        engine.list_approvals(None, pending_only=True),
-        key=lambda a: (_RISK_ORDER[a.risk], a.requested_at, a.task_id, a.seq),
-    )
+    shown, pending = engine.pending_approvals(INBOX_SHOWN)
     unsettled = [
         effect
         for effect in engine.list_effects(None, (EffectState.UNCERTAIN, EffectState.IN_PROGRESS))
         if effect.needs_settling
     ]
-    return Inbox(
-        pending[:INBOX_SHOWN], max(0, len(pending) - INBOX_SHOWN), engine.held_prompts(), unsettled
-    )
+    return Inbox(shown, pending - len(shown), engine.held_prompts(), unsettled)
 
 
 def inbox(visit: Visit) -> Response:
     """The inbox page; after a decision it says what was decided."""
     decided = visit.request.query_params.get("decided")
     done = visit.engine.get_approval(decided) if decided else None
-    return page(visit.request, "inbox.html", visit=visit, inbox=read_inbox(visit), done=done)
+    return page(
+        visit.request,
+        "inbox.html",
+        visit=visit,
+        inbox=read_inbox(visit),
+        done=done,
+        dashboard=visit.request.app.state.web.dashboard_url,
+    )
 
 
 def inbox_part(visit: Visit) -> Response:
@@ -94,84 +95,6 @@ def decide(visit: Visit) -> Response:
         )
     decided = visit.engine.decide_approval(approval_id, decision == "approve", reason)
     return RedirectResponse(f"/?decided={quote(decided.id)}", status_code=303)
-
-
-def effect(visit: Visit) -> Response:
-    """One side effect, with its check and the ways to settle it."""
-    params = visit.request.path_params
-    return _effect_page(visit, params["task_id"], params["key"])
-
-
-def _effect_page(
-    visit: Visit,
-    task_id: str,
-    key: str,
-    *,
-    notice: str = "",
-    error: str = "",
-    checked: str = "",
-    status: int = 200,
-) -> Response:
-    found = visit.engine.get_effect(task_id, key)
-    return page(
-        visit.request,
-        "effect.html",
-        status=status,
-        visit=visit,
-        effect=found,
-        shown_check=shell_quoted(found.check) if found.check else None,
-        settleable=found.state in (EffectState.IN_PROGRESS, EffectState.UNCERTAIN),
-        notice=notice,
-        error=error,
-        checked=checked,
-        path=_effect_path(found),
-    )
-
-
-def _effect_path(found: SideEffect) -> str:
-    return f"/effects/{quote(found.task_id, safe='')}/{quote(found.key, safe='')}"
-
-
-def check(visit: Visit) -> Response:
-    """Run the effect's precondition check: exit 0 or 1 settles it, anything else does not."""
-    params = visit.request.path_params
-    task_id, key = params["task_id"], params["key"]
-    confirmed = visit.field("trust") == "yes"
-    try:
-        outcome = visit.engine.check_effect(task_id, key, confirmed=confirmed)
-    except NeedsSettlingError as exc:
-        return _effect_page(visit, task_id, key, error=exc.message, checked=exc.message)
-    said = f"{outcome.result.detail}: {key} is now {outcome.effect.state.value}"
-    return _effect_page(visit, task_id, key, notice=said, checked=outcome.result.detail)
-
-
-def settle(visit: Visit) -> Response:
-    """Record by hand that an unsettled effect did, or did not, happen; with a reason.
-
-    "It did not happen" lets the agent run the action again, so it needs the approver to say
-    they saw the check's answer (or that there is none), as the dashboard asks.
-    """
-    params = visit.request.path_params
-    task_id, key = params["task_id"], params["key"]
-    state = visit.field("state")
-    reason = visit.field("reason").strip()
-    if state not in (EffectState.CONFIRMED.value, EffectState.FAILED.value):
-        raise UsageError("choose whether it happened (confirmed) or not (failed)")
-    if not reason:
-        return _effect_page(
-            visit, task_id, key, error="Say why: it is kept in the audit log.", status=400
-        )
-    if state == EffectState.FAILED.value and visit.field("seen") != "yes":
-        return _effect_page(
-            visit,
-            task_id,
-            key,
-            status=400,
-            error="Tick that you saw the check's answer: marking it failed lets the agent run "
-            "the action again.",
-        )
-    moved = visit.engine.move_effect(task_id, key, EffectState(state), reason=reason)
-    return _effect_page(visit, task_id, key, notice=f"{key} is now {moved.state.value}")
 
 
 def forget(visit: Visit) -> Response:

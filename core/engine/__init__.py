@@ -271,6 +271,7 @@ class Engine(Session):
     get_approval = approvals.get_approval
     list_approvals = approvals.list_approvals
     recently_decided_approvals = approvals.recently_decided_approvals
+    pending_approvals = approvals.pending_approvals
     wait_for_decision = approvals.wait_for_decision
     approval_context = approval_contexts.approval_context
     held_prompts = approval_contexts.held_prompts

@@ -88,6 +88,16 @@ def recently_decided_approvals(session: Session, hours: float = 24) -> list[Appr
     return store.recent_decisions(session.db, since, clock.to_iso(now), session.keys)
 
 
+def pending_approvals(session: Session, limit: int) -> tuple[list[Approval], int]:
+    """The inbox's first `limit` pending approvals across tasks, riskiest then oldest first,
+    and how many are pending in all: only the shown ones are read and opened (a web inbox with
+    10,000 waiting renders its first page without decrypting the rest)."""
+    from core import clock, numbers, store
+
+    numbers.storable_integer(limit, "the number of approvals shown")
+    return store.pending_approvals_first(session.db, clock.now_iso(), limit, session.keys)
+
+
 def wait_for_decision(session: Session, approval_id: str, seconds: float) -> Approval:
     """The approval once someone decided it, or as it stands after `seconds` (then pending
     or expired): a harness hook holds a permission prompt open this long for a decision made

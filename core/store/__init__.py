@@ -18,6 +18,7 @@ from core.store.approvals import (
     list_approvals,
     next_approval_seq,
     overrule_approval,
+    pending_approvals_first,
     recent_decisions,
     replace_approval_request,
 )
@@ -233,6 +234,7 @@ __all__ = [
     "old_wrapped_keys",
     "opened_label",
     "overrule_approval",
+    "pending_approvals_first",
     "pin_genesis",
     "recent_decisions",
     "record_export",

@@ -89,6 +89,32 @@ def list_approvals(
     return [_approval_from_row(row, keys) for row in rows]
 
 
+_RISK_RANK = "CASE risk WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END"
+# Still waiting for someone: pending, not past its expiry, and of a task that is not finished
+# (an older store may hold a finished task's request still pending; nobody is left to ask for).
+_STILL_PENDING = (
+    "state = 'pending' AND (expires_at IS NULL OR expires_at > ?) AND task_id NOT IN "
+    "(SELECT id FROM tasks WHERE status IN ('done', 'cancelled', 'expired'))"
+)
+
+
+def pending_approvals_first(
+    db: Database, now_iso: str, limit: int, keys: TextKeys | None
+) -> tuple[list[Approval], int]:
+    """The first `limit` approvals still pending at `now_iso`, riskiest then oldest first, and
+    how many are pending in all; only the returned ones' text is opened."""
+    rows = db.query(
+        f"SELECT * FROM approvals WHERE {_STILL_PENDING} "
+        f"ORDER BY {_RISK_RANK}, requested_at, task_id, seq LIMIT ?",
+        [now_iso, limit],
+    )
+    shown = [_approval_from_row(row, keys) for row in rows]
+    total = db.execute(
+        f"SELECT COUNT(*) FROM approvals WHERE {_STILL_PENDING}", [now_iso]
+    ).fetchone()[0]
+    return shown, int(total)
+
+
 def decide_approval(
     db: Database,
     approval_id: str,

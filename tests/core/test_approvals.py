@@ -42,6 +42,7 @@ from core.models import (
     Risk,
     TaskStatus,
 )
+from core.store.sealed_text import UNREADABLE
 
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 OPERATORS = ("alice", "bob", "mallory")
@@ -181,6 +182,19 @@ def test_approvals_state_machine(repo: Path, monkeypatch: pytest.MonkeyPatch) ->
             assert pending == {a for a in self.model if self._effective(a) is ApprovalState.PENDING}
             for task_id, status in self.status.items():
                 assert self.engines["agent"].get_task(task_id).status is status
+
+        @invariant()
+        def the_inbox_page_is_the_riskiest_then_oldest_pending(self) -> None:
+            rank = {Risk.HIGH: 0, Risk.MEDIUM: 1, Risk.LOW: 2}
+            expected = sorted(
+                self.engines["bob"].list_approvals(pending_only=True),
+                key=lambda a: (rank[a.risk], a.requested_at, a.task_id, a.seq),
+            )
+            for limit in (1, 3, 1000):
+                shown, total = self.engines["bob"].pending_approvals(limit)
+                assert [a.id for a in shown] == [a.id for a in expected[:limit]]
+                assert total == len(expected)
+                assert all(a.action != UNREADABLE for a in shown)
 
         @invariant()
         def every_decision_is_audited_once(self) -> None:

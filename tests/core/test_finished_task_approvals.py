@@ -67,6 +67,8 @@ def test_an_older_stores_pending_request_of_a_finished_task_stays_out_of_the_inb
 
     pending = {a.id for a in engine.list_approvals(pending_only=True)}
     assert pending == {f"{live}:1", f"{live}:2"}
+    first, total = engine.pending_approvals(10)  # the web inbox's page
+    assert {a.id for a in first} == {f"{live}:1", f"{live}:2"} and total == 2
     with pytest.raises(ConflictError, match=f"task {finished} is cancelled"):
         engine.decide_approval(f"{finished}:1", True, "deploy it anyway")
     row = engine.db.execute(

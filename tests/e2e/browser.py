@@ -80,12 +80,14 @@ class Served:
 
 
 @contextmanager
-def serve(env: dict[str, str], approver: str = "alice") -> Iterator[Served]:
+def serve(
+    env: dict[str, str], approver: str = "alice", args: tuple[str, ...] = ()
+) -> Iterator[Served]:
     """Start `pitstop serve` on a free port; stopped with SIGINT (as Ctrl-C) at the end, which
     must end it cleanly within seconds."""
     port = free_port()
     process = subprocess.Popen(
-        [*pitstop_command(), "serve", "--port", str(port), "--approver", approver],
+        [*pitstop_command(), "serve", "--port", str(port), "--approver", approver, *args],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

@@ -120,3 +120,45 @@ def test_pair_approve_reject_live_prompt_and_settle_in_chromium(store: Path) -> 
             e.entity_id: e.reason for e in engine.events("invoices") if e.interface is Interface.WEB
         }
         assert reasons["invoices:1"] == REASON
+
+
+def test_a_check_that_exits_1_is_shown_run_read_and_confirmed_in_chromium(
+    isolated_env: dict[str, Path], tmp_path: Path
+) -> None:
+    """The check is on the page before it runs; what it printed is shown; "did not happen" is
+    recorded only after the approver ticks having read it."""
+    require_browser()
+    root = isolated_env["store"]
+    repo = init_repo(tmp_path / "repo", {"README.md": "# shop\n"})
+    printed = tmp_path / "mailer.log"
+    printed.write_text("no message with id 4711 in the outbox\n")
+    with Engine(root) as engine:
+        engine.start_task(repo=repo, objective="Mail the invoices", task_id="mail")
+        engine.propose_effect("mail", "send-4711", "email", check=f"cat {printed}; exit 1")
+        engine.move_effect("mail", "send-4711", EffectState.IN_PROGRESS)
+        engine.move_effect("mail", "send-4711", EffectState.UNCERTAIN, note="timed out")
+    with serve(dict(os.environ)) as served, chromium() as driver:
+        driver.get(served.link)
+        driver.find_element("id", "pair").click()
+        wait_until(lambda: "Waiting for you" in _text(driver), "the inbox after pairing")
+        driver.find_element("css selector", 'a[href="/effects/mail/send-4711"]').click()
+        wait_until(lambda: driver.find_elements("id", "check"), "the side effect's page")
+        assert f"cat {printed}; exit 1" in driver.find_element("id", "check-command").text
+        driver.find_element("id", "check").click()
+        wait_until(lambda: driver.find_elements("id", "check-output"), "the check's output")
+        assert "no message with id 4711" in driver.find_element("id", "check-output").text
+        with Engine(root) as engine:
+            assert engine.get_effect("mail", "send-4711").state is EffectState.UNCERTAIN
+        driver.find_element("id", "not-happened-reason").send_keys("the outbox has no such mail")
+        driver.find_element("id", "not-happened-seen").click()
+        driver.find_element("id", "confirm-failed").click()
+        wait_until(lambda: "send-4711 is now failed" in _text(driver), "the settlement")
+    with Engine(root) as engine:
+        assert engine.get_effect("mail", "send-4711").state is EffectState.FAILED
+        [item] = [e for e in engine.list_evidence("mail") if e.source == "check"]
+        [event] = [e for e in engine.events("mail") if e.to_state == "failed"]
+        assert event.reason == (
+            f"precondition check exit 1, evidence #{item.id}, read by the operator: "
+            "the outbox has no such mail"
+        )
+        assert (event.actor, event.interface) == ("alice", Interface.WEB)

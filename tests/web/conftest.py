@@ -76,3 +76,14 @@ def csrf_of(html: str) -> str:
     found = CSRF.search(html)
     assert found, html
     return found.group(1)
+
+
+FORM = re.compile(r'<form method="post" action="([^"]+)"[^>]*>(.*?)</form>', re.S)
+HIDDEN = re.compile(r'<input type="hidden" name="([a-z]+)" value="([^"]*)">')
+
+
+def form_fields(html: str, action: str, which: int = 0) -> dict[str, str]:
+    """The hidden fields of a page's `which`-th form posting to `action`, as a browser sends."""
+    forms = [body for target, body in FORM.findall(html) if target == action]
+    assert len(forms) > which, f"no form #{which} posting to {action} in:\n{html}"
+    return dict(HIDDEN.findall(forms[which]))

@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 from core.engine import Engine
 from core.models import ApprovalState, EffectState
 from tests.web.conftest import csrf_of, make_client, pair
+from web.effects import check_digest
 from web.guard import COOKIE
 from web.limits import RateLimits
 
@@ -24,7 +25,7 @@ SECRET_WORDS = ("push to main", "Ship the")
 def _writes(approval_id: str, task_id: str) -> list[tuple[str, dict[str, str]]]:
     return [
         (f"/approvals/{approval_id}", {"decision": "approve", "reason": "ok"}),
-        (f"/effects/{task_id}/fx/check", {}),
+        (f"/effects/{task_id}/fx/check", {"run": "yes", "shown": check_digest("exit 0")}),
         (f"/effects/{task_id}/fx/settle", {"state": "confirmed", "reason": "ok"}),
         ("/forget", {}),
     ]

@@ -8,7 +8,7 @@ from starlette.testclient import TestClient
 
 from core.engine import Engine
 from core.models import ApprovalState, EffectState, Interface, Risk
-from tests.web.conftest import csrf_of
+from tests.web.conftest import csrf_of, form_fields
 
 
 def _decision_events(engine: Engine, approval_id: str) -> list[tuple[str, str, str, dict]]:
@@ -137,7 +137,8 @@ def test_an_uncertain_effect_is_listed_and_its_check_settles_it(
     assert "Unsettled side effects" in inbox and "pull_request → repo#7" in inbox
     page = paired.get(f"/effects/{task_id}/pr-7")
     assert "exit 0" in page.text
-    checked = paired.post(f"/effects/{task_id}/pr-7/check", data={"csrf": csrf_of(page.text)})
+    url = f"/effects/{task_id}/pr-7/check"
+    checked = paired.post(url, data={**form_fields(page.text, url), "run": "yes"})
     assert checked.status_code == 200 and "check exit 0" in checked.text
     assert engine.get_effect(task_id, "pr-7").state is EffectState.CONFIRMED
 
@@ -148,8 +149,9 @@ def test_a_check_that_cannot_tell_settles_nothing(
     engine.propose_effect(task_id, "mail", "email", check="exit 3")
     engine.move_effect(task_id, "mail", EffectState.IN_PROGRESS)
     engine.move_effect(task_id, "mail", EffectState.UNCERTAIN)
-    csrf = csrf_of(paired.get(f"/effects/{task_id}/mail").text)
-    checked = paired.post(f"/effects/{task_id}/mail/check", data={"csrf": csrf})
+    url = f"/effects/{task_id}/mail/check"
+    shown = form_fields(paired.get(f"/effects/{task_id}/mail").text, url)
+    checked = paired.post(url, data={**shown, "run": "yes"})
     assert "exited 3" in checked.text
     assert engine.get_effect(task_id, "mail").state is EffectState.UNCERTAIN
 

@@ -27,6 +27,16 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 @click.option("--no-pair", is_flag=True, help="Print no pairing link (devices already paired).")
 @click.option("--public-url", help="The address phones use (tunnel, tailnet or TLS proxy).")
 @click.option("--pair-minutes", default=10.0, show_default=True, help="How long the link works.")
+@click.option(
+    "--dashboard",
+    is_flag=True,
+    help="Also serve the full dashboard (textual-serve), to paired devices only.",
+)
+@click.option(
+    "--dashboard-port",
+    type=click.IntRange(0, 65535),
+    help="Port of the dashboard (default: --port + 1).",
+)
 @pass_ctx
 @click.pass_context
 def serve(
@@ -38,11 +48,13 @@ def serve(
     no_pair: bool,
     public_url: str | None,
     pair_minutes: float,
+    dashboard: bool,
+    dashboard_port: int | None,
 ) -> None:
     """Serve the approvals inbox to paired browsers (phone first) until interrupted."""
     if click_ctx.invoked_subcommand is not None:
         return
-    _need_the_serve_extra()
+    _need_the_serve_extra(dashboard)
     import uvicorn
 
     from web.app import create_app
@@ -60,7 +72,12 @@ def serve(
         _print_pairing(pairing, base)
     click.echo(f"serving the inbox of {engine.paths.root} at http://{_url_host(host)}:{port}/")
     click.echo("stop with Ctrl-C: nothing is lost (every decision is already in the store)")
-    app = create_app(engine.paths.root)
+    dashboard_at = dashboard_port or port + 1
+    dashboard_url = f"http://{_url_host(host)}:{dashboard_at}/" if dashboard else None
+    app = create_app(engine.paths.root, dashboard_url=dashboard_url)
+    guarded = None
+    if dashboard:
+        guarded = start_dashboard(app.state.web.engines, host, dashboard_at)
     config = uvicorn.Config(
         app,
         host=host,
@@ -78,23 +95,51 @@ def serve(
             stopping.set()  # live streams end first, so shutting down waits on no browser
             super().handle_exit(sig, frame)
 
-    Server(config).run()
+    try:
+        Server(config).run()
+    finally:
+        if guarded is not None:
+            guarded.stop()
+
+
+def start_dashboard(engines: Any, host: str, port: int) -> Any:
+    """The full dashboard through textual-serve on `port`, behind the inbox's device door."""
+    import shlex
+    import sys
+    from pathlib import Path
+
+    from textual_serve.server import Server
+
+    from web.dashboard import Dashboard
+
+    script = Path(sys.executable).with_name("pitstop")
+    program = [str(script)] if script.exists() else [sys.executable, "-m", "tui.cli"]
+    url = f"http://{_url_host(host)}:{port}"
+
+    class Quiet(Server):
+        async def on_startup(self, app: Any) -> None:  # no logo on our terminal
+            return None
+
+    command = shlex.join([*program, "--store", str(engines.current().paths.root)])
+    served = Quiet(command, host=host, port=port, title="Pitstop", public_url=url)
+    dashboard = Dashboard(served._make_app, engines, host, port).start()
+    click.echo(f"serving the dashboard to paired browsers at {url}/ (pair at the inbox first)")
+    return dashboard
 
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _need_the_serve_extra() -> None:
+def _need_the_serve_extra(dashboard: bool = False) -> None:
     """One clear line when the web inbox's packages are not installed (`pip install -e .`
     alone does not bring them)."""
     import importlib.util
 
     from core.errors import UsageError
 
-    missing = [
-        m for m in ("starlette", "uvicorn", "jinja2", "segno") if not importlib.util.find_spec(m)
-    ]
+    wanted = ("starlette", "uvicorn", "jinja2", "segno", *(("textual_serve",) if dashboard else ()))
+    missing = [m for m in wanted if not importlib.util.find_spec(m)]
     if missing:
         raise UsageError(
             f"pitstop serve needs {', '.join(missing)}: install the serve extra "
