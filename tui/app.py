@@ -8,7 +8,7 @@ SQLite or git.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -22,8 +22,10 @@ from core.errors import UsageError
 from core.models import Interface
 from core.terminal_text import printable
 from tui import live
-from tui.commands import PitstopCommands
+from tui.command_line import HELP_TEXT, CommandError, Verb, completions, parse, resolve
+from tui.commands import SORTABLE_COLUMNS, PitstopCommands
 from tui.remotes import RemoteSummary
+from tui.screens.command_line import CommandLineScreen
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.inbox import InboxScreen
 from tui.screens.task import TaskScreen
@@ -82,12 +84,12 @@ class PitstopApp(App[None]):
         ),
         Binding(
             "colon",
-            "command_palette",
-            "Palette",
+            "command_line",
+            "Command",
             key_display=":",
             show=False,
-            id="app.palette_colon",
-            tooltip="Open the command palette",
+            id="app.command_line",
+            tooltip="Type a command: :q, :inbox, :task ID, :theme NAME, :help",
         ),
     ]
 
@@ -274,6 +276,53 @@ class PitstopApp(App[None]):
         screen = self.screen
         if isinstance(screen, DashboardScreen | TaskScreen | InboxScreen):
             screen.action_refresh()
+
+    def action_command_line(self) -> None:
+        """Open the `:` command line (not from a dialog, nor over another command line)."""
+        if isinstance(self.screen, ModalScreen):
+            return
+        lines = completions(self.known_tasks, self.available_themes, SORTABLE_COLUMNS)
+        self.push_screen(CommandLineScreen(lines), self.run_command_line)
+
+    def run_command_line(self, line: str | None) -> None:
+        """Do what a `:` line says, or say in one line why it means nothing."""
+        parsed = parse(line or "")
+        if parsed is None:
+            return
+        if isinstance(parsed, CommandError):
+            self.notify(parsed.message, title="Command", severity="warning", markup=False)
+            return
+        verb, argument = parsed
+        if verb is Verb.QUIT:
+            self.exit()
+        elif verb is Verb.INBOX:
+            self.action_open_inbox()
+        elif verb is Verb.DASHBOARD:
+            self.dashboard()
+        elif verb is Verb.REFRESH:
+            self.command_refresh()
+        elif verb is Verb.FILTER:
+            self.command_set_filter(argument) if argument else self.command_filter()
+        elif verb is Verb.PALETTE:
+            self.action_command_palette()
+        elif verb is Verb.HELP:
+            self.notify(HELP_TEXT, title="Commands", markup=False)
+        else:
+            self._run_named(verb, argument)
+
+    def _run_named(self, verb: Verb, argument: str) -> None:
+        """`:task ID`, `:theme NAME`, `:sort COLUMN`: the name resolved exactly or by prefix."""
+        names: dict[Verb, tuple[Iterable[str], str, Callable[[str], object]]] = {
+            Verb.TASK: (self.known_tasks, "task", self.open_task),
+            Verb.THEME: (self.available_themes, "theme", self.command_theme),
+            Verb.SORT: (SORTABLE_COLUMNS, "column", self.command_sort),
+        }
+        known, what, run = names[verb]
+        found = resolve(argument, known, what)
+        if isinstance(found, CommandError):
+            self.notify(found.message, title="Command", severity="warning", markup=False)
+            return
+        run(found)
 
     def action_toggle_help(self) -> None:
         """Show or hide the panel listing every key of the focused screen."""

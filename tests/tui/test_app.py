@@ -237,11 +237,10 @@ async def test_palette_switches_theme_and_opens_tasks(demo_store: Path) -> None:
         assert app.theme_variables["status-running"] != dark_running
         assert app.theme_variables["status-running"].upper() == "#2B8A3E"
 
-        await pilot.press("colon")  # `:` opens the palette too
+        await pilot.press("colon")  # `:` is the command line (issue 18), not a task search
         await pilot.pause()
-        assert isinstance(app.screen, CommandPalette)
-        await pilot.press(*f"task: open {RATE_LIMIT}")
-        await settle(pilot)
+        assert not isinstance(app.screen, CommandPalette)
+        await pilot.press(*f"task {RATE_LIMIT}")
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, TaskScreen) and app.screen.task_id == RATE_LIMIT
