@@ -247,6 +247,16 @@ class ResumePrepared(Message):
 # --- the approvals inbox -------------------------------------------------------------------
 
 
+class LogSearched(Message):
+    """The lines of an evidence item's full log that hold the searched words."""
+
+    def __init__(self, evidence_id: int, needle: str, lines: list[int]) -> None:
+        super().__init__()
+        self.evidence_id = evidence_id
+        self.needle = needle
+        self.lines = lines
+
+
 class InboxLoaded(Message):
     """Every pending approval of a live task, and (when read) those decided lately."""
 

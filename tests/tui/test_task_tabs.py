@@ -414,8 +414,14 @@ async def test_evidence_lists_items_shows_the_tail_and_reads_the_full_log_lazily
         log = view.query_one(LazyLogView)
         assert log.has_focus and log.log_index is not None
         assert len(log.log_index.segments) >= 4
+        # It opens at its end, following it (issue 18): only the last chunk was read.
+        assert log.following
+        assert log.loaded_chunks == [log.log_index.segments[-1].chunk_seq]
+        await pilot.press("g")
+        await settle(pilot)
+        assert not log.following  # reading back stops following
         assert log.line_text(0) == "build line 000001 compiling module_01.c ok"
-        assert log.loaded_chunks == [0]  # only what is on screen was read
+        assert log.loaded_chunks[-1] == 0  # only what is on screen was read
         await pilot.press("G")
         await settle(pilot)
         assert log.loaded_chunks[-1] == log.log_index.segments[-1].chunk_seq
@@ -455,6 +461,8 @@ async def test_a_truncated_log_shows_where_its_middle_was_dropped(own_task_store
         assert len(gaps) == 1
         marker = log.line_text(gaps[0].first_line)
         assert marker is not None and marker.startswith("[… ") and "omitted" in marker
+        await pilot.press("g")  # the log opened at its end; its head is read on the way up
+        await settle(pilot)
         assert (log.line_text(0) or "").startswith("soak 00001 ")
 
 

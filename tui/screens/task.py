@@ -125,6 +125,14 @@ class TaskScreen(Screen[None]):
             tooltip="Compare with the base commit or with the previous checkpoint",
         ),
         Binding("r", "refresh", "Refresh", id="task.refresh", show=False),
+        Binding(
+            "slash",
+            "search",
+            "Search",
+            key_display="/",
+            id="task.search",
+            tooltip="Search the diff, or the evidence's full log (n and N: next, previous)",
+        ),
     ]
 
     def __init__(self, task_id: str, select: str | None = None) -> None:
@@ -376,6 +384,16 @@ class TaskScreen(Screen[None]):
             # A focused widget in the pane being hidden would pull its pane back to the front.
             self.set_focus(None)
         tabs.active = tab
+
+    def action_search(self) -> None:
+        """`/` on the Diff or Evidence tab, wherever the focus is: search what it shows."""
+        active = self.query_one(TabbedContent).active
+        if active == "diff":
+            self.query_one(DiffView).action_search()
+        elif active == "evidence":
+            self.query_one(EvidenceView).action_search()
+        else:
+            self.notify("/ searches the Diff (d) and Evidence (e) tabs.", severity="warning")
 
     def action_toggle_against(self) -> None:
         """Compare with the base commit, or with the previous complete checkpoint."""

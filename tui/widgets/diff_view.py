@@ -7,7 +7,7 @@ silently (invariant 4): the cut says how much is hidden and how to see all of it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Static
 from core.models import ChangedFile
 from core.terminal_text import printable
 from tui.widgets.formatting import counted, short_sha, shown
+from tui.widgets.search_bar import Matches, SearchBar, find_matches
 
 MAX_DIFF_LINES = 5000
 
@@ -59,13 +60,24 @@ def line_style(line: str) -> str:
     return ""
 
 
-def diff_content(diff: str, max_lines: int = MAX_DIFF_LINES) -> tuple[Content, list[str]]:
-    """Coloured content for at most `max_lines` lines of `diff`, and the lines it shows."""
+def diff_content(
+    diff: str,
+    max_lines: int = MAX_DIFF_LINES,
+    matches: Collection[int] = (),
+    current: int | None = None,
+) -> tuple[Content, list[str]]:
+    """Coloured content for at most `max_lines` lines of `diff`, and the lines it shows; lines
+    in `matches` marked as search hits, `current` the one the search is on."""
     lines = [printable(line.expandtabs(4), single_line=True) for line in diff.splitlines()]
     shown_lines = lines[:max_lines]
     parts: list[tuple[str, str] | str] = []
-    for line in shown_lines:
+    hits = set(matches)
+    for number, line in enumerate(shown_lines):
         style = line_style(line)
+        if number == current:
+            style = f"{style} reverse".strip()
+        elif number in hits:
+            style = f"{style} underline".strip()
         parts.append((line + "\n", style) if style else line + "\n")
     if len(lines) > max_lines:
         parts.append(
@@ -101,7 +113,14 @@ class ChangedFilesTable(DataTable[Any]):
 
 
 class DiffView(Vertical):
-    """Heading, changed files and the diff of one checkpoint."""
+    """Heading, changed files and the diff of one checkpoint; `/` searches it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "search", "Search", key_display="/", id="diff.search",
+                tooltip="Find lines in the diff; n and N go to the next and previous"),
+        Binding("n", "next_match(True)", "Next", show=False, id="diff.next"),
+        Binding("N", "next_match(False)", "Previous", show=False, id="diff.previous"),
+    ]  # fmt: skip
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -109,10 +128,14 @@ class DiffView(Vertical):
         self.ref: str | None = None
         self.against = "base"
         self._files: list[ChangedFile] = []
+        self._diff = ""
+        self.shown_lines: list[str] = []
+        self.matches = Matches()
 
     def compose(self) -> ComposeResult:
         yield Static(id="diff-heading")
         yield ChangedFilesTable(id="diff-files", cursor_type="row", zebra_stripes=True)
+        yield SearchBar(id="diff-search")
         with ScrollableContainer(id="diff-scroll"):
             yield Static(id="diff-body")
 
@@ -158,11 +181,51 @@ class DiffView(Vertical):
         )
         self._files = list(files)
         self._fill_files_table()
-        content, shown_lines = diff_content(diff)
-        self.offsets = file_offsets(shown_lines, files)
+        self._diff = diff
+        content, self.shown_lines = diff_content(diff)
+        self.offsets = file_offsets(self.shown_lines, files)
         body = self.query_one("#diff-body", Static)
         body.update(content if diff else Content.from_markup("[dim]No changes.[/]"))
         self.query_one("#diff-scroll").scroll_home(animate=False)
+        if self.matches.needle:  # another checkpoint: the same words, found in its diff
+            self._search(self.matches.needle)
+
+    # --- search ----------------------------------------------------------------------------
+
+    def action_search(self) -> None:
+        """Open the search line."""
+        self.query_one(SearchBar).open()
+
+    @on(SearchBar.Search, "#diff-search")
+    def _searched(self, event: SearchBar.Search) -> None:
+        event.stop()
+        self._search(event.needle)
+        if event.needle:
+            self.query_one("#diff-scroll").focus()
+
+    def _search(self, needle: str) -> None:
+        self.matches = Matches(needle, find_matches(self.shown_lines, needle))
+        scroll = self.query_one("#diff-scroll")
+        self.matches.start_at(int(scroll.scroll_y))
+        self._show_matches()
+
+    def action_next_match(self, forward: bool) -> None:
+        """Go to the next (or previous) line the search found."""
+        if self.matches.step(forward) is not None:
+            self._show_matches()
+
+    def _show_matches(self) -> None:
+        """Redraw the diff with the hits marked and scroll the current one into view."""
+        bar = self.query_one(SearchBar)
+        bar.status(self.matches.label())
+        if not self._diff:
+            return
+        current = self.matches.line
+        content, _ = diff_content(self._diff, matches=self.matches.lines, current=current)
+        self.query_one("#diff-body", Static).update(content)
+        if current is not None:
+            scroll = self.query_one("#diff-scroll")
+            scroll.scroll_to(y=max(0, current - scroll.size.height // 2), animate=False)
 
     def _fill_files_table(self) -> None:
         colours = self.app.theme_variables

@@ -1,306 +1,33 @@
 """The Evidence tab: what commands showed up to a checkpoint, their tails, and the full log.
 
-The full log of an item can be 100 MB. It is never read whole: `ChunkedLog` maps line numbers
-to the stored chunks (each chunk records the line it starts in and how many newlines it holds),
-and `LazyLogView` asks a thread worker for a chunk only when a line in it scrolls into view,
-keeping a handful decoded. A stretch dropped over the storage cap shows as one marker line,
-never as head and tail silently joined (invariant 4).
+A tail opens with its last line in view; `f` shows the whole output (`tui.widgets.lazy_log`,
+read lazily, following its end as it grows) and `/` searches it.
 """
 
 from __future__ import annotations
 
-import re
-from bisect import bisect_right
-from collections import OrderedDict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from rich.segment import Segment
-from rich.style import Style
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import ScrollableContainer, Vertical
 from textual.content import Content
-from textual.geometry import Size
-from textual.scroll_view import ScrollView
-from textual.strip import Strip
 from textual.widgets import DataTable, Static
 
 from core.errors import PitstopError
-from core.terminal_text import printable
-from tui.messages import (
-    EvidenceChunkLoaded,
-    EvidenceIndexLoaded,
-    EvidenceListed,
-    EvidenceLoaded,
-    LoadFailed,
-)
+from tui.messages import EvidenceListed, EvidenceLoaded, LoadFailed
 from tui.widgets.formatting import counted, human_bytes, shown, truncate
+from tui.widgets.lazy_log import TAIL_LINES, ChunkedLog, LazyLogView, clean_line
+from tui.widgets.search_bar import SearchBar
+
+__all__ = ["ChunkedLog", "EvidenceView", "LazyLogView", "clean_line"]
 
 if TYPE_CHECKING:
     from core.evidence.storage import Evidence
     from tui.host import PitstopHost
-
-TAIL_LINES = 40
-CACHED_CHUNKS = 6
-MAX_LINE_CHARS = 2000
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
-
-
-def clean_line(raw: bytes) -> str:
-    """One output line as a terminal would leave it (last `\\r` rewrite, no colour codes), and
-    any other control in it shown escaped, never sent to the operator's terminal."""
-    text = raw.decode("utf-8", errors="replace").rstrip("\r").rsplit("\r", 1)[-1]
-    text = printable(_ANSI.sub("", text).expandtabs(8), single_line=True)
-    if len(text) > MAX_LINE_CHARS:
-        text = text[:MAX_LINE_CHARS] + f" … ({len(text) - MAX_LINE_CHARS:,} more characters)"
-    return text
-
-
-@dataclass(frozen=True)
-class _Segment:
-    """A stretch of the virtual line list: one stored chunk, or a marker for a dropped gap."""
-
-    first_line: int
-    line_count: int
-    chunk_seq: int | None  # None: a gap marker
-    starts_run: bool = False  # the chunk's first byte begins a line
-    gap_bytes: int = 0
-
-
-class ChunkedLog:
-    """Line numbers of a chunked output, resolved to chunks and byte positions on demand."""
-
-    def __init__(self, chunks: Sequence[Mapping[str, Any]]) -> None:
-        self.segments: list[_Segment] = []
-        self.next_seq: dict[int, int] = {}  # chunk -> the contiguous chunk after it
-        line = 0
-        expected_offset = 0
-        previous: int | None = None
-        for chunk in sorted(chunks, key=lambda c: c["seq"]):
-            gap = chunk["offset"] - expected_offset
-            starts_run = previous is None or gap > 0
-            if gap > 0:
-                self.segments.append(_Segment(line, 1, None, gap_bytes=gap))
-                line += 1
-            elif previous is not None:
-                self.next_seq[previous] = chunk["seq"]
-            count = chunk["line_count"] + (1 if starts_run else 0)
-            self.segments.append(_Segment(line, count, chunk["seq"], starts_run=starts_run))
-            line += count
-            expected_offset = chunk["offset"] + chunk["raw_len"]
-            previous = chunk["seq"]
-        self.line_count = line
-        self._trimmed = False
-        self._firsts = [segment.first_line for segment in self.segments]
-
-    def trim_final_newline(self, seq: int, data: bytes) -> bool:
-        """Drop the empty line after the stream's final newline, once its chunk is read."""
-        last = self.segments[-1] if self.segments else None
-        if self._trimmed or last is None or last.chunk_seq != seq or not data.endswith(b"\n"):
-            return False
-        self._trimmed = True
-        self.line_count -= 1
-        return True
-
-    def locate(self, line: int) -> tuple[_Segment, int]:
-        """The segment holding virtual line `line` and the line's index within it."""
-        segment = self.segments[bisect_right(self._firsts, line) - 1]
-        return segment, line - segment.first_line
-
-
-@dataclass
-class _Chunk:
-    data: bytes
-    newlines: list[int]
-
-
-class LazyLogView(ScrollView, can_focus=True):
-    """A line-based view of one evidence item's full output that reads chunks as they show."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("j", "scroll_down", "Down", show=False, id="log.down"),
-        Binding("k", "scroll_up", "Up", show=False, id="log.up"),
-        Binding("g", "scroll_home", "Top", show=False, id="log.top"),
-        Binding("G", "scroll_end", "End", key_display="G", id="log.end", tooltip="Last line"),
-    ]
-
-    DEFAULT_CSS = """
-    LazyLogView {
-        height: 1fr;
-        background: $background;
-        color: $foreground;
-    }
-    """
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.evidence_id: int | None = None
-        self.log_index: ChunkedLog | None = None
-        self._chunks: OrderedDict[int, _Chunk] = OrderedDict()
-        self._pending: set[int] = set()
-        self._wanted: set[int] = set()
-        self._width = 0
-
-    @property
-    def pitstop(self) -> PitstopHost:
-        """The app, typed."""
-        return cast("PitstopHost", self.app)
-
-    def open(self, evidence_id: int) -> None:
-        """Show evidence `evidence_id`'s output (its chunk index is read in a worker)."""
-        self.evidence_id = evidence_id
-        self.log_index = None
-        self._chunks.clear()
-        self._pending.clear()
-        self._width = 0
-        self.virtual_size = Size(0, 1)
-        self.scroll_home(animate=False)
-        self.refresh()
-        self._load_index(evidence_id)
-
-    @work(thread=True, exit_on_error=False, group="evidence-index", exclusive=True)
-    def _load_index(self, evidence_id: int) -> None:
-        try:
-            with self.pitstop.engine.for_thread() as engine:
-                chunks = engine.evidence_chunk_index(evidence_id)
-        except PitstopError as exc:
-            self.post_message(LoadFailed("evidence output", exc.message))
-            return
-        self.post_message(EvidenceIndexLoaded(evidence_id, chunks))
-
-    @work(thread=True, exit_on_error=False, group="evidence-chunk")
-    def _load_chunk(self, evidence_id: int, seq: int) -> None:
-        try:
-            with self.pitstop.engine.for_thread() as engine:
-                data = engine.evidence_chunk(evidence_id, seq)
-        except PitstopError as exc:
-            self.post_message(LoadFailed("evidence output", exc.message))
-            return
-        self.post_message(EvidenceChunkLoaded(evidence_id, seq, data))
-
-    @on(EvidenceIndexLoaded)
-    def _index_loaded(self, event: EvidenceIndexLoaded) -> None:
-        event.stop()
-        if event.evidence_id != self.evidence_id:
-            return
-        self.log_index = ChunkedLog(event.chunks)
-        self.virtual_size = Size(self._width, max(1, self.log_index.line_count))
-        self.refresh()
-
-    @on(EvidenceChunkLoaded)
-    def _chunk_loaded(self, event: EvidenceChunkLoaded) -> None:
-        event.stop()
-        self._pending.discard(event.seq)
-        if event.evidence_id != self.evidence_id:
-            return
-        newlines = [match.start() for match in re.finditer(b"\n", event.data)]
-        self._chunks[event.seq] = _Chunk(event.data, newlines)
-        index = self.log_index
-        if index is not None and index.trim_final_newline(event.seq, event.data):
-            self.virtual_size = Size(self._width, max(1, index.line_count))
-        while len(self._chunks) > CACHED_CHUNKS:
-            self._chunks.popitem(last=False)
-        self.refresh()
-
-    @property
-    def loaded_chunks(self) -> list[int]:
-        """Chunk numbers decoded and held right now (at most `CACHED_CHUNKS`)."""
-        return list(self._chunks)
-
-    def _chunk(self, seq: int) -> _Chunk | None:
-        chunk = self._chunks.get(seq)
-        if chunk is None:
-            self._wanted.add(seq)
-            return None
-        self._chunks.move_to_end(seq)
-        return chunk
-
-    def line_text(self, line: int) -> str | None:
-        """Virtual line `line` as text, or None while its chunk is being read."""
-        index = self.log_index
-        if index is None or line >= index.line_count:
-            return ""
-        segment, within = index.locate(line)
-        if segment.chunk_seq is None:
-            return f"[… {segment.gap_bytes:,} bytes of output omitted here: over the storage cap …]"
-        chunk = self._chunk(segment.chunk_seq)
-        if chunk is None:
-            return None
-        if segment.starts_run:
-            start = 0 if within == 0 else chunk.newlines[within - 1] + 1
-        else:
-            start = chunk.newlines[within] + 1
-        end_index = bisect_right(chunk.newlines, start - 1)
-        if end_index < len(chunk.newlines):
-            return clean_line(chunk.data[start : chunk.newlines[end_index]])
-        piece = chunk.data[start:]
-        following = index.next_seq.get(segment.chunk_seq)
-        if following is not None:  # the line goes on in the next chunk
-            after = self._chunk(following)
-            if after is None:
-                return None
-            piece += after.data[: after.newlines[0]] if after.newlines else after.data
-        return clean_line(piece)
-
-    def render_line(self, y: int) -> Strip:
-        scroll_x, scroll_y = self.scroll_offset
-        line = scroll_y + y
-        width = self.size.width
-        base = self.rich_style
-        if self.log_index is None:
-            text = "Reading the log's index…" if y == 0 and self.evidence_id is not None else ""
-            return Strip([Segment(text, base + Style(dim=True))]).crop_extend(0, width, base)
-        if line >= self.log_index.line_count:
-            return Strip.blank(width, base)
-        body = self.line_text(line)
-        if self._wanted:
-            self.call_later(self._request_wanted)
-        gutter = Segment(f"{line + 1:>8} │ ", base + Style(dim=True))
-        if body is None:
-            segments = [gutter, Segment("…", base + Style(dim=True))]
-        else:
-            segments = [gutter, Segment(body, base)]
-            cells = len(body) + 11
-            if cells > self._width:
-                self._width = cells
-                self.virtual_size = Size(cells, self.log_index.line_count)
-        return Strip(segments).crop_extend(scroll_x, scroll_x + width, base)
-
-    def action_scroll_home(self) -> None:
-        """Jump to the first line (without animating through every chunk on the way)."""
-        self.scroll_home(animate=False)
-
-    def action_scroll_end(self) -> None:
-        """Jump to the last line, reading only the chunks at the end."""
-        self.scroll_end(animate=False)
-
-    def _visible_chunks(self) -> set[int]:
-        index = self.log_index
-        if index is None:
-            return set()
-        top = int(self.scroll_offset.y)
-        seqs: set[int] = set()
-        for line in range(top, min(index.line_count, top + self.size.height + 1)):
-            segment, _ = index.locate(line)
-            if segment.chunk_seq is not None:
-                seqs.add(segment.chunk_seq)
-                following = index.next_seq.get(segment.chunk_seq)
-                if following is not None:
-                    seqs.add(following)
-        return seqs
-
-    def _request_wanted(self) -> None:
-        # Only what is still on screen: a fast scroll past a chunk does not read it.
-        wanted, self._wanted = self._wanted & self._visible_chunks(), set()
-        if self.evidence_id is None:
-            return
-        for seq in sorted(wanted - self._pending):
-            self._pending.add(seq)
-            self._load_chunk(self.evidence_id, seq)
 
 
 class EvidenceTable(DataTable[Any]):
@@ -348,6 +75,23 @@ def facts_markup(item: Evidence) -> str:
     return "\n".join(lines)
 
 
+def shown_evidence(items: Sequence[Evidence], seq: int, newest: int | None) -> list[Evidence]:
+    """What the tab lists for checkpoint `seq`: evidence up to it, and, on the task's newest
+    checkpoint, what the agent recorded since (not yet in a checkpoint; a drill's replays,
+    which never belong to one, left out)."""
+    return [
+        item
+        for item in items
+        if (item.checkpoint_seq is not None and item.checkpoint_seq <= seq)
+        or (item.checkpoint_seq is None and seq == newest and item.source != "drill")
+    ]
+
+
+def is_since(item: Evidence) -> bool:
+    """Recorded after the newest checkpoint: the next checkpoint will hold it."""
+    return item.checkpoint_seq is None
+
+
 class EvidenceView(Vertical):
     """Evidence up to the selected checkpoint: a list, then the chosen item's tail or full log."""
 
@@ -358,6 +102,14 @@ class EvidenceView(Vertical):
             "Full log",
             id="evidence.full_log",
             tooltip="Scroll the whole output (read lazily) or go back to the tail",
+        ),
+        Binding(
+            "slash",
+            "search",
+            "Search",
+            key_display="/",
+            id="evidence.search",
+            tooltip="Find lines in the full log; n and N go to the next and previous",
         ),
     ]
 
@@ -372,7 +124,10 @@ class EvidenceView(Vertical):
     EvidenceView #evidence-facts { padding: 0 1; height: auto; }
     EvidenceView #evidence-tail { padding: 0 1; width: auto; height: auto; }
     EvidenceView #evidence-log { display: none; }
+    EvidenceView #evidence-log-status { display: none; height: 1; padding: 0 1; }
+    EvidenceView #evidence-log-status { background: $panel; color: $foreground-muted; }
     EvidenceView.full-log #evidence-log { display: block; }
+    EvidenceView.full-log #evidence-log-status { display: block; }
     EvidenceView.full-log #evidence-detail { display: none; }
     """
 
@@ -393,6 +148,8 @@ class EvidenceView(Vertical):
         with ScrollableContainer(id="evidence-detail"):
             yield Static(id="evidence-facts")
             yield Static(id="evidence-tail")
+        yield SearchBar(id="evidence-search")
+        yield Static(id="evidence-log-status")
         yield LazyLogView(id="evidence-log")
 
     def on_mount(self) -> None:
@@ -402,8 +159,10 @@ class EvidenceView(Vertical):
         table.add_column("Outcome", key="outcome", width=11)
         table.add_column("Summary", key="summary", width=25)
         table.add_column("Size", key="size", width=9)
-        table.add_column("", key="truncated", width=5)
+        table.add_column("", key="truncated", width=5)  # ✂ cut, or since (not yet checkpointed)
         self.show_message("[dim]Select a checkpoint to see its evidence.[/]")
+        status = self.query_one("#evidence-log-status", Static)
+        self.query_one(LazyLogView).on_status = lambda text: status.update(text)
 
     def show_message(self, markup: str) -> None:
         """Empty the view and say why."""
@@ -427,15 +186,12 @@ class EvidenceView(Vertical):
         task_id, _, seq = ref.partition("@")
         try:
             with self.pitstop.engine.for_thread() as engine:
-                items = [
-                    item
-                    for item in engine.list_evidence(task_id)
-                    if item.checkpoint_seq is not None and item.checkpoint_seq <= int(seq)
-                ]
+                items = engine.list_evidence(task_id)
+                newest = max((cp.seq for cp in engine.list_checkpoints(task_id)), default=None)
         except PitstopError as exc:
             self.post_message(LoadFailed("evidence", exc.message, ref))
             return
-        self.post_message(EvidenceListed(ref, items))
+        self.post_message(EvidenceListed(ref, shown_evidence(items, int(seq), newest)))
 
     @work(thread=True, exit_on_error=False, group="evidence-item", exclusive=True)
     def _load_item(self, evidence_id: int) -> None:
@@ -462,13 +218,15 @@ class EvidenceView(Vertical):
                 "`pitstop run --task TASK -- CMD`.[/]"
             )
             return
-        failed = sum(1 for item in event.items if item.outcome != "exit 0")
+        failed = sum(1 for item in event.items if item.outcome not in ("exit 0", "running"))
+        since = sum(1 for item in event.items if is_since(item))
         self.query_one("#evidence-heading", Static).update(
             Content.from_markup(
                 f"[b]{shown(event.ref)}[/] · {len(event.items)} "
                 + ("item" if len(event.items) == 1 else "items")
+                + (f" · [$accent]{since} since {shown(event.ref)}[/]" if since else "")
                 + (f" · [$error]{failed} not passing[/]" if failed else "")
-                + " · [dim]f: full log[/]"
+                + " · [dim]f: full log · /: search[/]"
             )
         )
         self.items = list(event.items)
@@ -482,7 +240,7 @@ class EvidenceView(Vertical):
                 Content.from_markup(outcome_markup(item)),
                 Text(truncate(item.summary_text, 25)),
                 Text(human_bytes(item.bytes_total), justify="right"),
-                Text("✂ cut" if item.truncated else ""),
+                Text("since" if is_since(item) else "✂ cut" if item.truncated else ""),
                 key=str(item.id),
             )
         table.move_cursor(row=0)
@@ -520,6 +278,9 @@ class EvidenceView(Vertical):
         self.query_one("#evidence-tail", Static).update(
             Content.assemble(Content.from_markup(heading), Content(body))
         )
+        # A tail is read from its end: open it with the last line in view.
+        detail = self.query_one("#evidence-detail")
+        self.call_after_refresh(detail.scroll_end, animate=False)
 
     def action_toggle_full_log(self) -> None:
         """Show the highlighted item's whole output (read lazily), or go back to its tail."""
@@ -534,3 +295,20 @@ class EvidenceView(Vertical):
         self.add_class("full-log")
         log.open(self.shown.id)
         log.focus()
+
+    def action_search(self) -> None:
+        """Search the full log of the highlighted item (opening it first)."""
+        if self.shown is None:
+            self.notify("Pick an evidence item first.", severity="warning")
+            return
+        if not self.has_class("full-log"):
+            self.action_toggle_full_log()
+        self.query_one(SearchBar).open()
+
+    @on(SearchBar.Search, "#evidence-search")
+    def _searched(self, event: SearchBar.Search) -> None:
+        event.stop()
+        log = self.query_one(LazyLogView)
+        log.search(event.needle)
+        if event.needle:
+            log.focus()
