@@ -87,11 +87,13 @@ def _checkout_tree(store_repo: Path, tree: str, into: Path, scratch_dir: Path) -
     with scratch_directory(scratch_dir, "checkout-") as temp:
         env = {"GIT_INDEX_FILE": str(temp / "index"), "GIT_WORK_TREE": str(into)}
         run_git([*_EXACT_CHECKOUT, "read-tree", tree], git_dir=store_repo, env=env)
+        # the scratch index stays private; the files are the user's, under the user's umask
         run_git(
             [*_EXACT_CHECKOUT, "checkout-index", "-a", "-f"],
             git_dir=store_repo,
             env=env,
             cwd=into,
+            private=False,
         )
         with (temp / "index").open("rb") as index:
             header = index.read(12)  # "DIRC", version, entry count (big-endian)
