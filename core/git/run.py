@@ -68,9 +68,7 @@ def run_git(
     """Run one git command and return its stdout; any unexpected exit raises GitError.
 
     `private=False`: the command writes the user's files, under the user's umask."""
-    proc = run_git_process(
-        args, cwd=cwd, git_dir=git_dir, env=env, input=input, private=private
-    )
+    proc = run_git_process(args, cwd=cwd, git_dir=git_dir, env=env, input=input, private=private)
     if proc.returncode not in tuple(ok_codes):
         message = proc.stderr.decode(errors="replace").strip().splitlines()
         detail = message[-1] if message else f"exit code {proc.returncode}"
