@@ -44,6 +44,8 @@ class ResumePlan:
     warnings: tuple[str, ...] = ()
     command: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
+    # The task's status before the resume: what it goes back to when the harness cannot start.
+    previous_status: str | None = None
 
     @property
     def ref(self) -> str:
