@@ -257,8 +257,14 @@ def restore_into(
 
 
 def require_empty_target(into: Path) -> None:
-    """Refuse a resume target that exists and is not empty."""
-    if into.exists() and (not into.is_dir() or any(into.iterdir())):
+    """Refuse a resume target that exists and is not empty, or cannot be looked up."""
+    try:
+        taken = into.exists() and (not into.is_dir() or any(into.iterdir()))
+    except OSError as exc:  # a name too long, no permission…
+        raise UsageError(
+            f"cannot use {into}: {exc.strerror or exc}; choose another directory"
+        ) from exc
+    if taken:
         raise UsageError(f"{into} already exists and is not empty; choose a new directory")
 
 
