@@ -233,6 +233,9 @@ def busy_store(
 ) -> Path:
     """Task `t1` with a checkpoint, evidence, a proposed effect `k1` and a pending approval."""
     monkeypatch.delenv("PITSTOP_DEBUG", raising=False)
+    # "Now" stands still: an approval one example asked to expire in a second must not expire
+    # during a later example's refusal, which would look like the refusal changed the store.
+    monkeypatch.setenv("PITSTOP_FROZEN_NOW", "2026-12-03T06:00:00Z")
     repo = tmp_path / "repo"
     repo.mkdir()
     for args in (("init", "-q", "-b", "main"), ("commit", "-q", "--allow-empty", "-m", "base")):
@@ -272,6 +275,8 @@ def test_the_command_tree_is_fuzzed_broadly() -> None:
 @example(argv=["task", "start", "--repo", "9" * 400, "--objective", "x"])
 @example(argv=["checkout", "t1", "--into", "9" * 400])
 @example(argv=["checkout", "t1", "--into", "../out.txt/inside"])
+# Found by this test: a refused approver name founded the task's roster first (a write).
+@example(argv=["task", "approver", "add", "t1", ""])
 def test_any_command_line_gets_one_clear_outcome(busy_store: Path, argv: list[str]) -> None:
     places = {"{repo}": "../repo", "{file}": "../out.txt", "{dir}": "."}
     for placeholder, path in places.items():
