@@ -8,7 +8,7 @@ effect and an approval. Each run must: never say "internal error", never print a
 let an exception out), end with a documented exit code, and, when it refused, leave the store's
 rows and repositories exactly as they were.
 
-Default 40 examples (well under a minute); `PITSTOP_FUZZ_EXAMPLES=2000` for a long run.
+Default 200 examples (a few seconds); `PITSTOP_FUZZ_EXAMPLES=2000` for a long run.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from tests.tui.test_cli_faults import store_state
 from tui import cli as cli_module
 
-EXAMPLES = int(os.environ.get("PITSTOP_FUZZ_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("PITSTOP_FUZZ_EXAMPLES", "200"))
 DOCUMENTED_EXIT_CODES = {0, 1, 2, 3, 4, 5}
 
 # Commands that run programs, reach a network, read stdin, open the dashboard or a server, or
