@@ -32,7 +32,8 @@ EXAMPLES = int(os.environ.get("PITSTOP_FUZZ_EXAMPLES", "200"))
 DOCUMENTED_EXIT_CODES = {0, 1, 2, 3, 4, 5}
 
 # Commands that run programs, reach a network, read stdin, open the dashboard or a server, or
-# build whole demo stores: not argument parsing, and each has tests of its own.
+# build whole demo stores: not argument parsing, and each has tests of its own. (`resume` is
+# fuzzed without `--launch`.)
 _LEFT_OUT = {
     ("run",),
     ("serve",),
@@ -43,7 +44,6 @@ _LEFT_OUT = {
     ("push",),
     ("fetch",),
     ("sync",),
-    ("resume",),
     ("key",),
     ("effect", "guard"),
     ("effect", "check"),
@@ -51,9 +51,9 @@ _LEFT_OUT = {
     ("remote", "list"),
     ("task", "share"),
 }
-# Verdicts on stdout, not refusals: validation records what it found (3 stale, 4 blocked,
-# 5 unsupported); doctor exits 1 when it found something.
-_VERDICTS = {"validate": {3, 4, 5}, "doctor": {1}}
+# Verdicts, not plain refusals: validation records what it found (3 stale, 4 blocked,
+# 5 unsupported), and a resume validates first; doctor exits 1 when it found something.
+_VERDICTS = {"validate": {3, 4, 5}, "resume": {3, 4, 5}, "doctor": {1}}
 
 
 def _leaves(
@@ -125,7 +125,7 @@ def _command_tree() -> list[tuple[tuple[str, ...], list[Option], int]]:
                 _plausible(param),
             )
             for param in command.params
-            if isinstance(param, click.Option) and param.name != "help"
+            if isinstance(param, click.Option) and param.name not in ("help", "launch")
         ]
         arguments = sum(1 for param in command.params if isinstance(param, click.Argument))
         tree.append((path, options, arguments))
