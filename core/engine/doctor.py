@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from core import clock
 from core.engine.doctor_database import database_findings
+from core.engine.doctor_effects import lost_effect_findings
 from core.engine.doctor_finding import Finding
 from core.engine.doctor_leftovers import leftover_findings
 from core.engine.doctor_repos import mode_findings, repo_findings
@@ -94,7 +95,11 @@ def _diagnose(
     done += _apply(modes) if fix else []
     session = Session(paths.root, interface=interface, actor=actor)
     try:
-        later = [*repo_findings(session), *leftover_findings(session)]
+        later = [
+            *repo_findings(session),
+            *lost_effect_findings(session),
+            *leftover_findings(session),
+        ]
         if not fix:
             return [*modes, *later]
         done += _apply(later)

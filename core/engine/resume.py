@@ -308,14 +308,25 @@ def _plan(
             "PITSTOP_BRIEF": str(brief_md),
             "PITSTOP_WORKDIR": str(target),
         },
+        previous_status=task.status.value,
     )
+
+
+# What `sh -c` says with its exit code when the harness's program never ran.
+_CANNOT_START = {
+    126: "the harness's program cannot be run (sh exited 126)",
+    127: "the harness's program is not installed or not on PATH (sh exited 127)",
+}
 
 
 def launch(session: Session, plan: ResumePlan, *, keep_worktree: bool = False) -> int:
     """Run the task's harness in the restored worktree (blocking); return its exit code.
 
-    A harness that cannot start ends the resume as failed and removes the worktree and branch
-    the resume added, unless `keep_worktree`."""
+    A harness that cannot start ends the resume as failed and puts the task back to the status
+    it had (audited). A program that could not be executed at all takes back the worktree and
+    branch the resume added, unless `keep_worktree`; one the shell could not find (126, 127)
+    leaves them and the brief for the next resume to take up, since a template may have run
+    part of its line."""
     import subprocess
 
     with write_txn(session.db):
@@ -324,20 +335,10 @@ def launch(session: Session, plan: ResumePlan, *, keep_worktree: bool = False) -
     try:
         completed = subprocess.run(list(plan.command), cwd=plan.workdir, env=env, check=False)
     except OSError as exc:
-        removed = ""
-        repo_root = store.get_task(session.db, plan.task_id).repo_root
-        if plan.branch and not keep_worktree and plan.workdir != Path(repo_root):
-            from core import snapshot
-
-            with contextlib.suppress(PitstopError):
-                source = snapshot.resolve_source_repo(repo_root)
-                if _discard_worktree(source, plan.workdir, plan.task_id):
-                    with write_txn(session.db):
-                        store.update_resume(session.db, plan.resume_id, workdir=None)
-                    removed = f"; removed {plan.workdir} and branch {plan.branch}"
-        end_resume(session, plan.resume_id, "failed", str(exc))
-        raise UsageError(f"cannot launch the harness: {exc}{removed}") from exc
+        raise _failed_launch(session, plan, str(exc), remove=not keep_worktree) from exc
     code = completed.returncode if completed.returncode >= 0 else 128 - completed.returncode
+    if code in _CANNOT_START and plan.command[:2] == ("sh", "-c"):
+        raise _failed_launch(session, plan, _CANNOT_START[code], remove=False)
     with write_txn(session.db):
         store.update_resume(session.db, plan.resume_id, exit_code=code)
         session.record_event(
@@ -352,6 +353,54 @@ def launch(session: Session, plan: ResumePlan, *, keep_worktree: bool = False) -
         )
     end_resume(session, plan.resume_id, "done", None)
     return code
+
+
+def _failed_launch(session: Session, plan: ResumePlan, failure: str, *, remove: bool) -> UsageError:
+    """End a resume whose harness never started; the error that says what became of it."""
+    removed = ""
+    repo_root = store.get_task(session.db, plan.task_id).repo_root
+    in_repo = plan.workdir == Path(repo_root)
+    if plan.branch and remove and not in_repo:
+        from core import snapshot
+
+        with contextlib.suppress(PitstopError):
+            source = snapshot.resolve_source_repo(repo_root)
+            if _discard_worktree(source, plan.workdir, plan.task_id):
+                with write_txn(session.db):
+                    store.update_resume(session.db, plan.resume_id, workdir=None)
+                removed = f"; removed {plan.workdir} and branch {plan.branch}"
+    elif not in_repo and plan.workdir.is_dir():
+        removed = (
+            f"; kept {plan.workdir} and its brief: fix the harness, then "
+            f"`pitstop resume {plan.ref} --into {plan.workdir}` takes them up"
+        )
+    end_resume(session, plan.resume_id, "failed", failure)
+    status = _put_task_back(session, plan, failure)
+    back = f"; task {plan.task_id} is {status} again" if status else ""
+    return UsageError(f"cannot launch the harness: {failure}{removed}{back}")
+
+
+def _put_task_back(session: Session, plan: ResumePlan, failure: str) -> str | None:
+    """Return a task the failed launch left `resuming` to its status before the resume
+    (audited); the status it has now, or None when something else moved it meanwhile."""
+    previous = plan.previous_status
+    now = clock.now_iso()
+    with write_txn(session.db):
+        task = store.get_task(session.db, plan.task_id)
+        if task.status is not TaskStatus.RESUMING or previous in (None, task.status.value):
+            return None
+        store.update_task(session.db, plan.task_id, status=TaskStatus(previous), updated_at=now)
+        session.record_event(
+            plan.task_id,
+            "task",
+            plan.task_id,
+            "status",
+            TaskStatus.RESUMING.value,
+            previous,
+            f"the harness could not be launched: {failure}",
+            now,
+        )
+    return previous
 
 
 def judge_resume(session: Session, task_id: str, accepted: bool, reason: str) -> dict[str, Any]:

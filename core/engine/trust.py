@@ -80,15 +80,23 @@ def set_approvers(
 
     if not add and not remove:
         raise UsageError("name an approver to add or remove")
-    current = ensure_roster(session, task_id)
-    keys, labels = set(current.approver_keys), set(current.approver_labels)
+    # Every name is checked before the roster is read: founding it is a write, and a
+    # refused change must leave nothing behind.
+    added_keys: list[str] = []
+    added_labels: list[str] = []
     for text in add:
         if text.startswith(signing.PUBLIC_PREFIX) or text.startswith("ssh-ed25519 "):
-            keys.add(signing.parse_public_key(text))
+            added_keys.append(signing.parse_public_key(text))
         else:
-            labels.update(validate_operator_names([text]))
-    for text in remove:
-        keys.discard(text if not text.startswith("ssh-") else signing.parse_public_key(text))
+            added_labels.extend(validate_operator_names([text]))
+    removed = [
+        text if not text.startswith("ssh-") else signing.parse_public_key(text) for text in remove
+    ]
+    current = ensure_roster(session, task_id)
+    keys = set(current.approver_keys) | set(added_keys)
+    labels = set(current.approver_labels) | set(added_labels)
+    for text, parsed in zip(remove, removed, strict=True):
+        keys.discard(parsed)
         labels.discard(text)
     change_roster(
         session,

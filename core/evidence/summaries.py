@@ -56,14 +56,26 @@ _UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in [\d.]+s")
 _UNITTEST_RESULT = re.compile(r"^(OK|FAILED)(?: \((?P<body>[^)]*)\))?\s*$")
 _JEST_TESTS = re.compile(r"^\s*Tests:\s+(?P<body>.*\d+ total)")
 _VITEST_TESTS = re.compile(r"^\s*Tests\s+(?P<body>.*\(\d+\))")
-_GO_PKG = re.compile(r"^(ok|FAIL|---\s+FAIL:|---\s+PASS:)\s")
+# go test's own lines only: `ok  \tPKG\t0.02s`, `FAIL\tPKG\t0.01s` or `[build failed]`, and
+# `--- PASS: TestName (0.00s)`; a bare "ok" or "FAIL: it broke" is not a go test run.
+_GO_PKG = re.compile(
+    r"^(ok|FAIL)[ \t]+\S+[ \t]+(?:\d+(?:\.\d+)?s|\(cached\)|\[(?:build|setup) failed\])"
+    r"(?:[ \t][^\n]*)?$"
+)
+_GO_TEST = re.compile(r"^--- (PASS|FAIL): \S+ \(\d+(?:\.\d+)?s\)$")
 _CARGO = re.compile(r"^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored")
 _RUFF_FOUND = re.compile(r"^Found (\d+) errors?\.")
 _RUFF_CLEAN = re.compile(r"^All checks passed!")
 _MYPY = re.compile(r"^Found (\d+) errors? in (\d+) files?")
 _MYPY_OK = re.compile(r"^Success: no issues found in (\d+) source files?")
 _PIP_OK = re.compile(r"^Successfully installed (.+)$")
-_PIP_ERROR = re.compile(r"^ERROR: ")
+# pip's own error lines, not any "ERROR: " a script prints.
+_PIP_ERROR = re.compile(
+    r"^ERROR: (?:Could not (?:find a version|install packages|open requirements|build wheels)|"
+    r"No matching distribution|Failed (?:building wheel|to build)|Cannot (?:install|uninstall)|"
+    r"Invalid requirement|ResolutionImpossible|pip's dependency resolver|Exception:|"
+    r"Double requirement|Directory '.*' is not installable)"
+)
 _NPM_ADDED = re.compile(r"^(?:added|removed|changed) (\d+) packages?")
 _NPM_UP_TO_DATE = re.compile(r"^up to date, audited (\d+) packages?")
 _NPM_VULN = re.compile(r"^found (\d+) vulnerabilit")
@@ -245,19 +257,15 @@ class SummaryScanner:
         return True
 
     def _go_test(self, line: str) -> bool:
-        match = _GO_PKG.match(line)
-        if not match:
+        package = _GO_PKG.match(line)
+        test = None if package else _GO_TEST.match(line)
+        if package:
+            self._go["packages_ok" if package.group(1) == "ok" else "packages_failed"] += 1
+        elif test:
+            self._go["passed" if test.group(1) == "PASS" else "failed"] += 1
+        else:
             return False
         self._go_seen = True
-        word = match.group(1)
-        if word == "ok":
-            self._go["packages_ok"] += 1
-        elif word == "FAIL":
-            self._go["packages_failed"] += 1
-        elif "FAIL" in word:
-            self._go["failed"] += 1
-        else:
-            self._go["passed"] += 1
         return True
 
     def _cargo(self, line: str) -> bool:

@@ -3,7 +3,9 @@ cannot be pointed at another repository, with one error type.
 
 A hook runner or a wrapper script may have set `GIT_DIR`, `GIT_INDEX_FILE` or their kin; every
 git process Pitstop starts drops them, so each call reaches exactly the repository it names.
-Whatever git writes runs under umask 077, so the store's repositories stay private (invariant 9).
+Whatever git writes runs under umask 077, so the store's repositories stay private (invariant 9);
+only a call that writes the user's own files (`private=False`: a restored work tree, the user's
+repository) runs under the user's umask, so 0644 files come back 0644.
 """
 
 from __future__ import annotations
@@ -61,14 +63,35 @@ def run_git(
     env: Mapping[str, str] | None = None,
     input: bytes | None = None,
     ok_codes: Iterable[int] = (0,),
+    private: bool = True,
 ) -> bytes:
-    """Run one git command and return its stdout; any unexpected exit raises GitError."""
-    proc = run_git_process(args, cwd=cwd, git_dir=git_dir, env=env, input=input)
+    """Run one git command and return its stdout; any unexpected exit raises GitError.
+
+    `private=False`: the command writes the user's files, under the user's umask."""
+    proc = run_git_process(args, cwd=cwd, git_dir=git_dir, env=env, input=input, private=private)
     if proc.returncode not in tuple(ok_codes):
         message = proc.stderr.decode(errors="replace").strip().splitlines()
         detail = message[-1] if message else f"exit code {proc.returncode}"
-        raise GitError(f"git {args[0]} failed: {detail}")
+        raise GitError(f"git {subcommand(args)} failed: {detail}")
     return proc.stdout
+
+
+# Options of git itself that take their value as the next argument (`-c name=value`).
+_OPTIONS_WITH_VALUE = frozenset({"-c", "-C", "--git-dir", "--work-tree", "--namespace"})
+
+
+def subcommand(args: Sequence[str]) -> str:
+    """The git command `args` runs (`checkout-index` in `-c x=y checkout-index -a`), for
+    errors people read."""
+    skip_value = False
+    for arg in args:
+        if skip_value:
+            skip_value = False
+        elif arg in _OPTIONS_WITH_VALUE:
+            skip_value = True
+        elif not arg.startswith("-"):
+            return arg
+    return args[0] if args else "(no command)"
 
 
 def run_git_process(
@@ -78,9 +101,11 @@ def run_git_process(
     git_dir: Path | None = None,
     env: Mapping[str, str] | None = None,
     input: bytes | None = None,
+    private: bool = True,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run one git command to its end, whatever its exit code: for callers that read the
-    code or all of stderr themselves."""
+    code or all of stderr themselves. `private=False`: it writes the user's files, under the
+    user's umask."""
     full_env = clean_env(env)
     if git_dir is not None:
         full_env["GIT_DIR"] = str(git_dir)
@@ -94,7 +119,8 @@ def run_git_process(
             input=input,
             capture_output=True,
             check=False,
-            umask=0o077,  # whatever git writes into the store is private (invariant 9)
+            # whatever git writes into the store is private (invariant 9); -1: the user's umask
+            umask=0o077 if private else -1,
         )
     except FileNotFoundError as exc:
         raise GitError(_NO_GIT) from exc

@@ -1,5 +1,9 @@
 """One guard at a time per side effect: an exclusive `flock` on a lock file per key.
 
+The file exists only while held: its holder removes it before unlocking, and a process that
+waited for it checks, once it holds it, that it is still the file at that path (else it opens
+the new one), so no two ever hold "the" lock of one key and no file is left per key.
+
 A guard holds the lock while it decides and runs, and hands the locked descriptor to the
 action, so the lock outlives a guard killed mid-action for as long as the action itself still
 runs. A second guard waits for that lock, then finds the effect settled. The database
@@ -52,14 +56,26 @@ class KeyLocks:
     def hold(self, task_id: str, key: str, wait: float, notice: Notice = quiet) -> Iterator[int]:
         """Hold the key's lock, waiting up to `wait` seconds for a guard already running it."""
         ensure_private_dir(self.lock_dir)
-        fd = os.open(self.path(task_id, key), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        path = self.path(task_id, key)
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                self._acquire(fd, task_id, key, wait, notice)
+            except BaseException:
+                os.close(fd)
+                raise
+            if _still_at(fd, path):
+                break
+            os.close(fd)  # its holder removed it as it finished: lock the file there now
         try:
-            self._acquire(fd, task_id, key, wait, notice)
             yield fd
         finally:
+            # Removed while held, so no key leaves a file behind (a guard killed mid-action
+            # leaves its file, still held by the action: that one `pitstop doctor` reports).
             # Unlocking releases the lock for every process sharing the descriptor, so an
             # action's leftover background children cannot keep the key locked after we finish.
             try:
+                path.unlink(missing_ok=True)
                 fcntl.flock(fd, fcntl.LOCK_UN)
             finally:
                 os.close(fd)
@@ -89,6 +105,17 @@ class KeyLocks:
         if effect and effect.runner_pid:
             return f"the guard started as pid {effect.runner_pid} on {effect.runner_host}"
         return "another pitstop process"
+
+
+def _still_at(fd: int, path: Path) -> bool:
+    """True when the locked file is still the one at `path` (not removed by its last holder
+    while we waited for it, which would make this lock no one else's)."""
+    try:
+        current = os.stat(path)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(fd)
+    return (current.st_dev, current.st_ino) == (opened.st_dev, opened.st_ino)
 
 
 def lock_file_held(path: Path) -> bool:

@@ -44,6 +44,8 @@ class ResumePlan:
     warnings: tuple[str, ...] = ()
     command: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
+    # The task's status before the resume: what it goes back to when the harness cannot start.
+    previous_status: str | None = None
 
     @property
     def ref(self) -> str:
@@ -205,8 +207,10 @@ def brief_markdown(brief: dict[str, Any]) -> str:
 
 
 def write_brief(directory: Path, brief: dict[str, Any]) -> tuple[Path, Path]:
-    """Write `BRIEF.md` and `brief.json` into `directory` (created private)."""
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Write `BRIEF.md` and `brief.json` into `directory` (created private, its parent
+    `resumes/` too: mkdir's mode reaches only the last directory)."""
+    directory.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    directory.mkdir(exist_ok=True, mode=0o700)
     md = directory / "BRIEF.md"
     js = directory / "brief.json"
     for path, text in ((md, brief_markdown(brief)), (js, json.dumps(brief, indent=2) + "\n")):

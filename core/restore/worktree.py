@@ -156,9 +156,10 @@ def _stage_real_ids(
     *,
     git_dir: Path | None = None,
     cwd: Path | None = None,
+    private: bool = True,
 ) -> None:
     """Point index entries at the real bytes' ids of sealed files (the objects need not exist:
-    git compares the work tree's files with the ids)."""
+    git compares the work tree's files with the ids); `private=False`: the user's index."""
     lines = b"".join(
         f"{entry.mode} {entry.plain_blob}\t".encode()
         + entry.path.encode("utf-8", errors="surrogateescape")
@@ -167,7 +168,12 @@ def _stage_real_ids(
     )
     if lines:
         run_git(
-            ["update-index", "-z", "--index-info"], git_dir=git_dir, env=env, cwd=cwd, input=lines
+            ["update-index", "-z", "--index-info"],
+            git_dir=git_dir,
+            env=env,
+            cwd=cwd,
+            input=lines,
+            private=private,
         )
 
 
@@ -176,6 +182,7 @@ def bring_objects(source: SourceRepo, store_repo: Path, commit: str) -> None:
     run_git(
         ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", str(store_repo), commit],
         cwd=source.toplevel,
+        private=False,  # the user's repository: its objects as readable as the rest of it
     )
 
 
@@ -194,7 +201,11 @@ def add_worktree(source: SourceRepo, into: Path, branch: str, base: str) -> str:
     while name in existing:
         suffix += 1
         name = f"{branch}-{suffix}"
-    run_git(["worktree", "add", "--quiet", "-b", name, str(into), base], cwd=source.toplevel)
+    run_git(
+        ["worktree", "add", "--quiet", "-b", name, str(into), base],
+        cwd=source.toplevel,
+        private=False,
+    )
     return name
 
 
@@ -228,8 +239,9 @@ def restore_into(
     sealed file gets its real bytes (`opened`: stand-in → bytes) in the work tree, and a sealed
     staged one its real blob in the index (written into the repository, as `git add` had)."""
     env = {"GIT_OPTIONAL_LOCKS": "0"}
-    run_git(["read-tree", "--reset", "-u", worktree_tree], cwd=work_dir, env=env)
-    run_git(["read-tree", index_tree], cwd=work_dir, env=env)
+    # the user's files and index: written under the user's umask (0644 stays 0644)
+    run_git(["read-tree", "--reset", "-u", worktree_tree], cwd=work_dir, env=env, private=False)
+    run_git(["read-tree", index_tree], cwd=work_dir, env=env, private=False)
     write_real_files(work_dir, [e for e in sealed if e.tree == WORKTREE], opened or {})
     staged = [e for e in sealed if e.tree == INDEX]
     for entry in staged:
@@ -237,15 +249,22 @@ def restore_into(
             ["hash-object", "-w", "--no-filters", "--stdin"],
             cwd=work_dir,
             input=(opened or {})[entry.blob],
+            private=False,
         )
         if written.decode().strip() != entry.plain_blob:
             raise GitError(f"git stored {entry.path} under another id than its manifest names")
-    _stage_real_ids(env, staged, cwd=work_dir)
+    _stage_real_ids(env, staged, cwd=work_dir, private=False)
 
 
 def require_empty_target(into: Path) -> None:
-    """Refuse a resume target that exists and is not empty."""
-    if into.exists() and (not into.is_dir() or any(into.iterdir())):
+    """Refuse a resume target that exists and is not empty, or cannot be looked up."""
+    try:
+        taken = into.exists() and (not into.is_dir() or any(into.iterdir()))
+    except OSError as exc:  # a name too long, no permission…
+        raise UsageError(
+            f"cannot use {into}: {exc.strerror or exc}; choose another directory"
+        ) from exc
+    if taken:
         raise UsageError(f"{into} already exists and is not empty; choose a new directory")
 
 

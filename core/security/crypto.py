@@ -166,6 +166,10 @@ def store_master_key_in_keyring(key: bytes) -> str:
     return backend_name(backend)
 
 
+# What to do about a stored object that is not what its record names.
+DAMAGED_FIX = "run `pitstop doctor`, and fetch the task again from its remote if it has one"
+
+
 def associated_data(store_id: str, task_id: str, item: str) -> bytes:
     """What binds a blob to its place: the store, the task and the item within it."""
     return f"pitstop/v1\0{store_id}\0{task_id}\0{item}".encode()
@@ -213,15 +217,18 @@ def open_envelope(key: bytes, envelope: bytes, aad: bytes, what: str) -> bytes:
     start = _HEADER.size + len(kid)
     nonce, body = envelope[start : start + NONCE_BYTES], envelope[start + NONCE_BYTES :]
     if kid != key_id(key):
+        # The task's keys come from the store under a master key that opened them, so an
+        # envelope naming none of them was put here from another task, or damaged.
         raise DecryptError(
-            f"{what} was encrypted with key {kid}, not the key in use ({key_id(key)}); "
-            "restore the right key from your backup"
+            f"{what} was sealed with key {kid}, which is not one of its task's keys: the stored "
+            f"object was swapped for another record's or damaged; {DAMAGED_FIX}"
         )
     try:
         return AESGCM(key).decrypt(nonce, body, aad)
     except InvalidTag as exc:
         raise DecryptError(
-            f"{what} failed authentication: it was altered or moved from another record"
+            f"{what} failed authentication: it was altered or moved from another record; "
+            f"{DAMAGED_FIX}"
         ) from exc
 
 

@@ -42,17 +42,20 @@ def materialise(
     `sealed`: the tree's sealed files, with `opened` their real bytes (stand-in → bytes, from
     `open_sealed`), written in place of their stand-ins.
     """
-    if into.exists() and (not into.is_dir() or any(into.iterdir())):
-        raise UsageError(
-            f"{into} already exists and is not empty; choose a new directory for --into"
-        )
+    _require_new_directory(into)
     if not held_objects(store_repo, [tree])[tree]:
         raise DamagedCheckpointError(
             f"snapshot tree {tree[:12]} is missing from the store; "
             "this checkpoint cannot be restored"
         )
     created = not into.exists()
-    into.mkdir(parents=True, exist_ok=True)
+    try:
+        into.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a parent that is a file, no permission, a name too long…
+        raise UsageError(
+            f"cannot create {_shown(into)}: {exc.strerror or exc}; choose another directory "
+            "for --into"
+        ) from exc
     scratch_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
         count = _checkout_tree(store_repo, tree, into, scratch_dir)
@@ -67,6 +70,26 @@ def materialise(
         _take_back(into, created)
         raise
     return count
+
+
+def _shown(path: Path) -> str:
+    """A path for a one-line message: a very long one cut, visibly."""
+    text = str(path)
+    return text if len(text) <= 120 else f"{text[:117]}..."
+
+
+def _require_new_directory(into: Path) -> None:
+    """Refuse a target that exists and is not an empty directory, or cannot be looked up."""
+    try:
+        taken = into.exists() and (not into.is_dir() or any(into.iterdir()))
+    except OSError as exc:
+        raise UsageError(
+            f"cannot use {_shown(into)}: {exc.strerror or exc}; choose another directory for --into"
+        ) from exc
+    if taken:
+        raise UsageError(
+            f"{_shown(into)} already exists and is not empty; choose a new directory for --into"
+        )
 
 
 def _take_back(into: Path, created: bool) -> None:
@@ -87,11 +110,13 @@ def _checkout_tree(store_repo: Path, tree: str, into: Path, scratch_dir: Path) -
     with scratch_directory(scratch_dir, "checkout-") as temp:
         env = {"GIT_INDEX_FILE": str(temp / "index"), "GIT_WORK_TREE": str(into)}
         run_git([*_EXACT_CHECKOUT, "read-tree", tree], git_dir=store_repo, env=env)
+        # the scratch index stays private; the files are the user's, under the user's umask
         run_git(
             [*_EXACT_CHECKOUT, "checkout-index", "-a", "-f"],
             git_dir=store_repo,
             env=env,
             cwd=into,
+            private=False,
         )
         with (temp / "index").open("rb") as index:
             header = index.read(12)  # "DIRC", version, entry count (big-endian)

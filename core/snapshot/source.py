@@ -81,14 +81,33 @@ _REPO_FACTS = (
 _CONFIG_ARGS = ("config", "-z", "--get-regexp", r"^(remote\..*\.url|branch\..*\.merge)$")
 
 
+def _path_kind(path: Path) -> str | None:
+    """ "dir", "file" (anything else that exists) or None; a path the system refuses to look
+    up (a name too long, a loop of links, no permission) is refused in one line."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        shown = str(path) if len(str(path)) <= 120 else f"{str(path)[:117]}..."
+        raise NotAGitRepoError(
+            f"{shown} cannot be looked up ({exc.strerror or exc}); "
+            "pass --repo a path inside a git work tree"
+        ) from exc
+    return "dir" if stat.S_ISDIR(mode) else "file"
+
+
 def resolve_source_repo(path: str | os.PathLike[str]) -> SourceRepo:
     """Locate the work tree containing `path`, refusing paths that are not inside one."""
     candidate = Path(path).expanduser()
-    if not candidate.exists():
+    kind = _path_kind(candidate)
+    if kind is None:
         raise NotAGitRepoError(
             f"{candidate} does not exist; pass --repo a path inside a git work tree"
         )
-    if not candidate.is_dir():
+    if kind != "dir":
         candidate = candidate.parent
     try:
         # Inside a work tree (the common case, and every harness hook's): one git call.
@@ -105,9 +124,10 @@ def locate(path: str | os.PathLike[str]) -> Located:
     upstream. Without an upstream, that `rev-parse` stops after HEAD's tree; the branch is then
     read from the repository's HEAD file, as git reads it."""
     candidate = Path(path).expanduser()
-    if candidate.is_file():
-        candidate = candidate.parent
-    if not candidate.is_dir():
+    kind = _path_kind(candidate)
+    if kind == "file":
+        candidate, kind = candidate.parent, _path_kind(candidate.parent)
+    if kind != "dir":
         return Located(resolve_source_repo(path), (), False, None)  # explains the refusal
     config = start_git(_CONFIG_ARGS, cwd=candidate, env={})
     try:

@@ -186,6 +186,9 @@ class Database:
 
 def open_database(path: Path) -> Database:
     """Open (creating if needed) the store database with WAL, FULL sync and a long busy timeout."""
+    read_only = read_only_reason(path)
+    if read_only:
+        raise StoreError(read_only)
     old_umask = os.umask(0o077)
     try:
         conn = sqlite3.connect(
@@ -212,6 +215,29 @@ def open_database(path: Path) -> Database:
     for suffix in ("", "-wal", "-shm"):
         ensure_private_file(Path(str(path) + suffix))
     return Database(conn)
+
+
+def read_only_reason(path: Path) -> str | None:
+    """Why the store holding the database `path` cannot be written, in one line; None when
+    it can. SQLite itself would only say "unable to open database file"."""
+    root = path.parent
+    try:
+        mounted_read_only = bool(os.statvfs(root).f_flag & os.ST_RDONLY)
+    except OSError:
+        return None  # no such directory yet: creating it says what is wrong
+    if mounted_read_only:
+        return (
+            f"the store {root} is on a file system mounted read-only; remount it read-write, "
+            "or choose another store with --store or PITSTOP_HOME"
+        )
+    for part in (root, path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        if part.exists() and not os.access(part, os.W_OK):
+            return (
+                f"the store {root} is read-only: {part.name} is not writable by you; "
+                f"give it back to you (`chmod -R u+w {root}`, or `chown -R` it to your user), "
+                "or choose another store with --store or PITSTOP_HOME"
+            )
+    return None
 
 
 def _enable_wal(conn: sqlite3.Connection) -> str:

@@ -55,11 +55,29 @@ def git_lock(store_root: Path, repo: Path) -> None:
 
 
 def effect_locks(store_root: Path, repo: Path) -> None:
-    """Every guarded key leaves its lock file behind."""
+    """Guards killed while they held their keys leave the keys' lock files behind (a guard
+    that ends removes its own)."""
     _started(store_root, repo)
     with Engine() as engine:
         for key in ("deploy-1", "deploy-2"):
             engine.guard_effect(GuardRequest(task_id="t1", key=key, argv=("true",), kind="deploy"))
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\n"
+            "from core.engine import Engine\n"
+            "from core.engine.ledgers import effect_ledger\n"
+            "engine = Engine()\n"
+            "locks = effect_ledger(engine).locks\n"
+            "with locks.hold('t1', 'deploy-1', 0.0), locks.hold('t1', 'deploy-2', 0.0):\n"
+            "    print('in', flush=True); time.sleep(60)\n",
+        ],
+        stdout=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stdout.readline() == b"in\n"
+    child.send_signal(signal.SIGKILL)
+    child.wait()
 
 
 def killed_scratch(store_root: Path, repo: Path) -> None:

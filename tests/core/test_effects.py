@@ -11,6 +11,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -39,6 +40,7 @@ from core.ledger import states
 from core.ledger.action import EXIT_TIMEOUT
 from core.ledger.checks import CheckVerdict
 from core.ledger.guard import GuardRequest
+from core.ledger.locks import KeyLocks
 from core.ledger.states import TRANSITIONS
 from core.models import EffectState, Interface, TaskStatus
 from core.store.db import open_database
@@ -444,6 +446,44 @@ def test_a_live_guard_holds_the_key(engine: Engine, task_id: str) -> None:
             )
     assert engine.get_effect(task_id, "deploy").state is EffectState.IN_PROGRESS
     assert not engine.get_effect(task_id, "deploy").runner_alive
+
+
+def test_an_effect_lock_lives_only_while_held_and_stays_one_lock(
+    engine: Engine, task_id: str, store_root: Path
+) -> None:
+    """Moves and guards leave no lock file per key behind (so `pitstop doctor` has nothing to
+    say of a store used normally), and one who waited for a removed file locks the new one."""
+    import threading
+
+    engine.propose_effect(task_id, "deploy", "deploy")
+    engine.move_effect(task_id, "deploy", EffectState.IN_PROGRESS)
+    engine.move_effect(task_id, "deploy", EffectState.CONFIRMED, reason="done")
+    engine.guard_effect(GuardRequest(task_id=task_id, key="g1", argv=("true",), kind="x"))
+    lock_dir = store_root / "tmp" / "locks" / "effects"
+    assert list(lock_dir.glob("*.lock")) == []
+    assert not [f for f in Engine.doctor().remaining if f.kind == "lock-files"]
+
+    locks = effect_ledger(engine).locks
+    waited = threading.Event()
+    release = threading.Event()
+
+    def second_holder() -> None:  # another process, in effect: a connection of its own
+        mine = KeyLocks(open_database(store_root / "pitstop.db"), locks.lock_dir, engine.keys)
+        with mine.hold(task_id, "k", wait=10.0):
+            waited.set()
+            release.wait(10)
+
+    with locks.hold(task_id, "k", wait=0.0):
+        other = threading.Thread(target=second_holder)
+        other.start()
+        time.sleep(0.2)  # it waits for our lock on the file we are about to remove
+    assert waited.wait(10)
+    # its lock is the key's lock, not a removed file's
+    with pytest.raises(EffectBusyError), locks.hold(task_id, "k", wait=0.0):
+        pass
+    release.set()
+    other.join(10)
+    assert list(lock_dir.glob("*.lock")) == []
 
 
 def test_transitions_table_is_the_documented_one() -> None:

@@ -1,5 +1,6 @@
 """Hostile trees are refused by validation as git would refuse them, a failed resume takes back
-the worktree and branch it added, and a killed writer's temporary index is private."""
+the worktree and branch it added, a harness that cannot start leaves the task as it was, and a
+killed writer's temporary index is private."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from corekit import git, only_store_repo, write
 
 from core.engine import Engine
 from core.errors import GitError, ResumeRefusedError, UsageError
+from core.models import NamedVersion, TaskStatus
 from core.restore.checks.tree_paths import refused_path
 
 
@@ -148,11 +150,44 @@ def test_failed_launch_takes_back_its_worktree_unless_kept(
         broken = dataclasses.replace(plan, command=(str(repo / "no-such-harness"),))
         with pytest.raises(UsageError, match="cannot launch the harness") as failed:
             engine.launch(broken, keep_worktree=keep)
+        assert engine.get_task("t1").status is TaskStatus.RUNNING  # as before the resume
     if keep:
         assert plan.workdir.is_dir() and "pitstop/t1" in git(repo, "branch", "--list")
     else:
         assert "removed" in failed.value.message
         assert _leftovers(repo) == before and not plan.workdir.exists()
+
+
+def test_a_harness_that_is_not_installed_puts_the_task_back_and_keeps_the_plan(
+    isolated_env: dict[str, Path], store_root: Path, repo: Path
+) -> None:
+    """The launch runs through `sh -c`, which says "not found" with exit 127."""
+    (isolated_env["config"] / "config.toml").write_text(
+        '[harness.absent]\nresume = "no-such-harness-for-pitstop --brief {brief}"\n'
+    )
+    with Engine() as engine:
+        engine.start_task(
+            repo=repo, objective="launch", task_id="t1", harness=NamedVersion("absent")
+        )
+        engine.checkpoint("t1")
+        engine.set_task_activity("t1", TaskStatus.WAITING, "asked the operator")
+        plan = engine.resume("t1@1")
+        assert engine.get_task("t1").status is TaskStatus.RESUMING
+        with pytest.raises(UsageError, match="cannot launch the harness") as failed:
+            engine.launch(plan)
+        message = failed.value.message
+        assert "not installed" in message and "waiting again" in message, message
+        assert engine.get_task("t1").status is TaskStatus.WAITING
+        back = [e for e in engine.events("t1") if e.entity == "task" and e.to_state == "waiting"]
+        assert back[-1].from_state == "resuming" and "harness" in (back[-1].reason or "")
+        (record,) = engine.resume_records("t1")
+        assert record["state"] == "failed"
+        # the plan is kept: its brief and worktree, which a second resume takes up as they are
+        assert plan.brief_md.is_file() and plan.workdir.is_dir()
+        assert str(plan.workdir) in message
+        again = engine.resume("t1@1", into=plan.workdir)
+        assert again.workdir == plan.workdir and again.branch is None
+        assert engine.get_task("t1").status is TaskStatus.RESUMING
 
 
 def test_killed_writers_temporary_index_is_private(

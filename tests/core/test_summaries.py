@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.engine import Engine
-from core.evidence.summaries import SummaryScanner
+from core.evidence.summaries import CandidateLines, SummaryScanner
 
 PYTEST = """\
 ============================= test session starts ==============================
@@ -380,6 +382,70 @@ def test_recorder_filter_loses_nothing_the_scanner_sees(
 def test_plain_output_has_no_summary(engine: Engine, task_id: str, tmp_path: Path) -> None:
     text = "building…\nok, wrote dist/app.js (41 kB)\nFound a config at ./app.toml\ndone\n"
     assert summary_of(engine, task_id, tmp_path, "plain", text) is None
+
+
+# What programs print that only looks like a tool's report: `echo ok`, a script's own "ERROR:",
+# words that start like go test's lines. None of them is a go test run or a pip install.
+NOT_A_TOOL = [
+    ("echo-ok", "ok\n"),
+    ("ok-then-more", "ok\nall done\n"),
+    ("ok-words", "ok\tsure, wrote it\n"),
+    ("fail-words", "FAIL this step broke\nFAIL\n"),
+    ("dashes", "--- PASS: the salt\n--- FAIL: nothing\n"),
+    ("script-error", "ERROR: the database is down\n"),
+]
+
+
+@pytest.mark.parametrize(("name", "text"), NOT_A_TOOL, ids=[c[0] for c in NOT_A_TOOL])
+def test_output_that_only_looks_like_a_tool_claims_none(
+    engine: Engine, task_id: str, tmp_path: Path, name: str, text: str
+) -> None:
+    assert summary_of(engine, task_id, tmp_path, name, text) is None
+    assert scanner_summary(text) is None
+
+
+def _recorder_view_summary(data: bytes) -> Any:
+    """What the recorder's path (candidate lines, then the scanner) makes of `data`."""
+    scanner = SummaryScanner()
+    for line in CandidateLines().lines(b"\n" + data):
+        scanner.feed_line(line)
+    found = scanner.summary()
+    return found.as_dict() if found else None
+
+
+# Pieces of go test's and pip's lines, but never a duration, `(cached)` or `[build failed]`
+# (without which no line is go test's), nor a phrase of pip's own errors.
+_LOOKALIKE_PIECES = st.sampled_from(
+    [
+        b"ok",
+        b"FAIL",
+        b"--- PASS:",
+        b"--- FAIL:",
+        b"ERROR: ",
+        b" ",
+        b"\t",
+        b"\n",
+        b"\r",
+        b"\x00",
+        b"\xff\xfe",
+        b"\x1b[0m",
+        b"x.go",
+        b"Test",
+        b"(",
+        b")",
+        b"0",
+        b"s",
+        b"pkg/a",
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(_LOOKALIKE_PIECES, st.binary(max_size=8)), max_size=40))
+def test_random_output_is_not_summarised_as_go_test_or_pip(pieces: list[bytes]) -> None:
+    data = b"".join(pieces) + b"\n"
+    for found in (_recorder_view_summary(data), scanner_summary(data.decode(errors="replace"))):
+        assert found is None or found["tool"] not in ("go test", "pip install"), (data, found)
 
 
 def test_the_last_report_wins(engine: Engine, task_id: str, tmp_path: Path) -> None:
