@@ -12,10 +12,13 @@ what is sealed after never opens with any of them.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from core import clock, store
-from core.security import crypto
 from core.store.db import Database, write_txn
+
+if TYPE_CHECKING:  # loaded when something is sealed or opened: `pitstop locate` never does
+    from core.security import crypto
 
 DEMO_KEY_META = "demo_master_key"
 CURRENT_KEY_ITEM = "data-key"
@@ -49,6 +52,8 @@ class TaskKeys:
 
     @property
     def master(self) -> crypto.MasterKey:
+        from core.security import crypto
+
         if self._master is None:
             demo = store.get_meta(self._db, DEMO_KEY_META)
             if demo is not None:
@@ -75,6 +80,8 @@ class TaskKeys:
         Only `pitstop demo` does this, so that the demo runs on a machine with no keyring and
         no PITSTOP_KEY. A real store never stores its master key.
         """
+        from core.security import crypto
+
         with write_txn(self._db):
             store.set_meta(self._db, DEMO_KEY_META, crypto.encode_key(crypto.DEMO_KEY))
         self._master = None
@@ -89,6 +96,8 @@ class TaskKeys:
         With `create` (the caller is about to seal), a key another process rotated since it was
         cached is read again, so nothing new is sealed with a retired key.
         """
+        from core.security import crypto
+
         if task_id in self._cache:
             if not (create and self._rotated_elsewhere(task_id)):
                 return self._cache[task_id]
@@ -136,6 +145,8 @@ class TaskKeys:
 
     def old_keys(self, task_id: str) -> dict[str, bytes]:
         """The task's retired data keys (key id → key): they open, never seal."""
+        from core.security import crypto
+
         if task_id not in self._old:
             found: dict[str, bytes] = {}
             for kid, wrapped in store.old_wrapped_keys(self._db, task_id).items():
@@ -155,6 +166,8 @@ class TaskKeys:
 
     def all_keys(self, task_id: str) -> dict[str, bytes]:
         """Every data key of the task, current and retired (key id → key)."""
+        from core.security import crypto
+
         current = self.data_key(task_id, create=False)
         return {**self.old_keys(task_id), crypto.key_id(current): current}
 
@@ -164,6 +177,8 @@ class TaskKeys:
         Runs inside the caller's write transaction (the caller audits it there); returns the
         new key's id.
         """
+        from core.security import crypto
+
         if not self._db.conn.in_transaction:
             raise RuntimeError("TaskKeys.rotate() runs inside the caller's write transaction")
         current = self.data_key(task_id, create=False)
@@ -182,6 +197,8 @@ class TaskKeys:
 
     def _retire(self, task_id: str, key: bytes) -> bool:
         """Keep `key` as one of the task's retired keys (in the caller's transaction)."""
+        from core.security import crypto
+
         kid = crypto.key_id(key)
         return store.insert_old_wrapped_key(
             self._db,
@@ -203,6 +220,8 @@ class TaskKeys:
         Lists show the marker instead of failing, as checkpoint notes do; a task whose key
         cannot be had is not asked again for every row of the same list.
         """
+        from core.security import crypto
+
         if task_id in self._unreadable:
             return store.UNREADABLE
         try:
@@ -246,6 +265,8 @@ class TaskKeys:
         made by anyone who ever held this task's keys and is refused. A task gc retired (no
         key left) takes nothing. Runs inside the caller's write transaction.
         """
+        from core.security import crypto
+
         _check_key_ids(task_id, keys, current_id)
         if store.get_wrapped_key(self._db, task_id) is None:
             return False
@@ -279,16 +300,22 @@ class TaskKeys:
 
     def _insert_wrapped(self, task_id: str, key: bytes) -> bytes:
         """Record a task's data key wrapped by the master key (in the caller's transaction)."""
+        from core.security import crypto
+
         wrapped = crypto.wrap_data_key(self.master, key, self.store_id, task_id)
         store.insert_wrapped_key(self._db, task_id, wrapped, self.master.id, clock.now_iso())
         return wrapped
 
     def data_key_id(self, task_id: str) -> str:
         """The public id of the task's current data key (recorded in checkpoint headers)."""
+        from core.security import crypto
+
         return crypto.key_id(self.data_key(task_id, create=True))
 
     def seal(self, task_id: str, item: str, plaintext: bytes) -> bytes:
         """Encrypt content that belongs to `item` of `task_id`."""
+        from core.security import crypto
+
         key = self.data_key(task_id, create=True)
         return crypto.seal(
             key, plaintext, crypto.associated_data(self.scope(task_id), task_id, item)
@@ -296,6 +323,8 @@ class TaskKeys:
 
     def open(self, task_id: str, item: str, envelope: bytes, what: str) -> bytes:
         """Decrypt content sealed for `item` of `task_id`, with the key its envelope names."""
+        from core.security import crypto
+
         key = self._key_for(task_id, crypto.peek_key_id(envelope))
         return crypto.open_envelope(
             key, envelope, crypto.associated_data(self.scope(task_id), task_id, item), what
@@ -304,6 +333,8 @@ class TaskKeys:
     def _key_for(self, task_id: str, kid: str | None) -> bytes:
         """The task's key named `kid`: the current one, a retired one, else the current one
         (whose mismatch `open_envelope` reports)."""
+        from core.security import crypto
+
         current = self.data_key(task_id, create=False)
         if kid is None or kid == crypto.key_id(current):
             return current
@@ -321,6 +352,8 @@ class TaskKeys:
 
 def _check_key_ids(task_id: str, keys: Mapping[str, bytes], current_id: str) -> None:
     """Refuse a key set whose ids are not its keys' ids, or that lacks its current key."""
+    from core.security import crypto
+
     if current_id not in keys:
         raise crypto.DecryptError(f"the data keys of task {task_id} lack their current key")
     for kid, key in keys.items():
