@@ -202,13 +202,15 @@ def manifest_text(checkpoint: Checkpoint, problems: Sequence[str]) -> str:
     if m.get("left_out"):
         lines.append("left out:")
         lines += [f"  {item['path']}  — {item['reason']}" for item in m["left_out"]]
+    sealed = {(item["path"], item["rule"], item["line"]) for item in snap.get("sealed") or []}
+    allowed = {(i["path"], i["rule"], i["line"]) for i in snap.get("allowed_secrets") or []}
+    if not sealed and not allowed:
+        return "\n".join(lines)
     from core.snapshot.secret_scan import describe_secret
 
-    sealed = {(item["path"], item["rule"], item["line"]) for item in snap.get("sealed") or []}
     if sealed:
         lines.append("stored encrypted (a detected secret; restored exactly):")
         lines += [f"  {p}  — {describe_secret(rule, line)}" for p, rule, line in sorted(sealed)]
-    allowed = {(i["path"], i["rule"], i["line"]) for i in snap.get("allowed_secrets") or []}
     if allowed:
         lines.append("kept as is by --allow-secret:")
         lines += [f"  {p}  — {describe_secret(rule, line)}" for p, rule, line in sorted(allowed)]

@@ -29,14 +29,7 @@ try:  # the class itself: its public module also loads every cipher, mode and le
 except (ImportError, AttributeError):  # a cryptography laid out otherwise
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-try:  # SHA-256 from the interpreter's own module: hashlib loads OpenSSL's libcrypto first (~2 ms
-    # of every command that opens sealed text), and cryptography then loads its own for AES-GCM
-    from _sha2 import sha256  # type: ignore[import-not-found, unused-ignore]  # Python >= 3.12
-except ImportError:
-    try:
-        from _sha256 import sha256  # type: ignore[import-not-found, no-redef, unused-ignore]
-    except ImportError:  # an interpreter built without its own hashes
-        from hashlib import sha256  # type: ignore[assignment, unused-ignore]
+from core.digests import sha256
 
 # MasterKeyError is raised here and defined with the other errors, so the store can catch it.
 from core.errors import MasterKeyError as MasterKeyError
