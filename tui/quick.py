@@ -122,17 +122,25 @@ def output(as_json: bool, document: Any, human: Any) -> str:
 
 
 def parse(args: list[str]) -> tuple[str, str | None, bool] | None:
-    """(command, its one argument, --json) for a command line this path runs; None otherwise."""
+    """(command, its one argument, --json) for a command line this path runs; None otherwise.
+
+    Only the shapes click reads the same way: the command's words first, then `--json` at most
+    once and the one argument in either order (an argument that looks like an option is
+    click's to judge).
+    """
     if args == ["--help"]:
         return "--help", None, False
-    words = [arg for arg in args if arg != "--json"]
-    as_json = len(words) == len(args) - 1
-    if len(words) not in (len(args), len(args) - 1) or any(w.startswith("-") for w in words):
-        return None
-    if words in (["locate"], ["task", "list"]):
-        return " ".join(words), None, as_json
-    if len(words) == 2 and words[0] in ("checkpoints", "show") and args[0] == words[0]:
-        return words[0], words[1], as_json
+    for command in (["locate"], ["task", "list"], ["checkpoints"], ["show"]):
+        if args[: len(command)] != command:
+            continue
+        rest = args[len(command) :]
+        as_json = "--json" in rest
+        if as_json:
+            rest.remove("--json")
+        wanted = 1 if command in (["checkpoints"], ["show"]) else 0
+        if len(rest) != wanted or any(word.startswith("-") for word in rest):
+            return None
+        return " ".join(command), (rest[0] if rest else None), as_json
     return None
 
 
