@@ -11,7 +11,7 @@ what is sealed after never opens with any of them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from core import clock, store
@@ -43,6 +43,7 @@ class TaskKeys:
         self._scopes: dict[str, str] = {}
         self._unreadable: set[str] = set()  # tasks whose text cannot be opened here (lists)
         self._uncommitted: set[str] = set()  # keys created inside a write not yet committed
+        self._prefetched: dict[str, bytes | None] = {}  # wrapped keys a listing read at once
 
     @property
     def store_id(self) -> str:
@@ -63,6 +64,22 @@ class TaskKeys:
             else:
                 self._master = crypto.load_master_key()
         return self._master
+
+    def prefetch(self, task_ids: Iterable[str]) -> None:
+        """Read the scope and wrapped key of many tasks in one query, for the reads just after
+        (a listing then opens each row's text with no query of its own). Inside a write every
+        key is read where it is used, as always."""
+        if self._db.conn.in_transaction:
+            return
+        known = self._cache.keys() & self._scopes.keys()
+        wanted = [task_id for task_id in dict.fromkeys(task_ids) if task_id not in known]
+        self._prefetched = {}
+        if not wanted:
+            return
+        for task_id, origin, wrapped in store.keys_and_scopes(self._db, wanted):
+            self._scopes.setdefault(task_id, origin or self.store_id)
+            if task_id not in self._cache:
+                self._prefetched[task_id] = wrapped
 
     def scope(self, task_id: str) -> str:
         """The store id a task's content is bound to: its origin store when fetched, else ours.
@@ -89,6 +106,7 @@ class TaskKeys:
         self._wrapped.clear()
         self._old.clear()
         self._unreadable.clear()
+        self._prefetched.clear()
 
     def data_key(self, task_id: str, *, create: bool) -> bytes:
         """The task's current data key; created (and wrapped) on first use when `create` is set.
@@ -105,7 +123,11 @@ class TaskKeys:
         in_transaction = self._db.conn.in_transaction
         if not in_transaction:
             self._uncommitted.discard(task_id)  # committed or rolled back: the row tells which
-        wrapped = store.get_wrapped_key(self._db, task_id)
+        if not create and not in_transaction and task_id in self._prefetched:
+            wrapped = self._prefetched.pop(task_id)  # read a moment ago, with the listing's rows
+        else:
+            self._prefetched.pop(task_id, None)
+            wrapped = store.get_wrapped_key(self._db, task_id)
         if wrapped is None:
             if not create:
                 raise crypto.MasterKeyError(
@@ -142,6 +164,7 @@ class TaskKeys:
         self._cache.pop(task_id, None)
         self._wrapped.pop(task_id, None)
         self._old.pop(task_id, None)
+        self._prefetched.pop(task_id, None)
 
     def old_keys(self, task_id: str) -> dict[str, bytes]:
         """The task's retired data keys (key id → key): they open, never seal."""
