@@ -46,3 +46,35 @@ def test_the_session_benchmark_runs_the_real_client_with_and_without_hooks() -> 
     report = json.loads(proc.stdout.strip().splitlines()[-1])["session"]
     assert report["with_hooks_s"] > 0 and report["without_s"] > 0
     assert -1 < report["hook_share"] < 1
+
+
+def _report(script: str, *args: str) -> dict[str, object]:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return report
+
+
+def test_the_start_up_benchmark_times_every_looking_around_command() -> None:
+    report = _report("cli.py", "--runs", "1")
+    assert set(report["ratio"]) == {  # type: ignore[arg-type]
+        "pitstop --help",
+        "pitstop locate",
+        "pitstop task list",
+        "pitstop checkpoints",
+        "pitstop show",
+    }
+
+
+def test_the_listing_and_gc_benchmarks_run() -> None:
+    listing = _report("listing.py", "--tasks", "30", "--runs", "1")
+    assert listing["tasks"] == 30 and listing["ratio"]
+    gc = _report("gc.py", "--checkpoints", "3", "--files", "80")
+    assert gc["checkpoints"] == 3 and gc["gc_peak_mb"]
