@@ -171,7 +171,7 @@ def help_columns() -> int:
 def run(args: list[str]) -> int | None:
     """Answer `args` on this path and return the exit code; None: leave it to click."""
     parsed = parse(args)
-    if parsed is None:
+    if parsed is None or not _writes_utf8():
         return None
     command, argument, as_json = parsed
     if command == "--help":
@@ -222,6 +222,13 @@ def failure_line(exc: BaseException) -> tuple[str | None, int]:
         f"pitstop: internal error ({type(exc).__name__}: {exc}); "
         "rerun with PITSTOP_DEBUG=1 for details and please report it"
     ), 1
+
+
+def _writes_utf8() -> bool:
+    """Whether stdout takes any text as it is; click rewraps a stream set to another encoding,
+    so such a terminal is left to click to write to."""
+    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("_", "-")
+    return encoding in ("utf-8", "utf8")
 
 
 def _write(text: str | None, error: str | None, code: int) -> int:

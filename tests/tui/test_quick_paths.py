@@ -80,6 +80,7 @@ def store(tmp_path: Path, env: dict[str, str]) -> Path:
 
 
 def assert_same(env: dict[str, str], *args: str, cwd: Path | None = None) -> bytes:
+    env = {**env, "PITSTOP_FROZEN_NOW": "2030-01-01T00:00:00Z"}  # ages read the same both runs
     quick = pitstop(env, "tui.launch", *args, cwd=cwd)
     full = pitstop(env, "tui.cli", *args, cwd=cwd)
     assert (quick.returncode, quick.stdout, quick.stderr) == (
@@ -188,6 +189,13 @@ def test_a_store_option_click_refuses_is_left_to_click(env: dict[str, str], tmp_
     said = assert_same({**env, "PITSTOP_HOME": str(tmp_path / "a-file")}, "locate")
     assert b"is a file" in said
     assert_same(env, "--store", str(tmp_path / "elsewhere"), "locate")
+
+
+def test_a_stdout_in_another_encoding_is_left_to_click(env: dict[str, str], store: Path) -> None:
+    ascii_out = {**env, "PYTHONIOENCODING": "ascii"}
+    for args in (["--help"], ["task", "list"], ["show", "quick@1"]):
+        said = assert_same(ascii_out, *args, cwd=store)
+        assert b"internal error" not in said
 
 
 @pytest.mark.parametrize("columns", [None, "80", "200", "60"])
