@@ -3,8 +3,8 @@
 Read once per engine; a malformed file is a clear error, never a half-applied config.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: its `NamedTuple`s' evaluated annotations cost no
+# `ForwardRef` compiles at start-up (see `core.models`).
 import os
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar

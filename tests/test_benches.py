@@ -82,3 +82,35 @@ def test_the_serve_benchmark_times_the_inbox_and_decisions_beside_a_static_file(
     assert report["approvals"] == 12
     assert report["inbox_ms"] > 0 and report["static_ms"] > 0 and report["inbox_ratio"] > 0
     assert report["decisions_per_s"] > 0 and report["static_per_s"] > 0
+
+
+def _report(script: str, *args: str) -> dict[str, object]:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return report
+
+
+def test_the_start_up_benchmark_times_every_looking_around_command() -> None:
+    report = _report("cli.py", "--runs", "1")
+    assert set(report["ratio"]) == {  # type: ignore[arg-type]
+        "pitstop --help",
+        "pitstop locate",
+        "pitstop task list",
+        "pitstop checkpoints",
+        "pitstop show",
+    }
+
+
+def test_the_listing_and_gc_benchmarks_run() -> None:
+    listing = _report("listing.py", "--tasks", "30", "--runs", "1")
+    assert listing["tasks"] == 30 and listing["ratio"]
+    gc = _report("gc.py", "--checkpoints", "3", "--files", "80")
+    assert gc["checkpoints"] == 3 and gc["gc_peak_mb"]

@@ -6,8 +6,10 @@ module (`core.harness.claude_code` or `core.harness.codex`), which opens the sto
 there is something to record. Once the
 answer is written (every write already committed), the process ends with `os._exit`: the store's
 connection is not closed, so SQLite does not checkpoint its WAL on every tool call, and the
-interpreter does not tear down the modules it loaded. Any other command line (and a hook command
-line with options the fast path does not know) goes to `tui.cli`.
+interpreter does not tear down the modules it loaded. The commands people type to look around
+(`--help`, `locate`, `task list`, `checkpoints`, `show`) take `tui.quick`, click-free, ended the
+same way. Any other command line (and one of those with options the fast paths do not know) goes
+to `tui.cli`.
 """
 
 from __future__ import annotations
@@ -68,13 +70,18 @@ def _exit_now(code: int) -> None:
 
 
 def main() -> None:
-    """Dispatch to the hook fast path or to the full command line."""
+    """Dispatch to the hook fast path, the looking-around fast path or the full command line."""
     args = sys.argv[1:]
     wants_help = any(word in ("-h", "--help") for word in args)
     if len(args) >= 2 and args[0] == "hook" and args[1] in _HARNESSES and not wants_help:
         code = _fast_hook(args[1:])
         if code is not None:
             _exit_now(code)
+    from tui.quick import run
+
+    code = run(args)
+    if code is not None:
+        _exit_now(code)
     from tui.cli import main as cli_main
 
     cli_main()

@@ -6,10 +6,8 @@ human output is plain aligned text that reads well in a pipe and in a terminal.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from enum import Enum
 from typing import Any
 
@@ -19,23 +17,53 @@ from tui.widgets.formatting import counted
 
 
 def jsonable(value: Any) -> Any:
-    """Turn records (dataclasses and the models' named tuples), enums and tuples into JSON types."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            field.name: jsonable(getattr(value, field.name)) for field in dataclasses.fields(value)
-        }
-    if isinstance(value, tuple) and hasattr(value, "_fields"):
-        data = {name: jsonable(getattr(value, name)) for name in value._fields}
-        if isinstance(value, Checkpoint):
-            data["ref"] = value.ref
-        return data
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
+    """Turn records (dataclasses and the models' named tuples), enums and tuples into JSON types.
+
+    One look-up per value: each type's conversion is worked out once (`_converter`), so a
+    listing of thousands of records costs a dict look-up per value, not a chain of type tests.
+    """
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    convert = _CONVERTERS.get(kind)
+    if convert is None:
+        convert = _CONVERTERS[kind] = _converter(kind)
+    return convert(value)
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+_CONVERTERS: dict[type, Callable[[Any], Any]] = {}
+
+
+def _identity(value: Any) -> Any:
     return value
+
+
+def _converter(kind: type) -> Callable[[Any], Any]:
+    """How `jsonable` turns a value of this type into JSON types (the first rule that fits)."""
+    if hasattr(kind, "__dataclass_fields__") and not issubclass(kind, type):
+        import dataclasses  # loaded already: the record's own module defined it
+
+        record: Any = kind
+        names = tuple(field.name for field in dataclasses.fields(record))
+        return lambda value: {name: jsonable(getattr(value, name)) for name in names}
+    if issubclass(kind, tuple) and hasattr(kind, "_fields"):
+        fields = tuple(kind._fields)
+        if issubclass(kind, Checkpoint):
+            return lambda value: {
+                **{name: jsonable(item) for name, item in zip(fields, value, strict=True)},
+                "ref": value.ref,
+            }
+        return lambda value: {
+            name: jsonable(item) for name, item in zip(fields, value, strict=True)
+        }
+    if issubclass(kind, Enum):
+        return lambda value: value.value
+    if issubclass(kind, dict):
+        return lambda value: {str(k): jsonable(v) for k, v in value.items()}
+    if issubclass(kind, (list, tuple)):
+        return lambda value: [jsonable(v) for v in value]
+    return _identity
 
 
 def dumps(document: Any) -> str:
@@ -174,13 +202,15 @@ def manifest_text(checkpoint: Checkpoint, problems: Sequence[str]) -> str:
     if m.get("left_out"):
         lines.append("left out:")
         lines += [f"  {item['path']}  — {item['reason']}" for item in m["left_out"]]
+    sealed = {(item["path"], item["rule"], item["line"]) for item in snap.get("sealed") or []}
+    allowed = {(i["path"], i["rule"], i["line"]) for i in snap.get("allowed_secrets") or []}
+    if not sealed and not allowed:
+        return "\n".join(lines)
     from core.snapshot.secret_scan import describe_secret
 
-    sealed = {(item["path"], item["rule"], item["line"]) for item in snap.get("sealed") or []}
     if sealed:
         lines.append("stored encrypted (a detected secret; restored exactly):")
         lines += [f"  {p}  — {describe_secret(rule, line)}" for p, rule, line in sorted(sealed)]
-    allowed = {(i["path"], i["rule"], i["line"]) for i in snap.get("allowed_secrets") or []}
     if allowed:
         lines.append("kept as is by --allow-secret:")
         lines += [f"  {p}  — {describe_secret(rule, line)}" for p, rule, line in sorted(allowed)]
@@ -223,6 +253,8 @@ def _named(value: dict[str, Any] | None) -> str:
 
 def evidence_text(item: Any) -> str:
     """The facts of one evidence item, limits included, before its output."""
+    import shlex
+
     command = item.command or {}
     argv = shlex.join(command.get("argv") or []) or "-"
     kept = human_bytes(item.kept_bytes)

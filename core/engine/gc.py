@@ -16,7 +16,6 @@ from __future__ import annotations
 import fcntl
 import os
 import sqlite3
-import subprocess
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -29,6 +28,8 @@ from core.config import RetentionSettings
 from core.engine.retention import GcPlan, plan_gc
 from core.engine.writers import lock_path
 from core.errors import GitError
+from core.git.run import run_git
+from core.git.upkeep import repack_env
 from core.models import CheckpointState, Interface, TaskStatus
 from core.paths import StorePaths
 from core.security.keys import TaskKeys
@@ -228,7 +229,7 @@ def _clean_repos(db: Database, paths: StorePaths) -> tuple[list[str], list[str],
                 # (which needs room for its new pack) can then run
                 _git(repo, "prune", "--expire=now")
                 try:
-                    _git(repo, "repack", "-a", "-d", "-q")
+                    run_git(["repack", "-a", "-d", "-q"], git_dir=repo, env=repack_env())
                 except GitError:
                     _git(repo, "prune", "--expire=now")  # a failed repack leaves its tmp_pack
                     raise
@@ -268,21 +269,8 @@ def _checkpoint_refs(repo: Path) -> list[str]:
 
 
 def _git(repo: Path, *args: str) -> str:
-    """Run git against one of the store's bare repositories."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith("GIT_") or key in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM")
-    }
-    env.update(GIT_DIR=str(repo), LC_ALL="C", GIT_TERMINAL_PROMPT="0")
-    try:
-        proc = subprocess.run(["git", *args], env=env, capture_output=True, check=False)
-    except FileNotFoundError as exc:
-        raise GitError("git is not installed or not on PATH; install git 2.31 or newer") from exc
-    if proc.returncode != 0:
-        lines = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise GitError(f"git {args[0]} failed: {lines[-1] if lines else proc.returncode}")
-    return proc.stdout.decode(errors="replace")
+    """Run git against one of the store's bare repositories (as every git call: `core.git.run`)."""
+    return run_git(list(args), git_dir=repo).decode(errors="replace")
 
 
 def _store_bytes(paths: StorePaths) -> int:

@@ -6,10 +6,13 @@ apart from the use-cases.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from core.session import Session
+
+if TYPE_CHECKING:
+    import threading
 
 
 def locate(session: Session) -> dict[str, str]:

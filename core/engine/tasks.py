@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from core import clock, numbers, store
-from core.engine.approvals import list_approvals
 from core.errors import ConflictError, UsageError
 from core.models import Budget, NamedVersion, Task, TaskStatus, validate_task_id
 from core.redaction.free_text import persistable
@@ -332,10 +331,17 @@ def set_task_activity(session: Session, task_id: str, status: TaskStatus, reason
         task = store.get_task(session.db, task_id)
         if task.status.is_final or task.status is status:
             return task
-        if status is TaskStatus.RUNNING and list_approvals(session, task_id, pending_only=True):
+        if status is TaskStatus.RUNNING and _pending_approvals(session, task_id):
             return task  # still waiting for an approver, whatever the agent does meanwhile
         store.update_task(session.db, task_id, status=status, updated_at=now)
         session.record_event(
             task_id, "task", task_id, "status", task.status.value, status.value, reason, now
         )
     return task._replace(status=status, updated_at=now)
+
+
+def _pending_approvals(session: Session, task_id: str) -> bool:
+    """Whether a task still waits for an approver (approvals load only when a harness asks)."""
+    from core.engine.approvals import list_approvals
+
+    return bool(list_approvals(session, task_id, pending_only=True))

@@ -8,7 +8,6 @@ process costs more than the objects themselves. The ids are the ones git would g
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,6 +27,8 @@ TREE_MODE = "040000"
 def write_object(store_repo: Path, kind: str, body: bytes) -> str:
     """Write one loose object the way git does (zlib of `<kind> <size>\\0<body>`, named by its
     SHA-1, read-only, moved into place whole); return its id."""
+    import hashlib  # loaded when an object is written: reading needs none of it
+
     data = f"{kind} {len(body)}\0".encode() + body
     oid = hashlib.sha1(data, usedforsecurity=False).hexdigest()
     directory = f"{store_repo}/objects/{oid[:2]}"

@@ -9,7 +9,6 @@ appears while the operation runs (a fetch, a flushed batch) is found on the next
 
 from __future__ import annotations
 
-import hashlib
 import mmap
 import os
 import struct
@@ -119,6 +118,8 @@ class PackedObjects:
             return None
         body = _inflate(entry)
         header = f"{entry.kind} {entry.size}\0".encode()
+        import hashlib  # loaded when a packed object is read
+
         if body is None or hashlib.sha1(header + body, usedforsecurity=False).hexdigest() != oid:
             return None
         return entry.kind, body

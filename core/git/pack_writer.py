@@ -12,7 +12,6 @@ misses one. The pack is moved into place before its index: git finds a pack by i
 from __future__ import annotations
 
 import contextvars
-import hashlib
 import os
 import struct
 import zlib
@@ -70,6 +69,8 @@ def flush(store_repo: Path | str) -> None:
 def write_pack(store_repo: Path, objects: Mapping[str, tuple[str, bytes]]) -> str:
     """Write `objects` (id → kind, body) as `objects/pack/pack-<sum>.pack` and its `.idx`,
     whole or not at all; return the pack's checksum."""
+    import hashlib  # loaded when a pack is written
+
     entries: list[tuple[bytes, int, int]] = []  # (raw id, offset, crc32 of the entry)
     chunks = [b"PACK", struct.pack(">II", 2, len(objects))]
     offset = 12
@@ -105,6 +106,8 @@ def _entry_header(type_code: int, size: int) -> bytes:
 
 def _index(entries: list[tuple[bytes, int, int]], pack_checksum: bytes) -> bytes:
     """The version-2 index of a pack: fan-out, sorted ids, CRCs, offsets, both checksums."""
+    import hashlib  # loaded when a pack is written
+
     entries = sorted(entries)
     fanout = [0] * 256
     for raw, _offset, _crc in entries:

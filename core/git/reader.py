@@ -15,19 +15,22 @@ older than 2.36 has no `--batch-command`: it gets `--batch` and a `--batch-check
 from __future__ import annotations
 
 import contextvars
+import os
 import re
-import subprocess
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from core.errors import GitError
 from core.git.objects import parse_tree
 from core.git.pack_reader import PackedObjects
 from core.git.pack_writer import pending_object
 from core.git.run import run_git, start_git
+
+if TYPE_CHECKING:
+    import subprocess
 
 # How many specs one round trip asks `cat-file --batch-check` about: its answers (a line each)
 # must fit in the pipe while we are still writing questions.
@@ -290,6 +293,22 @@ class ObjectReader:
         if len(body) <= _MEMO_OBJECT_MAX and self._memo_bytes + len(body) <= _MEMO_TOTAL_MAX:
             self._memo[oid] = (kind, body)
             self._memo_bytes += len(body)
+
+    def read_here(self, oid: str) -> tuple[str, bytes] | None:
+        """An object read from the repository's files (loose, or whole in a pack), never
+        through `cat-file`; None when it is not stored that way (it may still be held)."""
+        return self._loose(oid)
+
+    def held_here(self, oid: str) -> bool:
+        """Whether the repository's files show `oid` held (loose, or whole in a pack); False
+        means not seen here, not missing (a delta in a pack is not looked into)."""
+        if pending_object(self.store_repo, oid) is not None or oid in self._memo:
+            return True
+        if not _is_sha1(oid):
+            return False
+        return os.path.exists(self._objects + oid[:2] + "/" + oid[2:]) or bool(
+            self._packed.find(oid)
+        )
 
     def close(self) -> None:
         """End the `cat-file` processes, if any were started, and let go of the packs."""

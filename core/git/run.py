@@ -11,12 +11,15 @@ repository) runs under the user's umask, so 0644 files come back 0644.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.errors import GitError
 from core.git.pack_writer import flush
+
+if TYPE_CHECKING:  # loaded when git runs: a small checkpoint is read and verified without it
+    import subprocess
 
 # Who git says made the commits Pitstop writes into its own repositories.
 PITSTOP_IDENT = {
@@ -111,6 +114,8 @@ def run_git_process(
         full_env["GIT_DIR"] = str(git_dir)
     if "GIT_DIR" in full_env:
         flush(full_env["GIT_DIR"])  # objects gathering for a pack: git must find them
+    import subprocess
+
     try:
         return subprocess.run(
             ["git", *args],
@@ -141,6 +146,8 @@ def start_git(
     """
     if env and "GIT_DIR" in env:
         flush(env["GIT_DIR"])  # objects gathering for a pack: git must find them
+    import subprocess
+
     try:
         return subprocess.Popen(
             ["git", *args],

@@ -39,9 +39,15 @@ _LOCK_NAME = "pitstop-upkeep.lock"
 _REPACK_CONFIG = {
     # Bitmaps serve serving clones; a store repository is read object by object.
     "repack.writeBitmaps": "false",
-    # A packing runs beside an agent's work: one thread, and bounded memory for deltas.
+    # A packing runs beside an agent's work: one thread, and bounded memory for deltas (the
+    # window, the cache of deltas found, the packs mapped while reading), so `pitstop gc`'s
+    # full repack of a big store stays within a couple of hundred MB (git's defaults: a
+    # thread per core, each with an unbounded window, a 256 MB delta cache, 8 GB of mappings).
     "pack.threads": "1",
     "pack.windowMemory": "64m",
+    "pack.deltaCacheSize": "32m",
+    "core.packedGitLimit": "128m",
+    "core.packedGitWindowSize": "16m",
 }
 
 
@@ -80,7 +86,7 @@ def pack_if_due(store_repo: Path, bound: int | None = None) -> bool:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return False  # another checkpoint packs this repository now
-        env = _config_env(_REPACK_CONFIG)
+        env = repack_env()
         with contextlib.suppress(GitError):
             run_git(["repack", "-d", "-q"], git_dir=store_repo, env=env)
             # unreachable loose objects (a failed checkpoint's) stay loose after `-d` alone
@@ -92,6 +98,11 @@ def pack_if_due(store_repo: Path, bound: int | None = None) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def repack_env() -> dict[str, str]:
+    """The environment every repack of a store repository runs with (bounded memory)."""
+    return _config_env(_REPACK_CONFIG)
 
 
 def _config_env(settings: dict[str, str]) -> dict[str, str]:

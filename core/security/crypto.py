@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import os
 import struct
 from typing import Any, NamedTuple
@@ -29,6 +28,8 @@ try:  # the class itself: its public module also loads every cipher, mode and le
     AESGCM = _rust_openssl.aead.AESGCM
 except (ImportError, AttributeError):  # a cryptography laid out otherwise
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from core.digests import sha256
 
 # MasterKeyError is raised here and defined with the other errors, so the store can catch it.
 from core.errors import MasterKeyError as MasterKeyError
@@ -44,7 +45,7 @@ ENVELOPE_VERSION = 1
 _HEADER = struct.Struct(">3sBB")  # magic, version, key-id length
 
 # The demo store's key: public on purpose (the demo's content is made up). Never a real store's.
-DEMO_KEY = hashlib.sha256(b"pitstop demo store: this key is public, the content is fake").digest()
+DEMO_KEY = sha256(b"pitstop demo store: this key is public, the content is fake").digest()
 
 UNSAFE_BACKENDS = ("keyring.backends.fail", "keyring.backends.null", "keyrings.alt")
 HOW_TO_PROVIDE = (
@@ -60,7 +61,8 @@ class DecryptError(PitstopError):
 
 def key_id(key: bytes) -> str:
     """A short public identifier of a key (never enough to recover it)."""
-    return hashlib.sha256(b"pitstop-key-id\0" + key).hexdigest()[:12]
+    digest: str = sha256(b"pitstop-key-id\0" + key).hexdigest()
+    return digest[:12]
 
 
 class MasterKey(NamedTuple):

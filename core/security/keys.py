@@ -11,11 +11,14 @@ what is sealed after never opens with any of them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from core import clock, store
-from core.security import crypto
 from core.store.db import Database, write_txn
+
+if TYPE_CHECKING:  # loaded when something is sealed or opened: `pitstop locate` never does
+    from core.security import crypto
 
 DEMO_KEY_META = "demo_master_key"
 CURRENT_KEY_ITEM = "data-key"
@@ -40,6 +43,7 @@ class TaskKeys:
         self._scopes: dict[str, str] = {}
         self._unreadable: set[str] = set()  # tasks whose text cannot be opened here (lists)
         self._uncommitted: set[str] = set()  # keys created inside a write not yet committed
+        self._prefetched: dict[str, bytes | None] = {}  # wrapped keys a listing read at once
 
     @property
     def store_id(self) -> str:
@@ -49,6 +53,8 @@ class TaskKeys:
 
     @property
     def master(self) -> crypto.MasterKey:
+        from core.security import crypto
+
         if self._master is None:
             demo = store.get_meta(self._db, DEMO_KEY_META)
             if demo is not None:
@@ -58,6 +64,22 @@ class TaskKeys:
             else:
                 self._master = crypto.load_master_key()
         return self._master
+
+    def prefetch(self, task_ids: Iterable[str]) -> None:
+        """Read the scope and wrapped key of many tasks in one query, for the reads just after
+        (a listing then opens each row's text with no query of its own). Inside a write every
+        key is read where it is used, as always."""
+        if self._db.conn.in_transaction:
+            return
+        known = self._cache.keys() & self._scopes.keys()
+        wanted = [task_id for task_id in dict.fromkeys(task_ids) if task_id not in known]
+        self._prefetched = {}
+        if not wanted:
+            return
+        for task_id, origin, wrapped in store.keys_and_scopes(self._db, wanted):
+            self._scopes.setdefault(task_id, origin or self.store_id)
+            if task_id not in self._cache:
+                self._prefetched[task_id] = wrapped
 
     def scope(self, task_id: str) -> str:
         """The store id a task's content is bound to: its origin store when fetched, else ours.
@@ -75,6 +97,8 @@ class TaskKeys:
         Only `pitstop demo` does this, so that the demo runs on a machine with no keyring and
         no PITSTOP_KEY. A real store never stores its master key.
         """
+        from core.security import crypto
+
         with write_txn(self._db):
             store.set_meta(self._db, DEMO_KEY_META, crypto.encode_key(crypto.DEMO_KEY))
         self._master = None
@@ -82,6 +106,7 @@ class TaskKeys:
         self._wrapped.clear()
         self._old.clear()
         self._unreadable.clear()
+        self._prefetched.clear()
 
     def data_key(self, task_id: str, *, create: bool) -> bytes:
         """The task's current data key; created (and wrapped) on first use when `create` is set.
@@ -89,6 +114,8 @@ class TaskKeys:
         With `create` (the caller is about to seal), a key another process rotated since it was
         cached is read again, so nothing new is sealed with a retired key.
         """
+        from core.security import crypto
+
         if task_id in self._cache:
             if not (create and self._rotated_elsewhere(task_id)):
                 return self._cache[task_id]
@@ -96,7 +123,11 @@ class TaskKeys:
         in_transaction = self._db.conn.in_transaction
         if not in_transaction:
             self._uncommitted.discard(task_id)  # committed or rolled back: the row tells which
-        wrapped = store.get_wrapped_key(self._db, task_id)
+        if not create and not in_transaction and task_id in self._prefetched:
+            wrapped = self._prefetched.pop(task_id)  # read a moment ago, with the listing's rows
+        else:
+            self._prefetched.pop(task_id, None)
+            wrapped = store.get_wrapped_key(self._db, task_id)
         if wrapped is None:
             if not create:
                 raise crypto.MasterKeyError(
@@ -133,9 +164,12 @@ class TaskKeys:
         self._cache.pop(task_id, None)
         self._wrapped.pop(task_id, None)
         self._old.pop(task_id, None)
+        self._prefetched.pop(task_id, None)
 
     def old_keys(self, task_id: str) -> dict[str, bytes]:
         """The task's retired data keys (key id → key): they open, never seal."""
+        from core.security import crypto
+
         if task_id not in self._old:
             found: dict[str, bytes] = {}
             for kid, wrapped in store.old_wrapped_keys(self._db, task_id).items():
@@ -155,6 +189,8 @@ class TaskKeys:
 
     def all_keys(self, task_id: str) -> dict[str, bytes]:
         """Every data key of the task, current and retired (key id → key)."""
+        from core.security import crypto
+
         current = self.data_key(task_id, create=False)
         return {**self.old_keys(task_id), crypto.key_id(current): current}
 
@@ -164,6 +200,8 @@ class TaskKeys:
         Runs inside the caller's write transaction (the caller audits it there); returns the
         new key's id.
         """
+        from core.security import crypto
+
         if not self._db.conn.in_transaction:
             raise RuntimeError("TaskKeys.rotate() runs inside the caller's write transaction")
         current = self.data_key(task_id, create=False)
@@ -182,6 +220,8 @@ class TaskKeys:
 
     def _retire(self, task_id: str, key: bytes) -> bool:
         """Keep `key` as one of the task's retired keys (in the caller's transaction)."""
+        from core.security import crypto
+
         kid = crypto.key_id(key)
         return store.insert_old_wrapped_key(
             self._db,
@@ -203,6 +243,8 @@ class TaskKeys:
         Lists show the marker instead of failing, as checkpoint notes do; a task whose key
         cannot be had is not asked again for every row of the same list.
         """
+        from core.security import crypto
+
         if task_id in self._unreadable:
             return store.UNREADABLE
         try:
@@ -246,6 +288,8 @@ class TaskKeys:
         made by anyone who ever held this task's keys and is refused. A task gc retired (no
         key left) takes nothing. Runs inside the caller's write transaction.
         """
+        from core.security import crypto
+
         _check_key_ids(task_id, keys, current_id)
         if store.get_wrapped_key(self._db, task_id) is None:
             return False
@@ -279,16 +323,22 @@ class TaskKeys:
 
     def _insert_wrapped(self, task_id: str, key: bytes) -> bytes:
         """Record a task's data key wrapped by the master key (in the caller's transaction)."""
+        from core.security import crypto
+
         wrapped = crypto.wrap_data_key(self.master, key, self.store_id, task_id)
         store.insert_wrapped_key(self._db, task_id, wrapped, self.master.id, clock.now_iso())
         return wrapped
 
     def data_key_id(self, task_id: str) -> str:
         """The public id of the task's current data key (recorded in checkpoint headers)."""
+        from core.security import crypto
+
         return crypto.key_id(self.data_key(task_id, create=True))
 
     def seal(self, task_id: str, item: str, plaintext: bytes) -> bytes:
         """Encrypt content that belongs to `item` of `task_id`."""
+        from core.security import crypto
+
         key = self.data_key(task_id, create=True)
         return crypto.seal(
             key, plaintext, crypto.associated_data(self.scope(task_id), task_id, item)
@@ -296,6 +346,8 @@ class TaskKeys:
 
     def open(self, task_id: str, item: str, envelope: bytes, what: str) -> bytes:
         """Decrypt content sealed for `item` of `task_id`, with the key its envelope names."""
+        from core.security import crypto
+
         key = self._key_for(task_id, crypto.peek_key_id(envelope))
         return crypto.open_envelope(
             key, envelope, crypto.associated_data(self.scope(task_id), task_id, item), what
@@ -304,6 +356,8 @@ class TaskKeys:
     def _key_for(self, task_id: str, kid: str | None) -> bytes:
         """The task's key named `kid`: the current one, a retired one, else the current one
         (whose mismatch `open_envelope` reports)."""
+        from core.security import crypto
+
         current = self.data_key(task_id, create=False)
         if kid is None or kid == crypto.key_id(current):
             return current
@@ -354,6 +408,8 @@ class TaskKeys:
 
 def _check_key_ids(task_id: str, keys: Mapping[str, bytes], current_id: str) -> None:
     """Refuse a key set whose ids are not its keys' ids, or that lacks its current key."""
+    from core.security import crypto
+
     if current_id not in keys:
         raise crypto.DecryptError(f"the data keys of task {task_id} lack their current key")
     for kid, key in keys.items():

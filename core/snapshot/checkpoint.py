@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.git.objects import build_tree, commit, loose_object_bytes, write_blobs
 from core.git.reader import read_objects
 from core.git.refs import refs_under, write_ref_file
-from core.snapshot.take import Snapshot
+
+if TYPE_CHECKING:  # verifying a checkpoint reads MANIFEST_FILE: nothing of taking a snapshot
+    from core.snapshot.take import Snapshot
 
 # The manifest is stored sealed (AES-GCM under the task's data key); only the header is plain.
 MANIFEST_FILE = "manifest.enc"

@@ -11,14 +11,15 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import DamagedCheckpointError, SchemaTooNewError
 from core.models import ChangedFile, CheckpointReason, NamedVersion, Task
-from core.snapshot.sealed_files import to_manifest
-from core.snapshot.source import RepoFacts
-from core.snapshot.take import Snapshot
 from core.store import MANIFEST_SCHEMA
+
+if TYPE_CHECKING:  # reading a manifest (`parse`) needs none of how a snapshot is taken
+    from core.snapshot.source import RepoFacts
+    from core.snapshot.take import Snapshot
 
 HEADER_SCHEMA = "pitstop.checkpoint/1"
 
@@ -117,7 +118,7 @@ def build_manifest(
             "max_file_bytes": max_file_bytes,
             # tracked files holding a secret, stored sealed (restored from here), and files
             # kept as they are though they hold one (`--allow-secret`, audited)
-            "sealed": to_manifest(snapshot.sealed),
+            "sealed": _sealed_entries(snapshot),
             "allowed_secrets": [item._asdict() for item in snapshot.allowed],
         },
         "steps": {"done": list(done), "todo": list(todo)},
@@ -138,6 +139,12 @@ def build_manifest(
         "left_out": [item._asdict() for item in snapshot.left_out],
         "stats": {"creation_ms": creation_ms, "snapshot_bytes_added": snapshot.bytes_added},
     }
+
+
+def _sealed_entries(snapshot: Snapshot) -> list[dict[str, Any]]:
+    from core.snapshot.sealed_files import to_manifest
+
+    return to_manifest(snapshot.sealed)
 
 
 def encode(document: dict[str, Any]) -> bytes:

@@ -10,145 +10,328 @@ sealed free text); this package re-exports what the rest of Pitstop calls, so a 
 
 from __future__ import annotations
 
-from core.store.approvals import (
-    decide_approval,
-    expire_pending_approvals,
-    find_approval,
-    insert_approval,
-    list_approvals,
-    next_approval_seq,
-    overrule_approval,
-    pending_approvals_first,
-    recent_decisions,
-    replace_approval_request,
-)
-from core.store.checkpoints import (
-    MANIFEST_SCHEMA,
-    checkpoint_facts,
-    complete_checkpoint,
-    expire_checkpoint,
-    get_checkpoint,
-    insert_fetched_checkpoint,
-    insert_writing_checkpoint,
-    latest_checkpoint_created_at,
-    latest_complete,
-    latest_seq,
-    list_checkpoints,
-    mark_incomplete,
-    next_checkpoint_seq,
-    writing_seqs,
-)
-from core.store.dashboard import TriageFacts, first_task_rollups, task_rollups
-from core.store.drills import drill_totals, insert_drill, list_drills
-from core.store.effects import find_effect, get_effect, insert_effect, list_effects, move_effect
-from core.store.events import (
-    add_event,
-    background_marks,
-    effect_duplicate_hits,
-    event_uids,
-    list_events,
-    task_decision_events,
-)
-from core.store.evidence import (
-    attach_evidence,
-    chunk_blob,
-    chunk_rows_for_export,
-    delete_chunk,
-    delete_evidence,
-    delete_evidence_chunks,
-    evidence_chunk_totals,
-    evidence_rows_for_export,
-    get_evidence,
-    get_evidence_secrets,
-    insert_chunk,
-    insert_evidence,
-    list_chunks,
-    list_evidence,
-    opened_label,
-    set_evidence_label,
-    update_evidence,
-)
-from core.store.harness_sessions import (
-    latest_harness_session,
-    session_task_id,
-    upsert_harness_session,
-)
-from core.store.ledger import (
-    ledger_conflicts,
-    ledger_fact_bodies,
-    ledger_fact_records,
-    record_ledger_conflict,
-    record_ledger_facts,
-)
-from core.store.meta import (
-    get_meta,
-    recorded_values,
-    set_meta,
-    store_id,
-    table_columns,
-    table_names,
-    vacuum,
-)
-from core.store.remotes import (
-    add_remote,
-    export_commits,
-    get_remote,
-    link_remote,
-    list_remotes,
-    record_export,
-    remote_links,
-    remote_listing,
-    remove_remote,
-    replace_listing,
-)
-from core.store.resumes import (
-    active_resumes,
-    insert_resume,
-    latest_resume,
-    latest_workdir_move,
-    list_resumes,
-    resume_outcomes,
-    resume_workdirs,
-    update_resume,
-)
-from core.store.sealed_text import UNREADABLE, TextKeys
-from core.store.task_keys import (
-    delete_wrapped_key,
-    get_wrapped_key,
-    has_wrapped_key,
-    insert_old_wrapped_key,
-    insert_wrapped_key,
-    master_key_ids,
-    old_wrapped_keys,
-    replace_wrapped_key,
-    tasks_keyed_by_other_master,
-)
-from core.store.tasks import (
-    add_task_recipient,
-    finished_task_ids,
-    get_task,
-    insert_task,
-    list_task_recipients,
-    list_tasks,
-    remove_task_recipient,
-    set_task_approvers,
-    set_task_harness,
-    set_task_origin,
-    task_ids,
-    task_scope,
-    task_status_counts,
-    update_task,
-)
-from core.store.trust import (
-    pin_genesis,
-    record_rejected_facts,
-    rejected_body_hashes,
-    rejected_counts,
-    rejected_facts,
-    trust_pins,
-    trusted_genesis,
-)
-from core.store.validations import insert_validation, latest_validation, list_validations
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # at run time each name loads from its module on first use (below)
+    from core.store.approvals import (
+        decide_approval,
+        expire_pending_approvals,
+        find_approval,
+        insert_approval,
+        list_approvals,
+        next_approval_seq,
+        overrule_approval,
+        pending_approvals_first,
+        recent_decisions,
+        replace_approval_request,
+    )
+    from core.store.checkpoints import (
+        MANIFEST_SCHEMA,
+        checkpoint_facts,
+        complete_checkpoint,
+        expire_checkpoint,
+        get_checkpoint,
+        insert_fetched_checkpoint,
+        insert_writing_checkpoint,
+        latest_checkpoint_created_at,
+        latest_complete,
+        latest_seq,
+        list_checkpoints,
+        mark_incomplete,
+        next_checkpoint_seq,
+        writing_seqs,
+    )
+    from core.store.dashboard import TriageFacts, first_task_rollups, task_rollups
+    from core.store.drills import drill_totals, insert_drill, list_drills
+    from core.store.effects import find_effect, get_effect, insert_effect, list_effects, move_effect
+    from core.store.events import (
+        add_event,
+        background_marks,
+        effect_duplicate_hits,
+        event_uids,
+        list_events,
+        task_decision_events,
+    )
+    from core.store.evidence import (
+        attach_evidence,
+        chunk_blob,
+        chunk_rows_for_export,
+        delete_chunk,
+        delete_evidence,
+        delete_evidence_chunks,
+        evidence_chunk_totals,
+        evidence_rows_for_export,
+        get_evidence,
+        get_evidence_secrets,
+        insert_chunk,
+        insert_evidence,
+        list_chunks,
+        list_evidence,
+        opened_label,
+        set_evidence_label,
+        update_evidence,
+    )
+    from core.store.harness_sessions import (
+        latest_harness_session,
+        session_task_id,
+        upsert_harness_session,
+    )
+    from core.store.ledger import (
+        ledger_conflicts,
+        ledger_fact_bodies,
+        ledger_fact_records,
+        record_ledger_conflict,
+        record_ledger_facts,
+    )
+    from core.store.meta import (
+        get_meta,
+        recorded_values,
+        set_meta,
+        store_id,
+        table_columns,
+        table_names,
+        vacuum,
+    )
+    from core.store.remotes import (
+        add_remote,
+        export_commits,
+        get_remote,
+        link_remote,
+        list_remotes,
+        record_export,
+        remote_links,
+        remote_listing,
+        remove_remote,
+        replace_listing,
+    )
+    from core.store.resumes import (
+        active_resumes,
+        insert_resume,
+        latest_resume,
+        latest_workdir_move,
+        list_resumes,
+        resume_outcomes,
+        resume_workdirs,
+        update_resume,
+    )
+    from core.store.sealed_text import UNREADABLE, TextKeys
+    from core.store.task_keys import (
+        delete_wrapped_key,
+        get_wrapped_key,
+        has_wrapped_key,
+        insert_old_wrapped_key,
+        insert_wrapped_key,
+        keys_and_scopes,
+        master_key_ids,
+        old_wrapped_keys,
+        replace_wrapped_key,
+        tasks_keyed_by_other_master,
+    )
+    from core.store.tasks import (
+        add_task_recipient,
+        finished_task_ids,
+        get_task,
+        insert_task,
+        list_task_recipients,
+        list_tasks,
+        remove_task_recipient,
+        set_task_approvers,
+        set_task_harness,
+        set_task_origin,
+        task_ids,
+        task_scope,
+        task_status_counts,
+        update_task,
+    )
+    from core.store.trust import (
+        pin_genesis,
+        record_rejected_facts,
+        rejected_body_hashes,
+        rejected_counts,
+        rejected_facts,
+        trust_pins,
+        trusted_genesis,
+    )
+    from core.store.validations import insert_validation, latest_validation, list_validations
+
+_MODULES = {
+    "approvals": (
+        "decide_approval",
+        "expire_pending_approvals",
+        "find_approval",
+        "insert_approval",
+        "list_approvals",
+        "next_approval_seq",
+        "overrule_approval",
+        "pending_approvals_first",
+        "recent_decisions",
+        "replace_approval_request",
+    ),
+    "checkpoints": (
+        "MANIFEST_SCHEMA",
+        "checkpoint_facts",
+        "complete_checkpoint",
+        "expire_checkpoint",
+        "get_checkpoint",
+        "insert_fetched_checkpoint",
+        "insert_writing_checkpoint",
+        "latest_checkpoint_created_at",
+        "latest_complete",
+        "latest_seq",
+        "list_checkpoints",
+        "mark_incomplete",
+        "next_checkpoint_seq",
+        "writing_seqs",
+    ),
+    "dashboard": (
+        "TriageFacts",
+        "first_task_rollups",
+        "task_rollups",
+    ),
+    "drills": (
+        "drill_totals",
+        "insert_drill",
+        "list_drills",
+    ),
+    "effects": (
+        "find_effect",
+        "get_effect",
+        "insert_effect",
+        "list_effects",
+        "move_effect",
+    ),
+    "events": (
+        "add_event",
+        "background_marks",
+        "effect_duplicate_hits",
+        "event_uids",
+        "list_events",
+        "task_decision_events",
+    ),
+    "evidence": (
+        "attach_evidence",
+        "chunk_blob",
+        "chunk_rows_for_export",
+        "delete_chunk",
+        "delete_evidence",
+        "delete_evidence_chunks",
+        "evidence_chunk_totals",
+        "evidence_rows_for_export",
+        "get_evidence",
+        "get_evidence_secrets",
+        "insert_chunk",
+        "insert_evidence",
+        "list_chunks",
+        "list_evidence",
+        "opened_label",
+        "set_evidence_label",
+        "update_evidence",
+    ),
+    "harness_sessions": (
+        "latest_harness_session",
+        "session_task_id",
+        "upsert_harness_session",
+    ),
+    "ledger": (
+        "ledger_conflicts",
+        "ledger_fact_bodies",
+        "ledger_fact_records",
+        "record_ledger_conflict",
+        "record_ledger_facts",
+    ),
+    "meta": (
+        "get_meta",
+        "recorded_values",
+        "set_meta",
+        "store_id",
+        "table_columns",
+        "table_names",
+        "vacuum",
+    ),
+    "remotes": (
+        "add_remote",
+        "export_commits",
+        "get_remote",
+        "link_remote",
+        "list_remotes",
+        "record_export",
+        "remote_links",
+        "remote_listing",
+        "remove_remote",
+        "replace_listing",
+    ),
+    "resumes": (
+        "active_resumes",
+        "insert_resume",
+        "latest_resume",
+        "latest_workdir_move",
+        "list_resumes",
+        "resume_outcomes",
+        "resume_workdirs",
+        "update_resume",
+    ),
+    "sealed_text": (
+        "UNREADABLE",
+        "TextKeys",
+    ),
+    "task_keys": (
+        "delete_wrapped_key",
+        "get_wrapped_key",
+        "has_wrapped_key",
+        "insert_old_wrapped_key",
+        "insert_wrapped_key",
+        "keys_and_scopes",
+        "master_key_ids",
+        "old_wrapped_keys",
+        "replace_wrapped_key",
+        "tasks_keyed_by_other_master",
+    ),
+    "tasks": (
+        "add_task_recipient",
+        "finished_task_ids",
+        "get_task",
+        "insert_task",
+        "list_task_recipients",
+        "list_tasks",
+        "remove_task_recipient",
+        "set_task_approvers",
+        "set_task_harness",
+        "set_task_origin",
+        "task_ids",
+        "task_scope",
+        "task_status_counts",
+        "update_task",
+    ),
+    "trust": (
+        "pin_genesis",
+        "record_rejected_facts",
+        "rejected_body_hashes",
+        "rejected_counts",
+        "rejected_facts",
+        "trust_pins",
+        "trusted_genesis",
+    ),
+    "validations": (
+        "insert_validation",
+        "latest_validation",
+        "list_validations",
+    ),
+}
+
+_EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    """A re-exported name, its module imported on first use (PEP 562): a command loads the
+    tables it reads, not all of them (issue 22)."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'core.store' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"core.store.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "MANIFEST_SCHEMA",
@@ -203,6 +386,7 @@ __all__ = [
     "insert_validation",
     "insert_wrapped_key",
     "insert_writing_checkpoint",
+    "keys_and_scopes",
     "latest_checkpoint_created_at",
     "latest_complete",
     "latest_harness_session",

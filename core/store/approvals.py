@@ -12,7 +12,13 @@ from typing import Any
 from core.models import Approval, ApprovalState, Risk
 from core.store.db import Database
 from core.store.filters import where_clause
-from core.store.sealed_text import TextKeys, approval_item, opened_value, sealed_value
+from core.store.sealed_text import (
+    TextKeys,
+    approval_item,
+    opened_value,
+    prefetched,
+    sealed_value,
+)
 from core.store.values import stored_enum
 
 
@@ -85,7 +91,10 @@ def list_approvals(
     Their text is opened with `keys`; without (a caller after states only) it shows the marker.
     """
     where, params = where_clause({"task_id": task_id, "effect_key": effect_key}, states)
-    rows = db.query(f"SELECT * FROM approvals{where} ORDER BY requested_at, task_id, seq", params)
+    rows = list(
+        db.query(f"SELECT * FROM approvals{where} ORDER BY requested_at, task_id, seq", params)
+    )
+    prefetched(keys, rows, "task_id")
     return [_approval_from_row(row, keys) for row in rows]
 
 

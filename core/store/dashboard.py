@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from core.models import ApprovalState, CheckpointState, EffectState, Risk, Task, TaskStatus
 from core.store.db import Database
-from core.store.sealed_text import TASK_SEALED, TextKeys
+from core.store.sealed_text import TASK_SEALED, TextKeys, prefetched
 from core.store.tasks import task_from_row
 
 # What the dashboard lists beside a task: `(task, complete checkpoints, newest checkpoint's time,
@@ -116,7 +116,8 @@ def task_rollups(db: Database, now_iso: str, keys: TextKeys | None = None) -> li
     yet expired at `now_iso`, uncertain effects, verdict of the newest validation or None)`;
     the task's sealed fields are opened with `keys` (without: the marker).
     """
-    rows = db.query(_TASK_ROLLUP_SQL, {**_PARAMETERS, "now": now_iso})
+    rows = list(db.query(_TASK_ROLLUP_SQL, {**_PARAMETERS, "now": now_iso}))
+    prefetched(keys, rows, "id")
     return [_rollup_entry(row, keys) for row in rows]
 
 
@@ -233,7 +234,9 @@ def first_task_rollups(
         )
         for row in found:
             rows.setdefault(row["id"], row)  # a hot task comes back in its status's pass too
-    return [_rollup_entry(_unhexed(row), keys) for row in list(rows.values())[:limit]]
+    page_rows = [_unhexed(row) for row in list(rows.values())[:limit]]
+    prefetched(keys, page_rows, "id")
+    return [_rollup_entry(row, keys) for row in page_rows]
 
 
 def _unhexed(row: dict[str, Any]) -> dict[str, Any]:

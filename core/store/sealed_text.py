@@ -16,7 +16,7 @@ here, in one place, so the table modules and the migrations cannot disagree on t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
@@ -33,6 +33,15 @@ class TextKeys(Protocol):
     def seal_text(self, task_id: str, item: str, text: str) -> bytes: ...
 
     def open_text(self, task_id: str, item: str, sealed: bytes) -> str: ...
+
+    def prefetch(self, task_ids: Iterable[str]) -> None: ...
+
+
+def prefetched(keys: TextKeys | None, rows: Sequence[Mapping[str, Any]], column: str) -> None:
+    """Let `keys` read the keys of every task of a listing's rows in one query, not a few
+    queries per task as each row's text is opened (issue 22: one query per listing)."""
+    if keys is not None and rows:
+        keys.prefetch(row[column] for row in rows)
 
 
 def sealed_value(keys: TextKeys, task_id: str, item: str, text: str | None) -> bytes | str | None:

@@ -8,6 +8,8 @@ everywhere, and the current row's presence is what tells a live task from a reti
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from core.store.db import Database
@@ -38,6 +40,19 @@ def get_wrapped_key(db: Database, task_id: str) -> bytes | None:
     """A task's current data key as wrapped by the master key, if it has one."""
     row = db.execute("SELECT wrapped FROM task_keys WHERE task_id = ?", [task_id]).fetchone()
     return bytes(row[0]) if row else None
+
+
+def keys_and_scopes(
+    db: Database, task_ids: Iterable[str]
+) -> list[tuple[str, str | None, bytes | None]]:
+    """Each task's origin store and current wrapped data key, for many tasks in one query."""
+    rows = db.execute(
+        "SELECT t.id, t.origin_store, k.wrapped FROM tasks AS t"
+        " LEFT JOIN task_keys AS k ON k.task_id = t.id"
+        " WHERE t.id IN (SELECT value FROM json_each(?))",
+        [json.dumps(list(task_ids))],
+    ).fetchall()
+    return [(row[0], row[1] or None, bytes(row[2]) if row[2] is not None else None) for row in rows]
 
 
 def insert_wrapped_key(

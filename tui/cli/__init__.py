@@ -9,7 +9,6 @@ GitPython, Textual) happen inside commands so `pitstop --help` stays fast.
 
 from __future__ import annotations
 
-import os
 import sys
 
 import click
@@ -86,8 +85,6 @@ def cli(click_ctx: click.Context, store: str | None, theme: str | None) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, turning every failure into one line and an exit code."""
-    from core.errors import PitstopError
-
     try:
         result = cli.main(args=argv, prog_name="pitstop", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -101,24 +98,14 @@ def main(argv: list[str] | None = None) -> None:
             hint = f" (see `{exc.ctx.command_path} --help`)"
         click.echo(f"pitstop: {exc.format_message()}{hint}", err=True)
         sys.exit(exc.exit_code)
-    except PitstopError as exc:
-        from core.terminal_text import printable
+    except Exception as exc:  # one line, as the click-free path words it (`tui.quick`)
+        from tui.quick import failure_line
 
-        click.echo(f"pitstop: {printable(exc.message, single_line=True)}", err=True)
-        sys.exit(exc.exit_code)
+        line, code = failure_line(exc)
+        if line is not None:
+            click.echo(line, err=True)
+        sys.exit(code)
     except KeyboardInterrupt:
         click.echo("pitstop: interrupted", err=True)
         sys.exit(130)
-    except BrokenPipeError:
-        sys.stderr.close()
-        sys.exit(1)
-    except Exception as exc:  # a bug: still one line, with a way to see more
-        if os.environ.get("PITSTOP_DEBUG"):
-            raise
-        click.echo(
-            f"pitstop: internal error ({type(exc).__name__}: {exc}); "
-            "rerun with PITSTOP_DEBUG=1 for details and please report it",
-            err=True,
-        )
-        sys.exit(1)
     sys.exit(result if isinstance(result, int) else 0)

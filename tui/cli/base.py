@@ -27,10 +27,9 @@ class Context:
     def engine(self) -> Engine:
         """Open the store on first use (so `--help` and usage errors never touch it)."""
         if self._engine is None:
-            from core.engine import Engine
-            from core.models import Interface
+            from tui.quick import engine  # the click-free paths open it the same way
 
-            self._engine = Engine(self.store, interface=Interface.CLI)
+            self._engine = engine(self.store)
         return self._engine
 
 

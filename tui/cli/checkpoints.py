@@ -112,13 +112,9 @@ def checkpoint(
 @pass_ctx
 def checkpoints(ctx: Context, task_id: str, as_json: bool) -> None:
     """List a task's checkpoints, oldest first."""
-    from tui.render import checkpoint_rows
+    from tui.quick import checkpoints_text
 
-    found = ctx.engine().list_checkpoints(task_id)
-    if not found and not as_json:
-        say(f"task {task_id} has no checkpoints yet; run `pitstop checkpoint {task_id}`")
-        return
-    emit(as_json, found, lambda: checkpoint_rows(found))
+    click.echo(checkpoints_text(ctx.engine(), task_id, as_json))
 
 
 @click.command()
@@ -127,18 +123,12 @@ def checkpoints(ctx: Context, task_id: str, as_json: bool) -> None:
 @pass_ctx
 def show(ctx: Context, ref: str, as_json: bool) -> None:
     """Show a checkpoint's manifest; a damaged checkpoint is reported and exits 1."""
-    from tui.render import manifest_text
+    from tui.quick import show_text
 
-    engine = ctx.engine()
-    found = engine.get_checkpoint(ref)
-    problems = engine.verify(found) if found.state.value == "complete" else []
-    emit(
-        as_json,
-        {"checkpoint": found, "damaged": bool(problems), "problems": problems},
-        lambda: manifest_text(found, problems),
-    )
-    if problems:
-        click.echo(f"pitstop: checkpoint {found.ref} is damaged: {problems[0]}", err=True)
+    text, damaged = show_text(ctx.engine(), ref, as_json)
+    click.echo(text)
+    if damaged:
+        click.echo(damaged, err=True)
         sys.exit(1)
 
 

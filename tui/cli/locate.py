@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from tui.cli.base import Context, emit, json_option, pass_ctx
+from tui.cli.base import Context, json_option, pass_ctx
 
 
 @click.command()
@@ -12,5 +12,6 @@ from tui.cli.base import Context, emit, json_option, pass_ctx
 @pass_ctx
 def locate(ctx: Context, as_json: bool) -> None:
     """Print where the store, database, git repos and config live."""
-    paths = ctx.engine().locate()
-    emit(as_json, paths, lambda: "\n".join(f"{k:<9} {v}" for k, v in paths.items()))
+    from tui.quick import locate_text
+
+    click.echo(locate_text(ctx.engine(), as_json))

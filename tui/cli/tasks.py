@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from tui.cli.base import Context, emit, json_option, pass_ctx, say
+from tui.cli.base import Context, emit, json_option, pass_ctx
 
 
 @click.group()
@@ -102,44 +102,9 @@ def task_start(
 @pass_ctx
 def task_list(ctx: Context, statuses: tuple[str, ...], as_json: bool) -> None:
     """List tasks, most recently active first."""
-    from core import clock
-    from core.models import TaskStatus
-    from tui.render import table
+    from tui.quick import task_list_text
 
-    wanted = {TaskStatus(s) for s in statuses}
-    summaries = [s for s in ctx.engine().task_summaries() if not wanted or s.task.status in wanted]
-    if as_json:
-        emit(
-            True,
-            [
-                {
-                    **_task_json(s.task),
-                    "checkpoints": s.checkpoint_count,
-                    "last_checkpoint_at": s.last_checkpoint_at,
-                }
-                for s in summaries
-            ],
-            "",
-        )
-        return
-    if not summaries:
-        say("no tasks yet; start one with `pitstop task start --repo . --objective …`")
-        return
-    say(
-        table(
-            ["id", "status", "age", "checkpoints", "objective"],
-            [
-                (
-                    s.task.id,
-                    s.task.status.value,
-                    clock.humanize_age(s.task.updated_at),
-                    s.checkpoint_count,
-                    s.task.objective[:60],
-                )
-                for s in summaries
-            ],
-        )
-    )
+    click.echo(task_list_text(ctx.engine(), statuses, as_json))
 
 
 def _task_json(task_obj: Any) -> dict[str, Any]:
