@@ -67,7 +67,7 @@ def pinned_machine() -> Iterator[None]:
     key = b"pitstop-demo-fingerprint-key-32b"
     pins = {
         "core.snapshot.manifest.environment_identity": lambda git: dict(PINNED_ENVIRONMENT),
-        "core.engine.checkpoint.load_or_create_key": lambda path: key,
+        "core.security.fingerprint.load_or_create_key": lambda path: key,  # imported late
         "core.engine.checkpoint.time": SimpleNamespace(monotonic=lambda: 0.0),
         "core.engine.resume.time": SimpleNamespace(monotonic=lambda: 0.0),
         # The demo stores validations; the runtime they compare with is the pinned one too.
