@@ -21,7 +21,7 @@ from core.errors import PitstopError
 from core.models import TaskStatus
 from core.restore.resume import ResumePlan
 from tui.messages import ActionDone, ResumePrepared
-from tui.screens.modals import ConfirmModal
+from tui.screens.modals import ConfirmModal, ReasonModal
 from tui.widgets.formatting import shown
 
 if TYPE_CHECKING:
@@ -47,6 +47,30 @@ class ResumeView(Vertical):
             id="resume.launch",
             tooltip="Hand the terminal to the agent's harness in the restored worktree",
         ),
+        Binding(
+            "A",
+            "judge(True)",
+            "Accept work",
+            key_display="A",
+            id="resume.accept",
+            tooltip="After the agent ran: record that the resumed work is good (asks why)",
+        ),
+        Binding(
+            "X",
+            "judge(False)",
+            "Reject work",
+            key_display="X",
+            id="resume.reject",
+            tooltip="After the agent ran: record that the resumed work is not good (asks why)",
+        ),
+        Binding(
+            "O",
+            "shell",
+            "Shell",
+            key_display="O",
+            id="resume.shell",
+            tooltip="Open a shell in the restored worktree (the app comes back when it exits)",
+        ),
     ]
 
     DEFAULT_CSS = """
@@ -67,6 +91,10 @@ class ResumeView(Vertical):
         self._brief = ""
         self.preparing = False
         self.task_status: TaskStatus | None = None  # the task screen keeps it current
+        # After a launch: the plan whose work waits to be judged (accept or reject), and the
+        # worktree a failed launch left for the next resume (or a shell) to take up.
+        self.ran: ResumePlan | None = None
+        self.kept_workdir: str | None = None
 
     @property
     def pitstop(self) -> PitstopHost:
@@ -113,6 +141,16 @@ class ResumeView(Vertical):
             ]
             lines += [f"[$warning]! {shown(warning)}[/]" for warning in plan.warnings]
             heading.update(Content.from_markup("\n".join(lines)))
+            brief.update(self._brief)
+            return
+        if self.ran is not None:
+            heading.update(
+                Content.from_markup(
+                    f"[b]{shown(self.ran.ref)}[/] ran in [b]{shown(str(self.ran.workdir))}[/] · "
+                    "judge the work: [b]A[/] accepts it, [b]X[/] rejects it (asks why; releases "
+                    "the lease) · O opens a shell there"
+                )
+            )
             brief.update(self._brief)
             return
         lines = [
@@ -229,13 +267,94 @@ class ResumeView(Vertical):
             )
             return
         except PitstopError as exc:
+            # The engine ended the resume as failed and put the task back; its worktree and
+            # brief stay when the harness was not found, for the next resume to take up.
+            self.plan, self.ran = None, None
+            self.kept_workdir = str(plan.workdir) if plan.workdir.is_dir() else None
+            self._show_state()
+            self._say_failed(exc.message)
             self.notify(exc.message, title="Launch failed", severity="error", markup=False)
             return
-        self.plan = None
+        self.plan, self.ran, self.kept_workdir = None, plan, str(plan.workdir)
         self._show_state()
         self.notify(
-            f"The harness exited with {code}. Judge the work with `pitstop resume accept|reject`.",
+            f"The harness exited with {code}. Judge the work: A accepts it, X rejects it.",
             title=f"Back from {plan.ref}",
             severity="information" if code == 0 else "warning",
             markup=False,
         )
+
+    def _say_failed(self, message: str) -> None:
+        """The failed launch, and what the tab offers next (in its own keys)."""
+        offers = "enter prepares the resume again"
+        if self.kept_workdir:
+            offers += f" (it takes up {shown(self.kept_workdir)}) · O opens a shell there"
+        self.query_one("#resume-heading", Static).update(
+            Content.from_markup(
+                f"[$error b]Could not launch:[/] {shown(message)}\n[dim]{offers}[/]"
+            )
+        )
+
+    def action_judge(self, accepted: bool) -> None:
+        """Record whether the resumed work is good, with a reason; releases the lease."""
+        ran = self.ran
+        if ran is None:
+            self.notify(
+                "Launch a prepared resume first (L); then judge its work.", severity="warning"
+            )
+            return
+        verb = "Accept" if accepted else "Reject"
+
+        def answered(reason: str | None) -> None:
+            if reason:
+                self._judge(ran.task_id, accepted, reason)
+
+        self.app.push_screen(
+            ReasonModal(
+                f"{verb} the resumed work on {ran.task_id}",
+                f"The agent ran from {ran.ref} in {ran.workdir}.\n\nWhy? The reason is audited.",
+                action_label=verb,
+            ),
+            answered,
+        )
+
+    @work(thread=True, exit_on_error=False, group="resume-judge")
+    def _judge(self, task_id: str, accepted: bool, reason: str) -> None:
+        try:
+            with self.pitstop.engine.for_thread() as engine:
+                engine.judge_resume(task_id, accepted, reason)
+        except PitstopError as exc:
+            self.post_message(ActionDone("judge", exc.message, ok=False))
+            return
+        verdict = "accepted" if accepted else "rejected"
+        self.post_message(ActionDone("judge", f"resumed work on {task_id} {verdict}", ok=True))
+
+    @on(ActionDone)
+    def _judged(self, event: ActionDone) -> None:
+        if event.what != "judge":
+            return
+        event.stop()
+        if event.ok:
+            self.ran = None
+            self._show_state()
+        self.notify(
+            event.message, title="Resume", severity="information" if event.ok else "error",
+            markup=False,
+        )  # fmt: skip
+
+    def action_shell(self) -> None:
+        """Suspend the app and open the user's shell in the restored worktree."""
+        import os
+        import subprocess
+
+        where = self.kept_workdir or (str(self.plan.workdir) if self.plan else None)
+        if where is None or not os.path.isdir(where):
+            self.notify(
+                "No restored worktree to open yet (enter prepares one).", severity="warning"
+            )
+            return
+        try:
+            with self.app.suspend():
+                subprocess.run([os.environ.get("SHELL") or "/bin/sh"], cwd=where, check=False)
+        except SuspendNotSupported:
+            self.notify(f"This terminal cannot be handed over; cd {where}", markup=False)
