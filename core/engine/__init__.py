@@ -283,6 +283,7 @@ class Engine(Session):
     launch = resuming.launch
     judge_resume = resuming.judge_resume
     resume_records = resuming.resume_records
+    clean_failed_resume = resuming.clean_failed_resume
 
     # --- restore drills ----------------------------------------------------------------------
     drill = drilling.drill

@@ -21,7 +21,7 @@ from core.engine.effects import list_effects
 from core.engine.evidence import list_evidence
 from core.engine.leases import end_resume, take_lease
 from core.engine.validate import validate
-from core.errors import NotFoundError, PitstopError, ResumeRefusedError, UsageError
+from core.errors import ConflictError, NotFoundError, PitstopError, ResumeRefusedError, UsageError
 from core.models import Checkpoint, Task, TaskStatus
 from core.session import Session
 from core.store.db import write_txn
@@ -429,6 +429,33 @@ def judge_resume(session: Session, task_id: str, accepted: bool, reason: str) ->
             task_id, "resume", str(latest["id"]), verdict, None, verdict, reason, now
         )
     return {"task": task_id, "resume": latest["id"], "accepted": accepted, "reason": reason}
+
+
+def clean_failed_resume(session: Session, task_id: str) -> str:
+    """Remove the worktree and `pitstop/<task>` branch the task's latest resume left behind
+    when its launch failed (audited); what was removed. Anything else is left as it is."""
+    from core import snapshot
+    from core.restore import worktree
+
+    task = store.get_task(session.db, task_id)
+    latest = store.latest_resume(session.db, task_id)
+    if latest is None or latest["state"] != "failed" or not latest["workdir"]:
+        raise ConflictError(f"task {task_id} has no failed resume with a worktree to clean up")
+    target = Path(latest["workdir"])
+    if target == Path(task.repo_root) or not target.is_dir():
+        raise ConflictError(f"{target} is not a resume worktree to remove; left as it is")
+    source = snapshot.resolve_source_repo(task.repo_root)
+    branch = worktree.discard_worktree(source, target, task_id)
+    if branch is None:
+        raise ConflictError(f"{target} is not a worktree a resume made; left as it is")
+    removed = f"removed {target} and branch {branch}"
+    with write_txn(session.db):
+        store.update_resume(session.db, latest["id"], workdir=None)
+        session.record_event(
+            task_id, "resume", str(latest["id"]), "clean", "failed", "failed", removed,
+            clock.now_iso(),
+        )  # fmt: skip
+    return removed
 
 
 def resume_records(session: Session, task_id: str) -> list[dict[str, Any]]:

@@ -97,10 +97,29 @@ async def test_a_harness_that_is_not_installed_leaves_the_tab_a_way_on(
         messages = " ".join(n.message for n in app._notifications)
         assert "resume accept" not in messages and "resume accept" not in heading
         assert view.plan is None and view.ran is None
+        with Engine(paused) as engine:
+            assert engine.get_task(TASK).status is TaskStatus.WAITING  # put back, not resuming
+            latest = store.latest_resume(engine.db, TASK)
+            assert latest is not None and latest["state"] == "failed"
+        await pilot.press("C")  # clean up: asks first, No focused
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmModal)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert workdir.is_dir()  # the safe choice kept it
+        await pilot.press("C")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(pilot)
+        assert not workdir.exists() and view.kept_workdir is None
+    branches = subprocess.run(
+        ["git", "branch", "--list", f"pitstop/{TASK}*"], cwd=workdir.parent / "calc",
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert branches.strip() == ""
     with Engine(paused) as engine:
-        assert engine.get_task(TASK).status is TaskStatus.WAITING  # put back, not `resuming`
-        latest = store.latest_resume(engine.db, TASK)
-        assert latest is not None and latest["state"] == "failed"
+        cleaned = [e for e in engine.events(TASK) if e.action == "clean"]
+        assert len(cleaned) == 1 and str(workdir) in (cleaned[0].reason or "")
 
 
 async def test_work_that_ran_is_accepted_from_the_tab_with_a_reason(

@@ -115,7 +115,7 @@ def test_dashboard_fits_the_terminal(
 # At 220×60 the overview shows each credential's keyed fingerprint: the demo build pins the
 # fingerprint key where the engine reads it (`core.security.fingerprint`), so it is the same on
 # every machine.
-@pytest.mark.parametrize("size", [(80, 24), (220, 60)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (220, 60)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_task_screen_fits_the_terminal(
     snap_compare: SnapCompare, demo_store: Path, size: tuple[int, int]
 ) -> None:

@@ -64,6 +64,14 @@ class ResumeView(Vertical):
             tooltip="After the agent ran: record that the resumed work is not good (asks why)",
         ),
         Binding(
+            "C",
+            "clean_up",
+            "Clean up",
+            key_display="C",
+            id="resume.clean_up",
+            tooltip="After a failed launch: remove the worktree and branch it left (asks first)",
+        ),
+        Binding(
             "O",
             "shell",
             "Shell",
@@ -288,7 +296,10 @@ class ResumeView(Vertical):
         """The failed launch, and what the tab offers next (in its own keys)."""
         offers = "enter prepares the resume again"
         if self.kept_workdir:
-            offers += f" (it takes up {shown(self.kept_workdir)}) · O opens a shell there"
+            offers += (
+                f" (it takes up {shown(self.kept_workdir)}) · O opens a shell there · "
+                "C removes it and its branch"
+            )
         self.query_one("#resume-heading", Static).update(
             Content.from_markup(
                 f"[$error b]Could not launch:[/] {shown(message)}\n[dim]{offers}[/]"
@@ -336,6 +347,54 @@ class ResumeView(Vertical):
         event.stop()
         if event.ok:
             self.ran = None
+            self._show_state()
+        self.notify(
+            event.message, title="Resume", severity="information" if event.ok else "error",
+            markup=False,
+        )  # fmt: skip
+
+    def action_clean_up(self) -> None:
+        """Ask, then remove the worktree and branch a failed launch left behind."""
+        where = self.kept_workdir
+        task_id = self.ref.partition("@")[0] if self.ref else None
+        if where is None or task_id is None or self.ran is not None:
+            self.notify(
+                "Nothing to clean up: no failed launch left a worktree.", severity="warning"
+            )
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._clean_up(task_id)
+
+        self.app.push_screen(
+            ConfirmModal(
+                "Remove the resume's worktree?",
+                f"{where} and its pitstop/{task_id} branch go; anything changed there is lost. "
+                "The checkpoint stays in the store.",
+                action_label="Remove",
+                default_no=True,
+            ),
+            answered,
+        )
+
+    @work(thread=True, exit_on_error=False, group="resume-clean")
+    def _clean_up(self, task_id: str) -> None:
+        try:
+            with self.pitstop.engine.for_thread() as engine:
+                removed = engine.clean_failed_resume(task_id)
+        except PitstopError as exc:
+            self.post_message(ActionDone("clean", exc.message, ok=False))
+            return
+        self.post_message(ActionDone("clean", removed, ok=True))
+
+    @on(ActionDone)
+    def _cleaned(self, event: ActionDone) -> None:
+        if event.what != "clean":
+            return
+        event.stop()
+        if event.ok:
+            self.kept_workdir = None
             self._show_state()
         self.notify(
             event.message, title="Resume", severity="information" if event.ok else "error",
