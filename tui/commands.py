@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 # (label, callback, help)
 Command = tuple[str, Callable[[], object], str]
 
+# Commands that come once per task (or checkpoint): an empty palette lists only the first few.
+PER_TASK_GROUPS = ("task: open ", "remote: fetch ", "checkpoint: open ")
+DISCOVERED_TASKS = 30
+
 SORTABLE_COLUMNS = (
     *("status", "task", "objective", "repo", "age", "checkpoints"),
     *("approvals", "effects", "verdict", "budget"),
@@ -77,8 +81,14 @@ class PitstopCommands(Provider):
         return found
 
     async def discover(self) -> Hits:
-        """Everything, for an empty palette."""
-        for label, callback, help_text in self.commands():
+        """What an empty palette lists: every command but the per-task ones, then the first
+        `DISCOVERED_TASKS` tasks (typing finds any of them); 10,000 rows would take seconds to
+        lay out before the palette could show anything."""
+        general: list[Command] = []
+        per_task: list[Command] = []
+        for command in self.commands():
+            (per_task if command[0].startswith(PER_TASK_GROUPS) else general).append(command)
+        for label, callback, help_text in [*general, *per_task[:DISCOVERED_TASKS]]:
             yield DiscoveryHit(label, callback, help=help_text)
 
     async def search(self, query: str) -> Hits:
