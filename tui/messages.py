@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # evidence pulls in zstd and the redactor; only its type is n
     from core.engine.validate import StoredValidation
     from core.evidence.storage import Evidence
     from core.ledger.moves import CheckOutcome
+    from tui.drill_runner import DrillOutcome
 
 
 class TasksLoaded(Message):
@@ -214,6 +215,28 @@ class ValidationProgress(Message):
     def can_replace(self, message: Message) -> bool:
         """A newer progress message for the same run carries every finding of the older one."""
         return isinstance(message, ValidationProgress) and message.ref == self.ref
+
+
+class DrillProgress(Message):
+    """A drill from the dashboard is running: seconds spent and the replay's last line."""
+
+    def __init__(self, ref: str, seconds: float, last_line: str) -> None:
+        super().__init__()
+        self.ref = ref
+        self.seconds = seconds
+        self.last_line = last_line
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, DrillProgress) and message.ref == self.ref
+
+
+class DrillFinished(Message):
+    """A drill from the dashboard ended: its outcome (report, error or cancelled)."""
+
+    def __init__(self, ref: str, outcome: DrillOutcome) -> None:
+        super().__init__()
+        self.ref = ref
+        self.outcome = outcome
 
 
 class StoredValidationLoaded(Message):

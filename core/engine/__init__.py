@@ -66,7 +66,6 @@ __all__ = [
     "CheckpointResult",
     "Engine",
     "TaskSummary",
-    "attention",
     "generate_task_id",
     "parse_checkpoint_ref",
 ]
@@ -95,7 +94,7 @@ if TYPE_CHECKING:  # at run time each use-case module loads when one of its meth
     from core.engine import drill_fleet as fleet_drills
     from core.engine import resume as resuming
     from core.engine import validate as validation
-    from core.engine.attention import Attention, attention
+    from core.engine.attention import Attention
     from core.engine.checkpoint import CheckpointRequest, CheckpointResult
     from core.engine.checkpoints import CHECKPOINT_REF, parse_checkpoint_ref
     from core.engine.doctor import DoctorReport
@@ -125,7 +124,6 @@ else:
 
 _EXPORTS = {
     "Attention": "attention",
-    "attention": "attention",
     "CHECKPOINT_REF": "checkpoints",
     "CheckpointRequest": "checkpoint",
     "CheckpointResult": "checkpoint",
@@ -133,7 +131,9 @@ _EXPORTS = {
     "generate_task_id": "tasks",
     "parse_checkpoint_ref": "checkpoints",
 }
-"""The names this package re-exports, and the use-case module each comes from."""
+"""The names this package re-exports, and the use-case module each comes from. None may be
+named like its module (`attention`): importing the submodule sets that name on the package,
+and the re-export would then be the module (import `core.engine.attention.attention`)."""
 
 
 def __getattr__(name: str) -> Any:

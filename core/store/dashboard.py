@@ -38,6 +38,8 @@ class TriageFacts(NamedTuple):
     validated_branch: str | None = None
     validated_branch_head: str | None = None
     branch_moved: bool = False
+    drill_verdict: str | None = None  # the newest restore drill's, and when it ran
+    drilled_at: str | None = None
 
 
 def _branch_seen(field: str) -> str:
@@ -67,7 +69,9 @@ SELECT t.*,
        (v.verdict IS NOT NULL AND (COALESCE(v.seq, 0) < COALESCE(c.last_seq, 0)
                                    OR COALESCE(l.changed, '') > v.at)) AS rollup_verdict_outdated,
        {branch} AS rollup_validated_branch,
-       {branch_head} AS rollup_validated_branch_head
+       {branch_head} AS rollup_validated_branch_head,
+       dr.verdict AS rollup_drill_verdict,
+       dr.at AS rollup_drilled_at
 FROM tasks AS t
 LEFT JOIN (
     SELECT task_id, COUNT(*) AS n, MAX(created_at) AS last, MAX(seq) AS last_seq
@@ -96,6 +100,9 @@ LEFT JOIN (
         UNION ALL SELECT task_id, updated_at FROM effects
     ) GROUP BY task_id
 ) AS l ON l.task_id = t.id AND v.verdict IS NOT NULL
+LEFT JOIN (
+    SELECT task_id, verdict, at, MAX(at || id) AS newest FROM drills GROUP BY task_id
+) AS dr ON dr.task_id = t.id
 ORDER BY t.updated_at DESC
 """.format(branch=_branch_seen("branch"), branch_head=_branch_seen("branch_head"))
 
@@ -189,7 +196,10 @@ SELECT json_group_array(json_object(
            > v.at
         OR (SELECT MAX(updated_at) FROM effects WHERE task_id = t.id) > v.at),
     'rollup_validated_branch', {_branch_seen("branch")},
-    'rollup_validated_branch_head', {_branch_seen("branch_head")}
+    'rollup_validated_branch_head', {_branch_seen("branch_head")},
+    'rollup_drill_verdict', (SELECT verdict FROM drills WHERE task_id = t.id
+                             ORDER BY at DESC, id DESC LIMIT 1),
+    'rollup_drilled_at', (SELECT MAX(at) FROM drills WHERE task_id = t.id)
 ))
 FROM page JOIN tasks AS t ON t.id = page.id
 LEFT JOIN validations AS v ON v.id = (SELECT id FROM validations
@@ -265,5 +275,8 @@ def _rollup_entry(row: Mapping[str, Any], keys: TextKeys | None) -> TaskRollup:
             bool(row["rollup_verdict_outdated"]),
             row.get("rollup_validated_branch"),
             row.get("rollup_validated_branch_head"),
+            False,
+            row.get("rollup_drill_verdict"),
+            row.get("rollup_drilled_at"),
         ),
     )

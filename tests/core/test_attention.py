@@ -14,7 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core import clock
-from core.engine import CheckpointRequest, Engine, TaskSummary, attention
+from core.engine import CheckpointRequest, Engine, TaskSummary
+from core.engine.attention import attention
 from core.models import Budget, EffectState, Risk, Task, TaskStatus
 from core.store import TriageFacts
 

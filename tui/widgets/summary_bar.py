@@ -9,7 +9,8 @@ from textual.content import Content
 from textual.widgets import Static
 
 from core import clock
-from core.engine import TaskSummary, attention
+from core.engine import TaskSummary
+from core.engine.attention import attention
 from core.models import TaskStatus
 from tui.widgets.formatting import STATUS_GLYPHS, counted, status_variable
 

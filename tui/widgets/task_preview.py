@@ -8,7 +8,8 @@ from textual.content import Content
 from textual.widgets import Static
 
 from core import clock
-from core.engine import TaskSummary, attention
+from core.engine import TaskSummary
+from core.engine.attention import attention
 from tui.remotes import DashboardRow, RemoteSummary, no_key_help
 from tui.trust_text import refused_hint
 from tui.widgets.formatting import (
@@ -144,6 +145,13 @@ def triage_lines(summary: TaskSummary) -> list[str]:
         lines.append(verdict)
     else:
         lines.append("[dim]verdict[/]   [dim]not validated yet[/]")
+    if facts.drill_verdict:
+        colour = {"faithful": "$success", "drifted": "$error"}.get(facts.drill_verdict, "$warning")
+        when = f" {clock.humanize_age(facts.drilled_at)} ago" if facts.drilled_at else ""
+        lines.append(
+            f"[dim]drill[/]     [{colour}]{shown(facts.drill_verdict)}[/][dim]{when} · "
+            "D on the Validation tab drills again[/]"
+        )
     return lines
 
 

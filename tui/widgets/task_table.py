@@ -36,7 +36,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from core import clock
-from core.engine import TaskSummary, attention
+from core.engine import TaskSummary
+from core.engine.attention import attention
 from core.models import TaskStatus
 from tui.remotes import DashboardRow, RemoteSummary, RemoteView
 from tui.widgets.formatting import STATUS_ATTENTION, budget_fraction, repo_name

@@ -6,6 +6,7 @@ coalesces a burst into the newest), and the stored report ends the run with its 
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from textual import on, work
@@ -18,10 +19,17 @@ from textual.widgets import Button, LoadingIndicator, Static
 from core import clock
 from core.errors import PitstopError
 from core.restore.validate import Finding, Status, Verdict
-from tui.messages import StoredValidationLoaded, ValidationFinished, ValidationProgress
+from tui.messages import (
+    DrillFinished,
+    DrillProgress,
+    StoredValidationLoaded,
+    ValidationFinished,
+    ValidationProgress,
+)
 from tui.widgets.formatting import shown
 
 if TYPE_CHECKING:
+    from tui.drill_runner import DrillOutcome
     from tui.host import PitstopHost
 
 STATUS_MARKUP = {
@@ -60,10 +68,21 @@ class ValidationView(Vertical):
             id="validation.run",
             tooltip="Run every restore check on the selected checkpoint (stored and audited)",
         ),
+        Binding(
+            "D",
+            "drill",
+            "Drill",
+            key_display="D",
+            id="validation.drill",
+            tooltip="A planned interruption: restore into a scratch tree, replay the recorded "
+            "tests and compare (D again cancels it)",
+        ),
     ]
 
     DEFAULT_CSS = """
     ValidationView { height: 1fr; }
+    ValidationView #validation-drill { height: auto; max-height: 8; padding: 0 1; }
+    ValidationView #validation-drill { background: $panel; }
     ValidationView #validation-heading { height: auto; padding: 0 1; background: $panel; }
     ValidationView #validation-findings { height: 1fr; padding: 0 1; background: $background; }
     ValidationView #validation-verdict { height: auto; padding: 0 1; background: $panel; }
@@ -81,6 +100,9 @@ class ValidationView(Vertical):
         self.findings: tuple[Finding, ...] = ()
         self.verdict: Verdict | None = None
         self.progress_shown = 0  # progress messages handled in this run (bursts coalesce)
+        self.drilling: str | None = None  # the checkpoint a drill runs on now
+        self._cancel_drill = threading.Event()
+        self.last_drill: DrillOutcome | None = None
 
     @property
     def pitstop(self) -> PitstopHost:
@@ -93,6 +115,7 @@ class ValidationView(Vertical):
             yield Static(id="validation-list")
         yield LoadingIndicator()
         yield Static(id="validation-verdict")
+        yield Static(id="validation-drill")
         with Horizontal(classes="tab-buttons"):
             yield Button(
                 "Run validation", id="validation-run", variant="primary", tooltip="(enter)"
@@ -240,3 +263,68 @@ class ValidationView(Vertical):
         self.query_one("#validation-list", Static).update(
             Content.from_markup("\n".join(finding_markup(f) for f in self.findings))
         )
+
+    # --- restore drill ---------------------------------------------------------------------
+
+    def action_drill(self) -> None:
+        """Drill the selected checkpoint in a worker; pressed again while it runs, cancel it."""
+        if self.drilling is not None:
+            self._cancel_drill.set()
+            self._drill_line(f"[$warning]Cancelling the drill of {shown(self.drilling)}…[/]")
+            return
+        if self.ref is None:
+            self.notify("Select a checkpoint first.", severity="warning")
+            return
+        self.drilling = self.ref
+        self._cancel_drill = threading.Event()
+        self._drill_line(
+            f"[b]Drilling {shown(self.ref)}[/]: restoring into a scratch tree, then replaying "
+            "its recorded tests… [dim](D cancels)[/]"
+        )
+        self._drill(self.ref, self._cancel_drill)
+
+    @work(thread=True, exit_on_error=False, group="drill")
+    def _drill(self, ref: str, cancel: threading.Event) -> None:
+        from tui.drill_runner import DrillOutcome, run_drill
+
+        def progress(seconds: float, line: str) -> None:
+            self.post_message(DrillProgress(ref, seconds, line))
+
+        try:
+            outcome = run_drill(self.pitstop.engine.paths.root, ref, progress, cancel)
+        except OSError as exc:
+            outcome = DrillOutcome(error=f"the drill could not start: {exc}")
+        self.post_message(DrillFinished(ref, outcome))
+
+    @on(DrillProgress)
+    def _drill_progress(self, event: DrillProgress) -> None:
+        event.stop()
+        if self._cancel_drill.is_set():
+            return
+        line = f" [dim]· {shown(event.last_line)}[/]" if event.last_line else ""
+        self._drill_line(
+            f"[b]Drilling {shown(event.ref)}[/] · {event.seconds:.0f} s{line} [dim](D cancels)[/]"
+        )
+
+    @on(DrillFinished)
+    def _drill_finished(self, event: DrillFinished) -> None:
+        event.stop()
+        self.drilling = None
+        outcome = event.outcome
+        self.last_drill = outcome
+        if outcome.cancelled:
+            self._drill_line(
+                f"[$warning]Drill of {shown(event.ref)} cancelled.[/] [dim]Its scratch tree goes "
+                "with the next drill (or `pitstop doctor --fix`).[/]"
+            )
+        elif outcome.error is not None:
+            self._drill_line(f"[$error b]Drill not run:[/] {shown(outcome.error)}")
+        else:
+            verdict = str((outcome.report or {}).get("verdict", "?"))
+            colour = {"faithful": "$success", "drifted": "$error"}.get(verdict, "$warning")
+            body = "\n".join(shown(line) for line in outcome.text.splitlines()[1:])
+            self._drill_line(f"[b]Drill {shown(event.ref)}:[/] [{colour} b]{verdict}[/]\n{body}")
+        self.pitstop.reload_open_screens()  # the dashboard's drill badge
+
+    def _drill_line(self, markup: str) -> None:
+        self.query_one("#validation-drill", Static).update(Content.from_markup(markup))
