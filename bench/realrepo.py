@@ -311,7 +311,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         report(count, args.runs, first, times)
     finally:
         if args.keep:
-            print(f"kept {work}")
+            keep = {k: v for k, v in env.items() if k.startswith(("PITSTOP_", "GIT_", "PYTHON"))}
+            (work / "env.sh").write_text("".join(f"export {k}='{v}'\n" for k, v in keep.items()))
+            print(f"kept {work} (its environment: . {work}/env.sh)")
         else:
             shutil.rmtree(work, ignore_errors=True)
     return 0

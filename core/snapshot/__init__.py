@@ -13,7 +13,8 @@ use are gathered here, so they keep calling `snapshot.X`:
 - `secret_scan`: the redactor's rules applied to a file; `staged`: staged blobs judged too
 - `sealed_files`: tracked files holding a secret, stored sealed, and put back on restore
 - `take`: taking the snapshot itself; `checkpoint`: its commit and the task's ref
-- `verify`: re-reading a checkpoint; `checkout`: materialising a tree into a directory
+- `verify`: re-reading a checkpoint; `verified`: what the store held when last verified
+- `checkout`: materialising a tree into a directory
 - `diff`: changed files and unified diffs; `lockfiles`: dependency lockfiles in a tree
 - `manifest`: the manifest and header built from all of it
 - `gitpython_adapter`: the only module that uses GitPython; `patterns`, `scratch`: helpers
@@ -55,4 +56,6 @@ from core.snapshot.source import strip_url_credentials as strip_url_credentials
 from core.snapshot.store_repos import ensure_store_repo as ensure_store_repo
 from core.snapshot.take import Snapshot as Snapshot
 from core.snapshot.take import take_snapshot as take_snapshot
+from core.snapshot.verified import record_verified as record_verified
 from core.snapshot.verify import verify_checkpoint as verify_checkpoint
+from core.snapshot.verify import verify_previous as verify_previous
