@@ -41,9 +41,7 @@ def objects_fingerprint(store_repo: Path) -> str:
             continue
         for entry in entries:
             stat = entry.stat(follow_symlinks=False)
-            digest.update(
-                f"{directory}/{entry.name} {stat.st_size} {stat.st_mtime_ns}\n".encode()
-            )
+            digest.update(f"{directory}/{entry.name} {stat.st_size} {stat.st_mtime_ns}\n".encode())
     return digest.hexdigest()
 
 
