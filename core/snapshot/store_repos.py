@@ -3,7 +3,8 @@ every object a snapshot needs.
 
 A snapshot is hashed with the user's objects as an alternate; whatever it needs that still
 lives only in the user's repository is copied in afterwards, so a `git gc` there can never
-break a checkpoint (DESIGN §6). The base commit's history is fetched once per repository.
+break a checkpoint (DESIGN §6). The base commit is fetched shallowly (depth 1: the commit and
+its tree, never the history, which stays in the user's repository and on its remote).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core.git.objects import GITLINK_MODE, NULL_OID, TREE_MODE
-from core.git.packs import copy_objects, fetch_history
+from core.git.packs import copy_objects, fetch_shallow
 from core.git.reader import object_sizes, read_objects
 from core.git.run import run_git
 from core.snapshot.gitpython_adapter import init_private_bare_repo
@@ -65,7 +66,8 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
 def ensure_base_history(
     store_repo: Path, source: SourceRepo, base_commit: str, held: bool | None = None
 ) -> int:
-    """Fetch the base commit and its history into the store once; return bytes added.
+    """Fetch the base commit and its tree (not its history) into the store once; return the
+    bytes added.
 
     `held`: whether the store holds the base commit, when the caller already asked. Otherwise
     it is read through the operation's `cat-file` session when one is open.
@@ -74,7 +76,13 @@ def ensure_base_history(
         held = read_objects(store_repo, [base_commit])[base_commit] is not None
     if held:
         return 0
-    return fetch_history(store_repo, source.toplevel, base_commit)
+    # One shallow fetch at a time per store repository (git's `shallow.lock` refuses a second
+    # rather than waiting); holding the lock, a `shallow.lock` left is a killed fetch's.
+    with _exclusive(store_repo / "pitstop-shallow.flock"):
+        if object_sizes(store_repo, [base_commit])[base_commit] is not None:
+            return 0  # another process fetched it while we waited
+        (store_repo / "shallow.lock").unlink(missing_ok=True)
+        return fetch_shallow(store_repo, source.toplevel, base_commit)
 
 
 def new_objects(
