@@ -13,7 +13,7 @@ them staged, 10 untracked added, and in one interleaved run:
 - the hook's checkpoint (`pitstop hook claude-code`, a PreCompact milestone)  vs  `python -c pass`
 
     .venv/bin/python bench/realrepo.py                   # 5,000+ files, 7 rounds
-    .venv/bin/python bench/realrepo.py --runs 3 --files 1000
+    .venv/bin/python bench/realrepo.py --quick           # 300 files, 1 round: a smoke run
     .venv/bin/python bench/realrepo.py --repo ~/src/x    # a copy of a real repository
     .venv/bin/python bench/realrepo.py --profile         # cProfile of one in-process checkpoint
     .venv/bin/python bench/realrepo.py --build DIR       # only build the repository into DIR
@@ -82,7 +82,7 @@ def build(
     commits each rewriting 40 files; dates fixed, so the same inputs give the same commits."""
     env = {**(env or os.environ), **IDENTITY}
     lib = Path(sysconfig.get_paths()["stdlib"])
-    sources = stdlib_files()
+    sources = stdlib_files()[:files]  # fewer than one library's worth: its first `files`
     repo.mkdir(parents=True, exist_ok=True)
     git(repo, "init", "-q", "-b", "main", env=env)
     copies = max(1, -(-files // len(sources)))
@@ -279,8 +279,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repo", help="benchmark a copy of this repository instead")
     parser.add_argument("--build", help="only build the repository into this directory")
     parser.add_argument("--profile", action="store_true", help="cProfile one checkpoint")
+    parser.add_argument("--quick", action="store_true", help="300 files, 3 commits, 1 round")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.files, args.history, args.runs = 300, 3, 1
     if args.build:
         build(Path(args.build), args.files, args.history)
         return 0

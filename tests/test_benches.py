@@ -82,3 +82,20 @@ def test_the_serve_benchmark_times_the_inbox_and_decisions_beside_a_static_file(
     assert report["approvals"] == 12
     assert report["inbox_ms"] > 0 and report["static_ms"] > 0 and report["inbox_ratio"] > 0
     assert report["decisions_per_s"] > 0 and report["static_per_s"] > 0
+
+
+def test_the_real_repository_benchmark_runs_every_side_in_one_run() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "realrepo.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert {"git stash create", "shadow git add+commit", "python -c pass"} <= set(
+        report["medians_ms"]
+    )
+    assert report["first"]["store_bytes"] < report["first"]["git_dir_bytes"]
