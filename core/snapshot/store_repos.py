@@ -134,23 +134,58 @@ def new_objects(
     return oids, first_changes
 
 
-def copy_missing_objects(
-    store_repo: Path, source: SourceRepo, oids: list[str], base_commit: str | None = None
-) -> tuple[int, int]:
-    """Copy objects only the user's repository holds into the store; return the bytes stored
-    and how many of `oids` the store still lacks afterwards.
+def loose_objects(store_repo: Path) -> frozenset[str]:
+    """The ids of the store's loose objects, from the fan-out directories' names alone."""
+    objects = store_repo / "objects"
+    found: set[str] = set()
+    try:
+        fanouts = [entry for entry in os.scandir(objects) if len(entry.name) == 2]
+    except FileNotFoundError:
+        return frozenset()
+    for fanout in fanouts:
+        try:
+            found.update(fanout.name + name for name in os.listdir(fanout.path))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+    return frozenset(found)
 
-    With `base_commit`, the same batch asks whether the store holds it, and its history is
-    fetched when it does not (its bytes counted too).
+
+def copy_missing_objects(
+    store_repo: Path,
+    source: SourceRepo,
+    oids: list[str],
+    base_commit: str | None = None,
+    held_before: frozenset[str] | None = None,
+) -> tuple[int, int]:
+    """Copy objects only the user's repository holds into the store; return the bytes this
+    snapshot added to the store and how many of `oids` the store still lacks afterwards.
+
+    With `base_commit`, the same batch asks whether the store holds it, and it is fetched
+    (shallowly) when it does not. The bytes added are real bytes on disk, each counted once:
+    the fetch's growth, what was copied, and the loose objects of `oids` not among
+    `held_before` (the loose objects before the snapshot wrote any; without it every loose one
+    of `oids` counts). Packed ones were counted by whatever fetched or copied them.
     """
     sizes = object_sizes(store_repo, [*oids, base_commit] if base_commit else oids)
     fetched = 0
     if base_commit is not None and sizes.pop(base_commit, None) is None:
         fetched = ensure_base_history(store_repo, source, base_commit, held=False)
+        sizes = object_sizes(store_repo, oids)  # the fetch may have brought some of them
+    before = held_before or frozenset()
+    written = sum(
+        size
+        for oid, size in sizes.items()
+        if size and oid not in before and _is_loose(store_repo, oid)
+    )
     missing = [oid for oid, size in sizes.items() if size is None]
     if not missing:
-        return fetched + sum(size or 0 for size in sizes.values()), 0
+        return fetched + written, 0
     copy_objects(source.toplevel, store_repo, missing)
-    sizes = object_sizes(store_repo, oids)
-    stored = fetched + sum(size or 0 for size in sizes.values())
-    return stored, sum(1 for size in sizes.values() if size is None)
+    copied = object_sizes(store_repo, missing)
+    unstored = sum(1 for size in copied.values() if size is None)
+    return fetched + written + sum(size or 0 for size in copied.values()), unstored
+
+
+def _is_loose(store_repo: Path, oid: str) -> bool:
+    """Whether `oid` is a loose object of the store (packed ones came by a fetch or a copy)."""
+    return (store_repo / "objects" / oid[:2] / oid[2:]).is_file()

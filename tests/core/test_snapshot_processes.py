@@ -280,7 +280,11 @@ def test_an_object_the_store_failed_to_copy_leaves_the_checkpoint_incomplete(
     write(repo / "staged.txt", "in the work tree: hashed into the store itself\n")
 
     def copy_nothing(
-        store_repo: Path, source: object, oids: list[str], base_commit: object = None
+        store_repo: Path,
+        source: object,
+        oids: list[str],
+        base_commit: object = None,
+        held_before: object = None,
     ) -> tuple[int, int]:
         sizes = object_sizes(store_repo, oids)
         return 0, sum(1 for size in sizes.values() if size is None)
