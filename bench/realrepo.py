@@ -17,6 +17,7 @@ them staged, 10 untracked added, and in one interleaved run:
     .venv/bin/python bench/realrepo.py --repo ~/src/x    # a copy of a real repository
     .venv/bin/python bench/realrepo.py --profile         # cProfile of one in-process checkpoint
     .venv/bin/python bench/realrepo.py --build DIR       # only build the repository into DIR
+    .venv/bin/python bench/realrepo.py --against DIR     # older Pitstop sources timed beside
 
 Nothing here asserts a time; the ratios are printed beside their targets.
 """
@@ -202,9 +203,15 @@ def first_checkpoint(repo: Path, env: dict[str, str], work: Path) -> dict[str, f
 
 
 def repeat_rounds(
-    repo: Path, env: dict[str, str], work: Path, edited: Sequence[str], runs: int
+    repo: Path,
+    env: dict[str, str],
+    work: Path,
+    edited: Sequence[str],
+    runs: int,
+    against: Path | None = None,
 ) -> dict[str, list[float]]:
-    """Interleaved rounds: one edit, then Pitstop, `git stash create` and shadow git."""
+    """Interleaved rounds: one edit, then Pitstop, `git stash create` and shadow git (and
+    the Pitstop sources at `against`, on a store of their own, when given)."""
     shadow = work / "shadow.git"
     git(work, "init", "-q", "--bare", str(shadow), env=env)
     shadow_args = ["git", f"--git-dir={shadow}", f"--work-tree={repo}"]
@@ -218,10 +225,19 @@ def repeat_rounds(
             + run([*shadow_args, "commit", "-q", "--allow-empty", "-m", "c"], env, repo)
         ),
     }
+    if against is not None:
+        other = {**env, "PITSTOP_HOME": str(work / "store-against"), "PYTHONPATH": str(against)}
+        start = ["task", "start", "--id", TASK, "--repo", str(repo), "--objective", "scale"]
+        run([*pitstop_program(), *start], other, repo)
+        run([*pitstop_program(), "checkpoint", TASK], other, repo)
+        sides[f"pitstop checkpoint ({against.name})"] = lambda: run(
+            [*pitstop_program(), "checkpoint", TASK], other, repo
+        )
     times: dict[str, list[float]] = {name: [] for name in sides}
     for number in range(runs + 1):
         edit_round(repo, edited, number)
-        order = list(sides)[number % 3 :] + list(sides)[: number % 3]
+        turn = number % len(sides)
+        order = list(sides)[turn:] + list(sides)[:turn]
         for name in order:
             spent = sides[name]()
             if number:  # the first round warms caches for every side
@@ -280,6 +296,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--build", help="only build the repository into this directory")
     parser.add_argument("--profile", action="store_true", help="cProfile one checkpoint")
     parser.add_argument("--quick", action="store_true", help="300 files, 3 commits, 1 round")
+    parser.add_argument(
+        "--against", help="Pitstop sources (e.g. a `git archive` of main) to time beside these"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args(argv)
     if args.quick:
@@ -309,7 +328,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.profile:
             profile_checkpoint(repo, env, edited)
             return 0
-        times = {**repeat_rounds(repo, env, work, edited, args.runs)}
+        against = Path(args.against).resolve() if args.against else None
+        times = {**repeat_rounds(repo, env, work, edited, args.runs, against)}
         times.update(hook_rounds(repo, env, edited, args.runs))
         report(count, args.runs, first, times)
     finally:
