@@ -114,3 +114,20 @@ def test_the_listing_and_gc_benchmarks_run() -> None:
     assert listing["tasks"] == 30 and listing["ratio"]
     gc = _report("gc.py", "--checkpoints", "3", "--files", "80")
     assert gc["checkpoints"] == 3 and gc["gc_peak_mb"]
+
+
+def test_the_real_repository_benchmark_runs_every_side_in_one_run() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "realrepo.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert {"git stash create", "shadow git add+commit", "python -c pass"} <= set(
+        report["medians_ms"]
+    )
+    assert report["first"]["store_bytes"] < report["first"]["git_dir_bytes"]

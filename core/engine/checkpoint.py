@@ -246,17 +246,11 @@ def _take_snapshot(
     snap: snapshot.Snapshot | None = None
     if previous and previous.worktree_tree and previous.index_tree:
         trees = (previous.worktree_tree, previous.index_tree)
-        # Every object of the previous trees, walked: the new snapshot stores only what
-        # differs from them, and its own verification relies on this walk. The walk runs
-        # while the snapshot is taken; a damaged previous checkpoint (rare) throws that
-        # snapshot away (or its failure) and starts the chain afresh from the base commit.
-        walk = snapshot.verify_checkpoint(
-            store_repo,
-            commit=previous.commit or "",
-            worktree_tree=trees[0],
-            index_tree=trees[1],
-            manifest_sha256=None,
-        )
+        # Every object of the previous trees present (walked while the snapshot is taken,
+        # unless none can have gone since it was verified): the new snapshot stores only what
+        # differs from them, and its own verification relies on this. A damaged previous
+        # checkpoint throws that snapshot away and starts the chain afresh from the base.
+        walk = snapshot.verify_previous(store_repo, previous.commit or "", trees)
         try:
             snap = snapshot.take_snapshot(
                 source,
@@ -384,6 +378,7 @@ def _finish_checkpoint(session: Session, draft: _Draft) -> CheckpointResult:
         commit, commit_bytes, sealed_manifest, manifest_sha256, changed_count, tokens_used, usd_used
     )
     _complete(session, draft, written)
+    snapshot.record_verified(draft.store_repo, commit)  # the next one need not walk its trees
     return CheckpointResult(
         open_checkpoint(session, store.get_checkpoint(session.db, draft.task.id, draft.seq))
     )

@@ -13,7 +13,8 @@ use are gathered here, so they keep calling `snapshot.X`:
 - `secret_scan`: the redactor's rules applied to a file; `staged`: staged blobs judged too
 - `sealed_files`: tracked files holding a secret, stored sealed, and put back on restore
 - `take`: taking the snapshot itself; `checkpoint`: its commit and the task's ref
-- `verify`: re-reading a checkpoint; `checkout`: materialising a tree into a directory
+- `verify`: re-reading a checkpoint; `verified`: what the store held when last verified
+- `checkout`: materialising a tree into a directory
 - `diff`: changed files and unified diffs; `lockfiles`: dependency lockfiles in a tree
 - `manifest`: the manifest and header built from all of it
 - `gitpython_adapter`: the only module that uses GitPython; `patterns`, `scratch`: helpers
@@ -63,7 +64,9 @@ if TYPE_CHECKING:
     from core.snapshot.store_repos import ensure_store_repo as ensure_store_repo
     from core.snapshot.take import Snapshot as Snapshot
     from core.snapshot.take import take_snapshot as take_snapshot
+    from core.snapshot.verified import record_verified as record_verified
     from core.snapshot.verify import verify_checkpoint as verify_checkpoint
+    from core.snapshot.verify import verify_previous as verify_previous
 
 _EXPORTS = {
     "EMPTY_TREE": "core.git.objects",
@@ -101,6 +104,8 @@ _EXPORTS = {
     "Snapshot": "core.snapshot.take",
     "take_snapshot": "core.snapshot.take",
     "verify_checkpoint": "core.snapshot.verify",
+    "verify_previous": "core.snapshot.verify",
+    "record_verified": "core.snapshot.verified",
 }
 """The names this package gathers, and the module each comes from."""
 

@@ -3,7 +3,8 @@ every object a snapshot needs.
 
 A snapshot is hashed with the user's objects as an alternate; whatever it needs that still
 lives only in the user's repository is copied in afterwards, so a `git gc` there can never
-break a checkpoint (DESIGN §6). The base commit's history is fetched once per repository.
+break a checkpoint (DESIGN §6). The base commit is fetched shallowly (depth 1: the commit and
+its tree, never the history, which stays in the user's repository and on its remote).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core.git.objects import GITLINK_MODE, NULL_OID, TREE_MODE
-from core.git.packs import copy_objects, fetch_history
+from core.git.packs import copy_objects, fetch_shallow
 from core.git.reader import object_sizes, read_objects
 from core.git.run import run_git
 from core.snapshot.gitpython_adapter import init_private_bare_repo
@@ -65,7 +66,8 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
 def ensure_base_history(
     store_repo: Path, source: SourceRepo, base_commit: str, held: bool | None = None
 ) -> int:
-    """Fetch the base commit and its history into the store once; return bytes added.
+    """Fetch the base commit and its tree (not its history) into the store once; return the
+    bytes added.
 
     `held`: whether the store holds the base commit, when the caller already asked. Otherwise
     it is read through the operation's `cat-file` session when one is open.
@@ -74,7 +76,13 @@ def ensure_base_history(
         held = read_objects(store_repo, [base_commit])[base_commit] is not None
     if held:
         return 0
-    return fetch_history(store_repo, source.toplevel, base_commit)
+    # One shallow fetch at a time per store repository (git's `shallow.lock` refuses a second
+    # rather than waiting); holding the lock, a `shallow.lock` left is a killed fetch's.
+    with _exclusive(store_repo / "pitstop-shallow.flock"):
+        if object_sizes(store_repo, [base_commit])[base_commit] is not None:
+            return 0  # another process fetched it while we waited
+        (store_repo / "shallow.lock").unlink(missing_ok=True)
+        return fetch_shallow(store_repo, source.toplevel, base_commit)
 
 
 def new_objects(
@@ -126,23 +134,58 @@ def new_objects(
     return oids, first_changes
 
 
-def copy_missing_objects(
-    store_repo: Path, source: SourceRepo, oids: list[str], base_commit: str | None = None
-) -> tuple[int, int]:
-    """Copy objects only the user's repository holds into the store; return the bytes stored
-    and how many of `oids` the store still lacks afterwards.
+def loose_objects(store_repo: Path) -> frozenset[str]:
+    """The ids of the store's loose objects, from the fan-out directories' names alone."""
+    objects = store_repo / "objects"
+    found: set[str] = set()
+    try:
+        fanouts = [entry for entry in os.scandir(objects) if len(entry.name) == 2]
+    except FileNotFoundError:
+        return frozenset()
+    for fanout in fanouts:
+        try:
+            found.update(fanout.name + name for name in os.listdir(fanout.path))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+    return frozenset(found)
 
-    With `base_commit`, the same batch asks whether the store holds it, and its history is
-    fetched when it does not (its bytes counted too).
+
+def copy_missing_objects(
+    store_repo: Path,
+    source: SourceRepo,
+    oids: list[str],
+    base_commit: str | None = None,
+    held_before: frozenset[str] | None = None,
+) -> tuple[int, int]:
+    """Copy objects only the user's repository holds into the store; return the bytes this
+    snapshot added to the store and how many of `oids` the store still lacks afterwards.
+
+    With `base_commit`, the same batch asks whether the store holds it, and it is fetched
+    (shallowly) when it does not. The bytes added are real bytes on disk, each counted once:
+    the fetch's growth, what was copied, and the loose objects of `oids` not among
+    `held_before` (the loose objects before the snapshot wrote any; without it every loose one
+    of `oids` counts). Packed ones were counted by whatever fetched or copied them.
     """
     sizes = object_sizes(store_repo, [*oids, base_commit] if base_commit else oids)
     fetched = 0
     if base_commit is not None and sizes.pop(base_commit, None) is None:
         fetched = ensure_base_history(store_repo, source, base_commit, held=False)
+        sizes = object_sizes(store_repo, oids)  # the fetch may have brought some of them
+    before = held_before or frozenset()
+    written = sum(
+        size
+        for oid, size in sizes.items()
+        if size and oid not in before and _is_loose(store_repo, oid)
+    )
     missing = [oid for oid, size in sizes.items() if size is None]
     if not missing:
-        return fetched + sum(size or 0 for size in sizes.values()), 0
+        return fetched + written, 0
     copy_objects(source.toplevel, store_repo, missing)
-    sizes = object_sizes(store_repo, oids)
-    stored = fetched + sum(size or 0 for size in sizes.values())
-    return stored, sum(1 for size in sizes.values() if size is None)
+    copied = object_sizes(store_repo, missing)
+    unstored = sum(1 for size in copied.values() if size is None)
+    return fetched + written + sum(size or 0 for size in copied.values()), unstored
+
+
+def _is_loose(store_repo: Path, oid: str) -> bool:
+    """Whether `oid` is a loose object of the store (packed ones came by a fetch or a copy)."""
+    return (store_repo / "objects" / oid[:2] / oid[2:]).is_file()

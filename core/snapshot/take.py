@@ -105,6 +105,7 @@ def take_snapshot(
     (`Snapshot.facts`); without it they are not read. `sealing` seals the tracked files found
     holding a secret and names the paths the user allowed to keep one.
     """
+    held_before = store_repos.loose_objects(store_repo)  # what is new is counted as added
     scratch_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     clean = CleanScans(store_repo)  # contents judged clean before are not scanned again
     with scratch_directory(scratch_dir, "snapshot-") as temp:
@@ -135,7 +136,7 @@ def take_snapshot(
         store_repo, [(old_worktree, worktree_tree), (old_index, index_tree)], source
     )
     copied_bytes, unstored = store_repos.copy_missing_objects(
-        store_repo, source, needed, head.commit if staged.ask_base_later else None
+        store_repo, source, needed, head.commit if staged.ask_base_later else None, held_before
     )
     lockfiles = None
     if previous_trees and previous_lockfiles is not None and worktree_changes is not None:

@@ -17,6 +17,7 @@ from core.git.objects import parse_tree
 from core.git.reader import ObjectReader, held_objects, read_objects
 from core.git.run import finish_git, start_git
 from core.snapshot.checkpoint import MANIFEST_FILE
+from core.snapshot.verified import still_verified
 
 if TYPE_CHECKING:
     import subprocess
@@ -165,6 +166,20 @@ def verify_checkpoint(
     else:  # the restore walks the worktree tree itself; check what only the index holds
         walk = TreeWalk.start(store_repo, [index_tree], exclude=[worktree_tree], presence=presence)
     return Verification(problems, walk=walk)
+
+
+def verify_previous(store_repo: Path, commit: str, trees: tuple[str, str]) -> Verification:
+    """The previous checkpoint's trees, checked before a new snapshot builds on them: walked
+    in the background, unless it was the last verified and no object has gone since."""
+    if still_verified(store_repo, commit):
+        return Verification([])
+    return verify_checkpoint(
+        store_repo,
+        commit=commit,
+        worktree_tree=trees[0],
+        index_tree=trees[1],
+        manifest_sha256=None,
+    )
 
 
 def _root_problems(root_tree: bytes, worktree_tree: str, index_tree: str) -> list[str]:

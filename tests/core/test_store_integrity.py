@@ -49,7 +49,7 @@ def test_store_survives_deleting_the_users_objects(
     assert tree_state(tmp_path / "restored") == expected
     assert blob_at(store, cp.index_tree or "", "staged_only.txt") == b"STAGED-ONLY-BLOB\n"
     assert "staged_only.txt" in engine.diff(cp.ref)
-    # the base commit's history was copied too
+    # the base commit and its tree were copied too
     git_bytes(store, "cat-file", "-e", f"{cp.base_commit}^{{tree}}")
 
 
