@@ -24,8 +24,21 @@ SESSION = "1b2c3d4e-5f60-4718-a9b0-c1d2e3f4a5b6"
 
 @pytest.fixture(autouse=True)
 def every_turn(isolated_env: dict[str, Path]) -> None:
-    """No minimum interval between turn checkpoints: only "nothing new" can skip one."""
-    (isolated_env["config"] / "config.toml").write_text("[policy]\nmin_interval_seconds = 0\n")
+    """No minimum interval between turn checkpoints, and checkpoints that cost nothing (so a
+    turn's always pays, core.engine.pays): only "nothing new" can skip one."""
+    (isolated_env["config"] / "config.toml").write_text(FREE_CHECKPOINTS)
+
+
+FREE_CHECKPOINTS = """[policy]
+min_interval_seconds = 0
+p_interrupt_per_hour = 1
+machine_usd_per_hour = 0
+[economics]
+create_usd = 0
+restore_usd = 0
+validation_usd = 0
+storage_usd_per_gib_month = 0
+"""
 
 
 def event(name: str, cwd: Path, **fields: Any) -> bytes:

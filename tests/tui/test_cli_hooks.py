@@ -49,6 +49,16 @@ def transcript(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture
+def turns_pay(isolated_env: dict[str, Path]) -> None:
+    """Checkpoints that cost nothing, so a turn's always pays (core.engine.pays): these
+    sessions last seconds, where the break-even model would rather restart."""
+    (isolated_env["config"] / "config.toml").write_text(
+        "[policy]\np_interrupt_per_hour = 1\nmachine_usd_per_hour = 0\n[economics]\n"
+        "create_usd = 0\nrestore_usd = 0\nvalidation_usd = 0\nstorage_usd_per_gib_month = 0\n"
+    )
+
+
 def payload(name: str, cwd: Path, transcript: Path) -> bytes:
     text = (FIXTURES / f"{name}.json").read_text()
     text = text.replace("$CWD", str(cwd)).replace("$TRANSCRIPT", str(transcript))
@@ -88,6 +98,7 @@ def decision(proc: subprocess.CompletedProcess[str]) -> dict[str, Any] | None:
     return output
 
 
+@pytest.mark.usefixtures("turns_pay")
 def test_recorded_session(repo: Path, transcript: Path, tmp_path: Path) -> None:
     def step(name: str, event: str) -> subprocess.CompletedProcess[str]:
         proc = hook(payload(name, repo, transcript), "claude-code", "--event", event, cwd=repo)
@@ -327,6 +338,7 @@ def test_guard_fails_closed_when_the_store_cannot_open(repo: Path, transcript: P
     assert observation.returncode == 0 and "not recorded" in observation.stderr
 
 
+@pytest.mark.usefixtures("turns_pay")
 def test_codex_notify_records_turn(repo: Path, transcript: Path) -> None:
     text = payload("codex_turn_complete", repo, transcript).decode()
     proc = cli("hook", "codex", text)
