@@ -169,8 +169,7 @@ def approvals_requested_via(db: Database, interface: Interface) -> set[tuple[str
 def event_details(db: Database, task_id: str, entity: str, action: str) -> dict[int, Any]:
     """The recorded details of a task's events of one kind: event id → its detail (a dict)."""
     rows = db.query(
-        "SELECT id, detail FROM events WHERE task_id = ? AND entity = ? AND action = ? "
-        "ORDER BY id",
+        "SELECT id, detail FROM events WHERE task_id = ? AND entity = ? AND action = ? ORDER BY id",
         [task_id, entity, action],
     )
     return {int(row["id"]): json.loads(row["detail"]) if row["detail"] else {} for row in rows}
