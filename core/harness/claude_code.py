@@ -188,7 +188,7 @@ def _checkpoint_event(name: str, event: Mapping[str, Any], context: HookContext)
     detail = event_text(event, "trigger") or event_text(event, "reason")
     if detail is not None and not _ONE_WORD.fullmatch(detail):
         detail = None  # the note stays Pitstop's own wording: a word such as `auto` or `exit`
-    if name == "Stop" and _background_running(engine, task.id):
+    if name == "Stop" and _background_running(event):
         reason, note = "before-wait", "the turn ended with background work still running"
     request = CheckpointRequest(
         reason=CheckpointReason(reason),
@@ -224,13 +224,11 @@ def _decided_checkpoint(
     return result
 
 
-def _background_running(engine: Engine, task_id: str) -> bool:
+def _background_running(event: Mapping[str, Any]) -> bool:
     """A turn ended while a command it started still runs in the background."""
-    from core.models import EffectState
+    from core.harness import background
 
-    return bool(engine.background_effects(task_id)) and engine.has_effects_in(
-        task_id, EffectState.IN_PROGRESS
-    )
+    return background.still_running(event)
 
 
 def _unsettled_at_the_end(context: HookContext, task_id: str) -> list[str]:

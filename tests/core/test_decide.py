@@ -97,3 +97,20 @@ def test_more_exposure_never_turns_a_take_into_a_skip(
     low = decide(p, Exposure(spent_usd=exposure), price)
     high = decide(p, Exposure(spent_usd=exposure + more), price)
     assert not low.take or high.take
+
+
+@pytest.mark.parametrize(
+    ("command", "kind"),
+    [
+        ("pytest -q", "test"),  # a hook records the shell's command line as one word
+        ("uv sync", "install"),
+        ("ruff check --fix .", "test"),
+        ("alembic upgrade head", "build"),  # a migration: redone to rebuild the environment
+        ("npm run build && npm test", "build"),
+        ("echo hello-from-e2e", "other"),
+    ],
+)
+def test_a_hooks_command_line_is_classified(command: str, kind: str) -> None:
+    from core.economics.work_kinds import classify_run
+
+    assert classify_run([command]).value == kind
