@@ -80,11 +80,11 @@ def test_new_evidence_is_new(repo: Path) -> None:
             "PostToolUse",
             repo,
             tool_name="Bash",
-            tool_input={"command": "pytest -q"},
-            tool_response={"stdout": "3 passed in 0.1s\n", "stderr": ""},
+            tool_input={"command": "ls -la"},  # a test run would be a milestone of its own
+            tool_response={"stdout": "README.md\n", "stderr": ""},
         )
     )
-    assert run(event("Stop", repo)).recorded[0].startswith("checkpoint ")  # the test run is new
+    assert run(event("Stop", repo)).recorded[0].startswith("checkpoint ")  # the listing is new
     assert run(event("SubagentStop", repo)).recorded[0].startswith("skipped: nothing changed")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime, timedelta
 import subprocess
 import sys
 from pathlib import Path
@@ -98,14 +99,22 @@ def decision(proc: subprocess.CompletedProcess[str]) -> dict[str, Any] | None:
     return output
 
 
-@pytest.mark.usefixtures("turns_pay")
-def test_recorded_session(repo: Path, transcript: Path, tmp_path: Path) -> None:
+def test_recorded_session(
+    repo: Path, transcript: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def at(minutes: int) -> None:
+        """The session's clock (every process reads it): the break-even model weighs how long
+        the work took (core.engine.pays)."""
+        moment = datetime(2026, 12, 3, 8, 0, tzinfo=UTC) + timedelta(minutes=minutes)
+        monkeypatch.setenv("PITSTOP_FROZEN_NOW", moment.isoformat())
+
     def step(name: str, event: str) -> subprocess.CompletedProcess[str]:
         proc = hook(payload(name, repo, transcript), "claude-code", "--event", event, cwd=repo)
         assert proc.returncode == 0, proc.stderr
         return proc
 
     # 1. The session starts: a task for this repository, linked to the session and transcript.
+    at(0)
     step("session_start", "SessionStart")
     with Engine() as engine:
         [task] = engine.list_tasks()
@@ -117,7 +126,9 @@ def test_recorded_session(repo: Path, transcript: Path, tmp_path: Path) -> None:
         assert session["session_id"] == SESSION
         assert session["transcript_path"] == str(transcript)
 
-    # 2. A test run: evidence with its output, exit status and summary.
+    # 2. A test run: evidence with its output, exit status and summary (a minute into the
+    # session, a milestone would not pay: none is taken).
+    at(1)
     step("post_tool_use_tests", "PostToolUse")
     with Engine() as engine:
         [item] = engine.list_evidence(task.id)
@@ -133,7 +144,9 @@ def test_recorded_session(repo: Path, transcript: Path, tmp_path: Path) -> None:
     with Engine() as engine:
         assert len(engine.list_evidence(task.id)) == 1
 
-    # 4. Stop: a checkpoint with the edit, the evidence and the session in its manifest.
+    # 4. Stop an hour in: a checkpoint with the edit, the evidence and the session in its
+    # manifest (an hour's work is worth keeping).
+    at(60)
     step("stop", "Stop")
     with Engine() as engine:
         [listed] = engine.list_checkpoints(task.id)
