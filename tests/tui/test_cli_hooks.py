@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import UTC, datetime, timedelta
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
