@@ -249,6 +249,7 @@ class Engine(Session):
     decide_checkpoint = pays.decide_checkpoint
     record_decision = pays.record_decision
     checkpoint_decisions = pays.decisions
+    set_task_policy = pays.set_task_policy
     list_checkpoints = checkpoints.list_checkpoints
     get_checkpoint = checkpoints.get_checkpoint
     verify = checkpoints.verify

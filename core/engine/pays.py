@@ -35,7 +35,7 @@ DECIDE = "decide"  # the audited action of every automatic decision
 def checkpoint_verdict(session: Session, task_id: str) -> Verdict:
     """Whether a checkpoint of the task now pays, with the numbers behind the answer."""
     task = store.get_task(session.db, task_id)
-    policy, economics = session.config.policy, session.config.economics
+    policy, economics = _task_policy(session, task_id), session.config.economics
     now = clock.now()
     last = store.latest_checkpoint_created_at(session.db, task_id)
     since = clock.parse(last) if last else clock.parse(task.created_at)
@@ -120,6 +120,57 @@ def decisions(session: Session, task_id: str) -> list[dict[str, Any]]:
         numbers = json.loads(detail.pop("numbers", "{}"))
         found.append({"at": event.at, "reason": event.reason, **detail, "numbers": numbers})
     return found
+
+
+def set_task_policy(
+    session: Session,
+    task_id: str,
+    *,
+    p_interrupt_per_hour: float | None = None,
+    human_usd_per_hour: float | None = None,
+) -> None:
+    """This task's own P(interruption) per hour and human rate (`task start --p-interrupt
+    --rate`), over `[policy]`'s; an audited event, the newest one wins."""
+    from core.errors import UsageError
+
+    store.get_task(session.db, task_id)
+    given = {
+        key: value
+        for key, value in (
+            ("p_interrupt_per_hour", p_interrupt_per_hour),
+            ("human_usd_per_hour", human_usd_per_hour),
+        )
+        if value is not None
+    }
+    for key, value in given.items():
+        if not value >= 0 or (key == "p_interrupt_per_hour" and value > 1):
+            raise UsageError(f"invalid {key.replace('_', ' ')} {value}; nothing was changed")
+    if not given:
+        return
+    said = ", ".join(f"{key} = {value:g}" for key, value in given.items())
+    with write_txn(session.db):
+        session.record_event(
+            task_id,
+            "task",
+            task_id,
+            "policy",
+            None,
+            None,
+            f"the task's checkpoint policy: {said}",
+            clock.now_iso(),
+            detail={key: str(value) for key, value in given.items()},
+            own_words=True,
+        )
+
+
+def _task_policy(session: Session, task_id: str) -> Any:
+    """`[policy]` with the task's own overrides (the newest `policy` event's) applied."""
+    policy = session.config.policy
+    overrides = store.event_details(session.db, task_id, "task", "policy")
+    if not overrides:
+        return policy
+    newest = overrides[max(overrides)]
+    return policy._replace(**{key: float(value) for key, value in newest.items()})
 
 
 def _pending(session: Session, task_id: str) -> list[dict[str, Any]]:

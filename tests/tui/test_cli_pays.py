@@ -94,3 +94,29 @@ def test_the_log_and_metrics_show_skipped_checkpoints(lint_fix: str) -> None:
     assert " ".join(line.split()) == (
         "checkpoint overhead avoided $0.2005 over 2 checkpoint(s) skipped as cheaper to restart"
     )
+
+
+def test_a_tasks_own_policy_makes_its_turns_pay(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PITSTOP_FROZEN_NOW", "2026-12-03T08:00:00Z")
+    started = cli(
+        "task", "start", "--repo", str(repo), "--objective", "urgent fix",
+        "--p-interrupt", "1", "--rate", "600", "--json",
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    task_id = json.loads(started.stdout)["id"]
+    send(repo, "session_start", "2026-12-03T08:00:00Z", monkeypatch)
+    (repo / "README.md").write_text("# fixed\n")
+    send(repo, "stop", "2026-12-03T08:02:00Z", monkeypatch)  # the same two minutes as above
+    [turn] = json.loads(cli("cost", task_id, "--why", "--json").stdout)
+    assert turn["outcome"].startswith("taken") and turn["numbers"]["p_interrupt"] == pytest.approx(2 / 60)
+    assert turn["numbers"]["exposure_usd"] == 20  # two minutes at $600/h
+    assert "p_interrupt_per_hour = 1, human_usd_per_hour = 600" in cli("log", task_id).stdout
+
+
+def test_a_bad_task_policy_is_refused_before_anything_is_made(repo: Path) -> None:
+    refused = cli("task", "start", "--repo", str(repo), "--objective", "x", "--p-interrupt", "2")
+    assert refused.returncode != 0 and "--p-interrupt" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert json.loads(cli("task", "list", "--json").stdout) == []
