@@ -110,7 +110,8 @@ def test_a_tasks_own_policy_makes_its_turns_pay(
     (repo / "README.md").write_text("# fixed\n")
     send(repo, "stop", "2026-12-03T08:02:00Z", monkeypatch)  # the same two minutes as above
     [turn] = json.loads(cli("cost", task_id, "--why", "--json").stdout)
-    assert turn["outcome"].startswith("taken") and turn["numbers"]["p_interrupt"] == pytest.approx(2 / 60)
+    assert turn["outcome"].startswith("taken")
+    assert turn["numbers"]["p_interrupt"] == pytest.approx(2 / 60)
     assert turn["numbers"]["exposure_usd"] == 20  # two minutes at $600/h
     assert "p_interrupt_per_hour = 1, human_usd_per_hour = 600" in cli("log", task_id).stdout
 
