@@ -250,6 +250,7 @@ class Engine(Session):
     record_decision = pays.record_decision
     checkpoint_decisions = pays.decisions
     set_task_policy = pays.set_task_policy
+    milestone_if_it_pays = pays.milestone_if_it_pays
     list_checkpoints = checkpoints.list_checkpoints
     get_checkpoint = checkpoints.get_checkpoint
     verify = checkpoints.verify

@@ -83,6 +83,38 @@ def decide_checkpoint(
     return verdict, result
 
 
+def milestone_if_it_pays(
+    session: Session,
+    task_id: str,
+    argv: list[str],
+    evidence_id: int,
+    workdir_hint: str | None = None,
+) -> str | None:
+    """A green install, build, migration or test run (a hook's or `pitstop run`'s) asks the
+    model: when a checkpoint now pays, a `milestone`, its note naming the evidence. What
+    happened, in one line; None when the command is no such step."""
+    from core.engine.checkpoint import CheckpointRequest
+    from core.models import CheckpointReason
+
+    kind = classify_run(argv)
+    if kind not in COUNTED_KINDS:
+        return None
+    request = CheckpointRequest(
+        reason=CheckpointReason.MILESTONE,
+        note=f"after a green {kind.value} (evidence {evidence_id})",
+        note_is_news=False,
+        note_is_ours=True,
+        workdir_hint=workdir_hint,
+    )
+    why = f"a green {kind.value}, evidence {evidence_id}"
+    _, result = decide_checkpoint(session, task_id, request, why=why)
+    if result is None:
+        return "milestone skipped: restart is cheaper"
+    if result.checkpoint is None:
+        return f"milestone skipped: {result.skipped}"
+    return f"milestone {result.checkpoint.ref}"
+
+
 def record_decision(
     session: Session, task_id: str, verdict: Verdict, reason: str, why: str, outcome: str
 ) -> None:

@@ -152,37 +152,11 @@ def record_tool_result(
         if settled is not None:
             recorded.append(settled)
     if not failed and outcome.exit_code == 0 and outcome.background is None:
-        recorded.extend(_milestone_if_it_pays(engine, task.id, command, item.id, event))
+        # a green install, build or test run: a milestone when it pays (core.engine.pays)
+        said = engine.milestone_if_it_pays(task.id, [command], item.id, event_text(event, "cwd"))
+        if said is not None:
+            recorded.append(said)
     return observed(*recorded)
-
-
-def _milestone_if_it_pays(
-    engine: Engine, task_id: str, command: str, evidence_id: int, event: Mapping[str, Any]
-) -> list[str]:
-    """A green install, build or test run asks the break-even model (core.engine.pays): when a
-    checkpoint now pays, a `milestone` one, its note naming the evidence that made it one."""
-    from core.economics.work_kinds import COUNTED_KINDS, classify_run
-
-    kind = classify_run([command])
-    if kind not in COUNTED_KINDS:
-        return []
-    from core.engine import CheckpointRequest
-    from core.models import CheckpointReason
-
-    request = CheckpointRequest(
-        reason=CheckpointReason.MILESTONE,
-        note=f"after a green {kind.value} (evidence {evidence_id})",
-        note_is_news=False,
-        note_is_ours=True,
-        workdir_hint=event_text(event, "cwd"),
-    )
-    why = f"a green {kind.value}, evidence {evidence_id}"
-    _, result = engine.decide_checkpoint(task_id, request, why=why)
-    if result is None:
-        return ["milestone skipped: restart is cheaper"]
-    if result.checkpoint is None:
-        return [f"milestone skipped: {result.skipped}"]
-    return [f"milestone {result.checkpoint.ref}"]
 
 
 # A week: longer than any tool call; anything above (or negative, or not a number) is nonsense.

@@ -121,3 +121,25 @@ def test_a_bad_task_policy_is_refused_before_anything_is_made(repo: Path) -> Non
     assert refused.returncode != 0 and "--p-interrupt" in refused.stderr
     assert "Traceback" not in refused.stderr
     assert json.loads(cli("task", "list", "--json").stdout) == []
+
+
+def test_pitstop_run_of_a_green_test_run_takes_a_milestone_when_it_pays(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PITSTOP_FROZEN_NOW", "2026-12-03T08:00:00Z")
+    started = cli(
+        "task", "start", "--repo", str(repo), "--objective", "long job",
+        "--p-interrupt", "1", "--rate", "600", "--json",
+    )  # fmt: skip
+    task_id = json.loads(started.stdout)["id"]
+    (repo / "README.md").write_text("# step one done\n")
+    monkeypatch.setenv("PITSTOP_FROZEN_NOW", "2026-12-03T08:30:00Z")  # half an hour of work
+    ran = cli("run", "--task", task_id, "--", sys.executable, "-m", "pytest", "--version")
+    assert ran.returncode == 0, ran.stderr
+    assert f"pitstop: milestone {task_id}@1" in ran.stderr
+    [milestone] = json.loads(cli("cost", task_id, "--why", "--json").stdout)
+    assert milestone["checkpoint_reason"] == "milestone"
+    assert milestone["asked_by"].startswith("a green test, evidence ")
+    listed = json.loads(cli("checkpoints", task_id, "--json").stdout)
+    assert [c["reason"] for c in listed] == ["milestone"]
+    assert listed[0]["note"].startswith("after a green test (evidence ")
