@@ -39,8 +39,9 @@ def checkpoint_verdict(session: Session, task_id: str) -> Verdict:
     now = clock.now()
     last = store.latest_checkpoint_created_at(session.db, task_id)
     since = clock.parse(last) if last else clock.parse(task.created_at)
-    machine_ms, counted = _pending_machine_ms(session, task_id)
-    pending_ms = sum(int(r["duration_ms"] or 0) for r in _pending(session, task_id))
+    pending = store.list_evidence(session.db, task_id, pending=True)  # since the last checkpoint
+    machine_ms, counted = _machine_ms(session, task_id, pending)
+    pending_ms = sum(max(int(r["duration_ms"] or 0), 0) for r in pending)
     work_minutes = max(_minutes(now, since), Decimal(pending_ms) / 60_000)
     task_minutes = max(_minutes(now, clock.parse(task.created_at)), work_minutes)
     rate = dec(policy.p_interrupt_per_hour, "policy.p_interrupt_per_hour")
@@ -205,14 +206,12 @@ def _task_policy(session: Session, task_id: str) -> Any:
     return policy._replace(**{key: float(value) for key, value in newest.items()})
 
 
-def _pending(session: Session, task_id: str) -> list[dict[str, Any]]:
-    return store.list_evidence(session.db, task_id, pending=True)
-
-
-def _pending_machine_ms(session: Session, task_id: str) -> tuple[int, list[int]]:
-    """The recorded milliseconds of installs, builds and test runs since the last checkpoint."""
+def _machine_ms(
+    session: Session, task_id: str, pending: list[dict[str, Any]]
+) -> tuple[int, list[int]]:
+    """The recorded milliseconds of installs, builds and test runs among `pending`, and which."""
     total, counted = 0, []
-    for row in _pending(session, task_id):
+    for row in pending:
         argv: list[str] = []
         blob, _ = store.get_evidence_secrets(session.db, int(row["id"]))
         if blob:
