@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -114,3 +115,20 @@ def test_a_hooks_command_line_is_classified(command: str, kind: str) -> None:
     from core.economics.work_kinds import classify_run
 
     assert classify_run([command]).value == kind
+
+
+def test_policy_rates_come_from_config(tmp_path: Path) -> None:
+    from core.config import load_config
+
+    file = tmp_path / "config.toml"
+    file.write_text(
+        "[policy]\np_interrupt_per_hour = 0.2\nmachine_usd_per_hour = 3\n"
+        "human_usd_per_hour = 150\ntrivial_restart_usd = 1\n"
+    )
+    policy = load_config(file).policy
+    assert (policy.p_interrupt_per_hour, policy.machine_usd_per_hour) == (0.2, 3.0)
+    assert (policy.human_usd_per_hour, policy.trivial_restart_usd) == (150.0, 1.0)
+    assert policy.min_interval_seconds == 300.0  # default kept
+    file.write_text("[policy]\np_interrupt_per_hour = 1.5\n")
+    with pytest.raises(UsageError, match="policy.p_interrupt_per_hour is a probability"):
+        load_config(file)
