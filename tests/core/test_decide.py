@@ -130,5 +130,5 @@ def test_policy_rates_come_from_config(tmp_path: Path) -> None:
     assert (policy.human_usd_per_hour, policy.trivial_restart_usd) == (150.0, 1.0)
     assert policy.min_interval_seconds == 300.0  # default kept
     file.write_text("[policy]\np_interrupt_per_hour = 1.5\n")
-    with pytest.raises(UsageError, match="policy.p_interrupt_per_hour is a probability"):
+    with pytest.raises(UsageError, match=r"policy\.p_interrupt_per_hour is a probability"):
         load_config(file)
