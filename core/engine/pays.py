@@ -22,6 +22,7 @@ from core.economics.amounts import BYTES_PER_GIB, DAYS_PER_MONTH, MINUTES_PER_HO
 from core.economics.amounts import to_decimal as dec
 from core.economics.decide import Exposure, Price, Verdict, decide, p_over
 from core.economics.work_kinds import COUNTED_KINDS, classify_run
+from core.errors import PitstopError
 from core.models import CheckpointState, Task
 from core.session import Session
 from core.store.db import write_txn
@@ -215,8 +216,11 @@ def _machine_ms(
         argv: list[str] = []
         blob, _ = store.get_evidence_secrets(session.db, int(row["id"]))
         if blob:
-            sealed = f"evidence/{int(row['id'])}/command"
-            opened = session.keys.open(task_id, sealed, blob, "an evidence command")
+            sealed = f"evidence/{int(row['id'])}/command"  # core.evidence.items.sealed_name
+            try:
+                opened = session.keys.open(task_id, sealed, blob, "an evidence command")
+            except PitstopError:  # unreadable here: classified by its summary alone
+                opened = b"{}"
             argv = [str(arg) for arg in json.loads(opened).get("argv", [])]
         kind = classify_run(argv, (row["summary"] or {}).get("tool"))
         if kind in COUNTED_KINDS:
