@@ -8,10 +8,12 @@ and medians compared, so a slow moment of a shared machine weighs on both sides.
 
 The session it simulates, once per run: a prompt, a harmless command (`ls`: decided without
 opening the store), a guarded `git push` (an approval is pending: the guard reads and denies),
-a test run and a failed `npm publish` (evidence, redacted and encrypted; the failed command is a
+a test run (green: the break-even model decides whether it is a milestone, and skips it; the
+same event with an `echo` is the baseline of what the decision adds, at most 10 ms) and a
+failed `npm publish` (evidence, redacted and encrypted; the failed command is a
 guarded one, so its side effect is looked up too), an edit (not Bash: ignored),
-an idle notification (the task waits), a stop (a `turn` checkpoint, which the policy skips:
-the last checkpoint is younger than its minimum interval), a compaction (a `milestone`
+an idle notification (the task waits: a `before-wait` checkpoint), a stop (a `turn` checkpoint,
+which the break-even model skips: a restart is cheaper), a compaction (a `milestone`
 checkpoint, always taken) and the session's end (a forced `interrupt` checkpoint). A
 `SessionStart` (linking the session to its task) opens each run.
 
@@ -46,6 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "claude_code"
 TARGET_RATIO = 8.0
+DECISION_TARGET_MS = 10.0  # issue 23: a PostToolUse that decides (and skips) adds at most this
 
 # (label, fixture, what the call does), in the order a session sends them.
 EVENTS: tuple[tuple[str, str, str], ...] = (
@@ -53,11 +56,12 @@ EVENTS: tuple[tuple[str, str, str], ...] = (
     ("UserPromptSubmit", "user_prompt_submit", "the task runs again"),
     ("PreToolUse ls", "pre_tool_use_ls", "no rule matches: store not opened"),
     ("PreToolUse git push", "pre_tool_use_git_push", "guarded: approval pending, denied"),
-    ("PostToolUse Bash", "post_tool_use_tests", "evidence: redacted, encrypted"),
+    ("PostToolUse echo", "post_tool_use_tests:echo", "evidence: redacted, encrypted"),
+    ("PostToolUse Bash", "post_tool_use_tests", "evidence; a green test run: decided, skipped"),
     ("PostToolUseFailure", "post_tool_use_failure", "evidence; a guarded command's effect"),
     ("PostToolUse Edit", "post_tool_use_edit", "not Bash: nothing to record"),
     ("Notification", "notification_idle", "the task waits for its user"),
-    ("Stop", "stop", "turn checkpoint skipped (minimum interval)"),
+    ("Stop", "stop", "turn checkpoint skipped (restart is cheaper)"),
     ("PreCompact", "pre_compact", "a milestone checkpoint"),
     ("SessionEnd", "session_end", "a forced interrupt checkpoint"),
 )
@@ -70,7 +74,11 @@ def pitstop_program() -> list[str]:
 
 
 def fixture(name: str, cwd: Path, transcript: Path) -> bytes:
+    """A fixture's event; `NAME:echo` is NAME with its command an `echo` (no decision asked)."""
+    name, _, variant = name.partition(":")
     text = (FIXTURES / f"{name}.json").read_text()
+    if variant == "echo":
+        text = text.replace("python -m pytest -q tests", "echo ok")
     return text.replace("$CWD", str(cwd)).replace("$TRANSCRIPT", str(transcript)).encode()
 
 
@@ -142,6 +150,12 @@ def main(argv: list[str] | None = None) -> int:
             verdict = "met" if ratios[label] <= TARGET_RATIO else "NOT met"
             print(f"{label:<24}{medians[label]:8.1f} ms {ratios[label]:5.1f}x  {verdict:<8}{what}")
         worst = max(ratios, key=lambda label: ratios[label])
+        decision_ms = medians["PostToolUse Bash"] - medians["PostToolUse echo"]
+        verdict = "met" if decision_ms <= DECISION_TARGET_MS else "NOT met"
+        print(
+            f"{'the decision adds':<24}{decision_ms:8.1f} ms (PostToolUse Bash - echo; "
+            f"target <= {DECISION_TARGET_MS:.0f} ms) {verdict}"
+        )
         session = None
         if args.session > 0:
             sys.path.insert(0, str(ROOT))
@@ -156,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
                     "ratio": {label: round(r, 2) for label, r in ratios.items()},
                     "worst": worst,
                     "target_met": ratios[worst] <= TARGET_RATIO,
+                    "decision_ms": round(decision_ms, 2),
+                    "decision_target_met": decision_ms <= DECISION_TARGET_MS,
                     "session": session,
                 }
             )

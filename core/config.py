@@ -31,9 +31,14 @@ class EconomicsSettings(NamedTuple):
 
 
 class PolicySettings(NamedTuple):
-    """`[policy]`: when a checkpoint request is skipped."""
+    """`[policy]`: when a checkpoint request is skipped, and what a hook's decision weighs
+    (core.economics.decide): P(interruption) per hour of work, the machine and human rates."""
 
     min_interval_seconds: float = 300.0
+    p_interrupt_per_hour: float = 0.05
+    machine_usd_per_hour: float = 1.0
+    human_usd_per_hour: float = 90.0
+    trivial_restart_usd: float = 0.0  # a session's end below this exposure: no checkpoint; 0: off
 
 
 class RetentionSettings(NamedTuple):
@@ -92,8 +97,9 @@ def _section(file: Path, data: dict[str, Any], name: str, defaults: _Settings) -
             raise UsageError(f"{file}: {name}.{key} must be a non-negative number")
         wants_int = key.startswith("max_") or key == "keep_last"
         values[key] = int(value) if wants_int else float(value)
-    if name == "economics" and values.get("p_interrupt", 0) > 1:
-        raise UsageError(f"{file}: economics.p_interrupt is a probability between 0 and 1")
+    for probability in ("p_interrupt", "p_interrupt_per_hour"):
+        if values.get(probability, 0) > 1:
+            raise UsageError(f"{file}: {name}.{probability} is a probability between 0 and 1")
     return defaults._replace(**values)
 
 

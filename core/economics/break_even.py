@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from core.economics.amounts import MINUTES_PER_HOUR, ONE, ZERO, json_number, non_negative
+from core.economics.decide import weigh
 from core.errors import UsageError
 
 
@@ -150,26 +151,20 @@ class BreakEven:
 
 
 def break_even(scenario: Scenario) -> BreakEven:
-    """Weigh expected loss avoided against expected checkpoint cost."""
+    """Weigh expected loss avoided against expected checkpoint cost (`decide.weigh`)."""
     p = scenario.p_interrupt
     exposure = scenario.replay.total_usd
-    avoided = p * exposure
-    fixed = scenario.checkpoint.fixed_usd
-    expected_use = p * scenario.checkpoint.use_usd
-    cost = fixed + expected_use
-    net = avoided - cost
-    margin = exposure - scenario.checkpoint.use_usd
-    threshold = fixed / margin if margin > 0 else None
+    weighed = weigh(p, exposure, scenario.checkpoint.fixed_usd, scenario.checkpoint.use_usd)
     return BreakEven(
         scenario=scenario,
         exposure_usd=exposure,
-        expected_loss_avoided_usd=avoided,
-        fixed_cost_usd=fixed,
-        expected_use_cost_usd=expected_use,
-        expected_checkpoint_cost_usd=cost,
-        net_value_usd=net,
-        decision=Decision.CHECKPOINT if net > 0 else Decision.RESTART,
+        expected_loss_avoided_usd=weighed.avoided_usd,
+        fixed_cost_usd=weighed.fixed_usd,
+        expected_use_cost_usd=weighed.expected_use_usd,
+        expected_checkpoint_cost_usd=weighed.cost_usd,
+        net_value_usd=weighed.net_usd,
+        decision=Decision.CHECKPOINT if weighed.net_usd > 0 else Decision.RESTART,
         replay_minutes=scenario.replay.minutes,
         expected_minutes_avoided=p * scenario.replay.minutes,
-        break_even_p=threshold if threshold is not None and threshold <= ONE else None,
+        break_even_p=weighed.break_even_p,
     )

@@ -10,6 +10,7 @@ found already done instead of being run again (a precondition check that said it
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ from core.security.keys import TaskKeys
 from core.store.db import Database
 
 _STALE = "stale"
+# A decision's outcomes when the model itself skipped (not "nothing changed" after it took one).
+_MODEL_SKIPS = frozenset({"skipped", "skipped: trivially restartable"})
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,8 @@ class Metrics:
     accepted: int
     rejected: int
     fidelity: Fidelity | None = None
+    skipped_checkpoints: int = 0  # automatic decisions that found a restart cheaper
+    overhead_avoided_usd: Decimal = Decimal(0)  # what those checkpoints would have cost
 
     @property
     def acceptance_rate(self) -> float | None:
@@ -164,6 +169,10 @@ class Metrics:
                 "rate": self.acceptance_rate,
             },
             "restore_fidelity": self.fidelity.as_dict() if self.fidelity else None,
+            "checkpoint_overhead_avoided": {
+                "skipped": self.skipped_checkpoints,
+                "usd": amount(self.overhead_avoided_usd),
+            },
         }
 
 
@@ -312,4 +321,17 @@ def collect_metrics(
         accepted=accepted,
         rejected=rejected,
         fidelity=fidelity(db, task_id),
+        **_overhead_avoided(db, task_id),
     )
+
+
+def _overhead_avoided(db: Database, task_id: str | None) -> dict[str, Any]:
+    """Checkpoints the break-even model skipped (core.engine.pays), and what they would have
+    cost: each skipped decision's own `checkpoint_usd`."""
+    skipped, usd = 0, Decimal(0)
+    for detail in store.event_details(db, task_id, "checkpoint", "decide").values():
+        if detail.get("outcome") in _MODEL_SKIPS and "numbers" in detail:
+            numbers = json.loads(detail["numbers"])
+            skipped += 1
+            usd += economics.to_decimal(numbers.get("checkpoint_usd", 0))
+    return {"skipped_checkpoints": skipped, "overhead_avoided_usd": usd}

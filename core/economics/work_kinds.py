@@ -108,6 +108,12 @@ _BUILD_PROGRAMS = {
     "hatch": {"build"},
     "python": {"-m:build"},
     "dotnet": {"build", "publish"},
+    # database migrations: redone to rebuild the environment, counted with builds
+    "alembic": {"upgrade", "downgrade"},
+    "flyway": {"migrate"},
+    "prisma": {"migrate"},
+    "rake": {"db:migrate"},
+    "rails": {"db:migrate"},
 }
 
 
@@ -191,7 +197,10 @@ def _matches(table: Mapping[str, set[str] | None], program: str, verb: str) -> b
 
 
 def _commands(argv: Sequence[str]) -> list[list[str]]:
-    """The command lines inside `argv`: itself, or each part of a `sh -c 'a && b; c'` script."""
+    """The command lines inside `argv`: itself, or each part of a `sh -c 'a && b; c'` script
+    (a one-word argv holding spaces is such a script: a hook records the shell's command line)."""
+    if len(argv) == 1 and any(space in argv[0] for space in " \t\n"):
+        argv = ["sh", "-c", argv[0]]
     if (
         len(argv) >= 3
         and os.path.basename(argv[0]) in _SHELLS

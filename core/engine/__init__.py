@@ -84,6 +84,7 @@ if TYPE_CHECKING:  # at run time each use-case module loads when one of its meth
         evidence,
         harness_sessions,
         measures,
+        pays,
         sharing,
         store_info,
         tasks,
@@ -114,9 +115,17 @@ else:
             "measures",
         )
     )
-    sharing, store_info, tasks, trust, devices, approval_contexts = (
+    sharing, store_info, tasks, trust, devices, approval_contexts, pays = (
         _Module(name)
-        for name in ("sharing", "store_info", "tasks", "trust", "devices", "approval_context")
+        for name in (
+            "sharing",
+            "store_info",
+            "tasks",
+            "trust",
+            "devices",
+            "approval_context",
+            "pays",
+        )
     )
     checkpointing, resuming, validation, drilling, fleet_drills = (
         _Module(name) for name in ("checkpoint", "resume", "validate", "drill", "drill_fleet")
@@ -236,6 +245,12 @@ class Engine(Session):
 
     # --- checkpoints -------------------------------------------------------------------------
     checkpoint = checkpointing.checkpoint
+    checkpoint_verdict = pays.checkpoint_verdict
+    decide_checkpoint = pays.decide_checkpoint
+    record_decision = pays.record_decision
+    checkpoint_decisions = pays.decisions
+    set_task_policy = pays.set_task_policy
+    milestone_if_it_pays = pays.milestone_if_it_pays
     list_checkpoints = checkpoints.list_checkpoints
     get_checkpoint = checkpoints.get_checkpoint
     verify = checkpoints.verify
@@ -320,4 +335,4 @@ if not TYPE_CHECKING:
     del approvals, audit, checkpoints, effects, evidence, harness_sessions, measures
     del sharing, store_info, tasks, trust, checkpointing, resuming, validation, drilling
     del fleet_drills
-    del devices, approval_contexts
+    del devices, approval_contexts, pays

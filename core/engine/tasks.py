@@ -319,13 +319,14 @@ def finish_task(
 
 
 def set_task_activity(session: Session, task_id: str, status: TaskStatus, reason: str) -> Task:
-    """A harness says its agent waits for input (`waiting`) or works again (`running`).
+    """A harness says its agent waits for input (`waiting`), works again (`running`), or
+    ended a trivially restartable session without a checkpoint (`paused`, core.engine.pays).
 
     Hooks call this on every turn, so no key is loaded: the task returned has its ids, states
     and times, and its sealed fields hold the marker (`get_task` opens them).
     """
-    if status not in (TaskStatus.WAITING, TaskStatus.RUNNING):
-        raise UsageError(f"a harness marks a task waiting or running, not {status.value}")
+    if status not in (TaskStatus.WAITING, TaskStatus.RUNNING, TaskStatus.PAUSED):
+        raise UsageError(f"a harness marks a task waiting, running or paused, not {status.value}")
     now = clock.now_iso()
     with write_txn(session.db):
         task = store.get_task(session.db, task_id)

@@ -94,6 +94,17 @@ def stop_report(event: Mapping[str, Any]) -> list[BackgroundEnd]:
     return ends
 
 
+def still_running(event: Mapping[str, Any]) -> bool:
+    """Whether `Stop` reports background work still running (the agent then waits on it)."""
+    listed = event.get("background_tasks")
+    return isinstance(listed, list) and any(
+        isinstance(entry, dict)
+        and isinstance(entry.get("status"), str)
+        and entry["status"].lower() in _RUNNING
+        for entry in listed
+    )
+
+
 def _outcome(end: BackgroundEnd) -> tuple[str, str]:
     """(effect state, what was said) for a reported end."""
     code = end.exit_code

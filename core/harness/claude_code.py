@@ -40,7 +40,7 @@ from core.harness.context import (
 from core.harness.sessions import task_for, task_status
 
 if TYPE_CHECKING:
-    from core.engine import Engine
+    from core.engine import CheckpointRequest, CheckpointResult, Engine
 
 # What a checkpoint event's `trigger` / `reason` is (`auto`, `manual`, `exit`, `prompt_input_exit`).
 _ONE_WORD = re.compile(r"[a-z][a-z_]{0,31}")
@@ -59,6 +59,12 @@ _CHECKPOINT_REASONS = {
     "SubagentStop": ("turn", "a subagent finished"),
     "PreCompact": ("milestone", "before the context is compacted"),
     "SessionEnd": ("interrupt", "the session ended"),
+}
+_ASKED_BY = {
+    "Stop": "a turn ended",
+    "SubagentStop": "a subagent finished",
+    "PreCompact": "the context is about to be compacted",
+    "SessionEnd": "the session ended",
 }
 
 
@@ -182,20 +188,47 @@ def _checkpoint_event(name: str, event: Mapping[str, Any], context: HookContext)
     detail = event_text(event, "trigger") or event_text(event, "reason")
     if detail is not None and not _ONE_WORD.fullmatch(detail):
         detail = None  # the note stays Pitstop's own wording: a word such as `auto` or `exit`
-    result = context.engine(context.harness).checkpoint(
-        task.id,
-        CheckpointRequest(
-            reason=CheckpointReason(reason),
-            note=f"{note} ({detail})" if detail else note,
-            force=name == "SessionEnd",  # the task must show as paused, even with no change
-            note_is_news=False,  # the note says when; with nothing new the checkpoint is skipped
-            note_is_ours=True,
-            workdir_hint=event_text(event, "cwd"),  # a resumed agent works in its resume's dir
-        ),
+    if name == "Stop" and _background_running(event):
+        reason, note = "before-wait", "the turn ended with background work still running"
+    request = CheckpointRequest(
+        reason=CheckpointReason(reason),
+        note=f"{note} ({detail})" if detail else note,
+        force=name == "SessionEnd",  # the task must show as paused, even with no change
+        note_is_news=False,  # the note says when; with nothing new the checkpoint is skipped
+        note_is_ours=True,
+        workdir_hint=event_text(event, "cwd"),  # a resumed agent works in its resume's dir
     )
+    result = _decided_checkpoint(engine, task.id, request, name)
+    if result is None:
+        return observed("skipped: restart is cheaper", *unsettled)
     if result.checkpoint is None:
         return observed(f"skipped: {result.skipped}", *unsettled)
     return observed(f"checkpoint {result.checkpoint.ref}", *unsettled)
+
+
+def _decided_checkpoint(
+    engine: Engine, task_id: str, request: CheckpointRequest, name: str
+) -> CheckpointResult | None:
+    """Ask the break-even model (core.engine.pays): a turn's checkpoint only when it pays; a
+    compaction, a wait or a session's end always (unless the policy calls the task trivially
+    restartable at its end). None: skipped, the reason recorded."""
+    always = request.reason.value != "turn"
+    trivial = engine.config.policy.trivial_restart_usd if name == "SessionEnd" else 0.0
+    _, result = engine.decide_checkpoint(
+        task_id, request, why=_ASKED_BY[name], always=always, trivial_usd=trivial
+    )
+    if result is None and name == "SessionEnd":
+        engine.set_task_activity(
+            task_id, task_status("paused"), "the session ended; trivially restartable"
+        )
+    return result
+
+
+def _background_running(event: Mapping[str, Any]) -> bool:
+    """A turn ended while a command it started still runs in the background."""
+    from core.harness import background
+
+    return background.still_running(event)
 
 
 def _unsettled_at_the_end(context: HookContext, task_id: str) -> list[str]:
@@ -227,7 +260,29 @@ def _notification(event: Mapping[str, Any], context: HookContext) -> HookReply:
     task = task_for(context, context.harness, event)
     if task is None:
         return HookReply()
-    context.engine(context.harness).set_task_activity(
+    engine = context.engine(context.harness)
+    taken = _before_wait(engine, task.id, event, kind or "a waiting message")
+    engine.set_task_activity(
         task.id, task_status("waiting"), f"the agent waits for its user: {message[:120]}"
     )
-    return observed("waiting")
+    return observed("waiting", *taken)
+
+
+def _before_wait(engine: Engine, task_id: str, event: Mapping[str, Any], kind: str) -> list[str]:
+    """Before the agent waits: a `before-wait` checkpoint when anything changed (audited with
+    the model's numbers either way)."""
+    from core.engine import CheckpointRequest
+    from core.models import CheckpointReason
+
+    word = kind if _ONE_WORD.fullmatch(kind) else "a waiting message"
+    request = CheckpointRequest(
+        reason=CheckpointReason.BEFORE_WAIT,
+        note=f"before the agent waits ({word})",
+        note_is_news=False,
+        note_is_ours=True,
+        workdir_hint=event_text(event, "cwd"),
+    )
+    _, result = engine.decide_checkpoint(task_id, request, why=f"a wait ({word})", always=True)
+    if result is None or result.checkpoint is None:
+        return []
+    return [f"checkpoint {result.checkpoint.ref}"]

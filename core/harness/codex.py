@@ -89,7 +89,8 @@ def codex_transcript(thread_id: str, env: Mapping[str, str]) -> str | None:
 
 
 def _codex_turn(event: Mapping[str, Any], context: HookContext) -> HookReply:
-    """One finished turn: the assistant's last message as evidence, then a `turn` checkpoint."""
+    """One finished turn: the assistant's last message as evidence, then a `turn` checkpoint
+    when it pays."""
     from core.engine import CheckpointRequest
     from core.models import CheckpointReason
 
@@ -118,15 +119,15 @@ def _codex_turn(event: Mapping[str, Any], context: HookContext) -> HookReply:
             label=f"Codex turn: {prompt[:80]}" if prompt else "Codex turn",
         )
         recorded.append(f"evidence {item.id}")
-    result = engine.checkpoint(
-        task.id,
-        CheckpointRequest(
-            reason=CheckpointReason.TURN,
-            note="Codex finished a turn",
-            note_is_news=False,
-            note_is_ours=True,
-            workdir_hint=event_text(event, "cwd"),
-        ),
+    request = CheckpointRequest(
+        reason=CheckpointReason.TURN,
+        note="Codex finished a turn",
+        note_is_news=False,
+        note_is_ours=True,
+        workdir_hint=event_text(event, "cwd"),
     )
-    recorded.append(f"checkpoint {result.checkpoint.ref}" if result.checkpoint else "skipped")
+    # the break-even model decides (core.engine.pays): skipped when a restart is cheaper
+    _, result = engine.decide_checkpoint(task.id, request, why="Codex finished a turn")
+    taken = result.checkpoint if result is not None else None
+    recorded.append(f"checkpoint {taken.ref}" if taken else "skipped")
     return observed(*recorded)

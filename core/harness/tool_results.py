@@ -151,6 +151,11 @@ def record_tool_result(
         settled = _settle_effect(engine, task.id, found, outcome, item.id, tool_use)
         if settled is not None:
             recorded.append(settled)
+    if not failed and outcome.exit_code == 0 and outcome.background is None:
+        # a green install, build or test run: a milestone when it pays (core.engine.pays)
+        said = engine.milestone_if_it_pays(task.id, [command], item.id, event_text(event, "cwd"))
+        if said is not None:
+            recorded.append(said)
     return observed(*recorded)
 
 

@@ -164,3 +164,15 @@ def approvals_requested_via(db: Database, interface: Interface) -> set[tuple[str
         [interface.value],
     ).fetchall()
     return {(str(row[0]), str(row[1])) for row in rows}
+
+
+def event_details(db: Database, task_id: str | None, entity: str, action: str) -> dict[int, Any]:
+    """The recorded details of events of one kind (one task's, or every task's with None):
+    event id → its detail (a dict)."""
+    sql = "SELECT id, detail FROM events WHERE entity = ? AND action = ?"
+    params: list[Any] = [entity, action]
+    if task_id is not None:
+        sql += " AND task_id = ?"
+        params.append(task_id)
+    rows = db.query(sql + " ORDER BY id", params)
+    return {int(row["id"]): json.loads(row["detail"]) if row["detail"] else {} for row in rows}

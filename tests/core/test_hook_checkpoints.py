@@ -24,8 +24,21 @@ SESSION = "1b2c3d4e-5f60-4718-a9b0-c1d2e3f4a5b6"
 
 @pytest.fixture(autouse=True)
 def every_turn(isolated_env: dict[str, Path]) -> None:
-    """No minimum interval between turn checkpoints: only "nothing new" can skip one."""
-    (isolated_env["config"] / "config.toml").write_text("[policy]\nmin_interval_seconds = 0\n")
+    """No minimum interval between turn checkpoints, and checkpoints that cost nothing (so a
+    turn's always pays, core.engine.pays): only "nothing new" can skip one."""
+    (isolated_env["config"] / "config.toml").write_text(FREE_CHECKPOINTS)
+
+
+FREE_CHECKPOINTS = """[policy]
+min_interval_seconds = 0
+p_interrupt_per_hour = 1
+machine_usd_per_hour = 0
+[economics]
+create_usd = 0
+restore_usd = 0
+validation_usd = 0
+storage_usd_per_gib_month = 0
+"""
 
 
 def event(name: str, cwd: Path, **fields: Any) -> bytes:
@@ -67,11 +80,11 @@ def test_new_evidence_is_new(repo: Path) -> None:
             "PostToolUse",
             repo,
             tool_name="Bash",
-            tool_input={"command": "pytest -q"},
-            tool_response={"stdout": "3 passed in 0.1s\n", "stderr": ""},
+            tool_input={"command": "ls -la"},  # a test run would be a milestone of its own
+            tool_response={"stdout": "README.md\n", "stderr": ""},
         )
     )
-    assert run(event("Stop", repo)).recorded[0].startswith("checkpoint ")  # the test run is new
+    assert run(event("Stop", repo)).recorded[0].startswith("checkpoint ")  # the listing is new
     assert run(event("SubagentStop", repo)).recorded[0].startswith("skipped: nothing changed")
 
 

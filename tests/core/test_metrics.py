@@ -136,7 +136,10 @@ def test_measures_from_resumes_validations_and_the_ledger(engine: Engine, task_i
         "duplicate_effects_detected",
         "acceptance",
         "restore_fidelity",
+        "checkpoint_overhead_avoided",
     }
+    # no hook decided anything here: nothing skipped, nothing avoided
+    assert document["checkpoint_overhead_avoided"] == {"skipped": 0, "usd": 0}
     assert document["restore_fidelity"] == {
         "drills": 0,
         "verdicts": {},

@@ -46,11 +46,26 @@ def bash(command: str, **extra: object) -> ToolUse:
     return ToolUse("Bash", {"command": command, "description": f"run {command[:40]}", **extra})
 
 
+# These sessions last seconds, where the break-even model (core.engine.pays) would skip a
+# turn's checkpoint as cheaper to restart: here checkpoints cost nothing, so every turn's pays.
+TURNS_PAY = (
+    "[policy]\np_interrupt_per_hour = 1\nmachine_usd_per_hour = 0\n{policy}[economics]\n"
+    "create_usd = 0\nrestore_usd = 0\nvalidation_usd = 0\nstorage_usd_per_gib_month = 0\n"
+)
+
+
+@pytest.fixture(autouse=True)
+def turns_pay(request: pytest.FixtureRequest) -> None:
+    if "no_config_file" not in request.keywords:
+        config("")
+
+
 def config(text: str) -> None:
-    """Write Pitstop's config.toml in the test's config directory."""
+    """Write Pitstop's config.toml in the test's config directory (turns' checkpoints pay)."""
+    policy = text.removeprefix("[policy]\n") if text.startswith("[policy]\n") else ""
     path = Path(os.environ["PITSTOP_CONFIG_DIR"]) / "config.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    path.write_text(TURNS_PAY.format(policy=policy) + ("" if policy else text))
 
 
 def only_task(engine: Engine) -> str:
@@ -130,6 +145,7 @@ def test_a_guarded_push_runs_once(workspace: Workspace) -> None:
         assert effect.kind == "git-push" and effect.state is EffectState.CONFIRMED
 
 
+@pytest.mark.no_config_file  # the agent tries to create it; default policy
 def test_an_edit_is_checkpointed_and_writing_pitstop_config_is_refused(
     workspace: Workspace,
 ) -> None:
@@ -156,12 +172,14 @@ def test_an_edit_is_checkpointed_and_writing_pitstop_config_is_refused(
     assert edit["tool_input"]["file_path"] == str(readme)
     with Engine() as engine:
         task_id = only_task(engine)
-        turn = next(
-            c for c in engine.list_checkpoints(task_id) if c.reason is CheckpointReason.TURN
-        )
-    diff = pitstop(workspace, "diff", f"{task_id}@{turn.seq}")
+        # seconds of work: the turn's checkpoint is skipped as cheaper to restart, the
+        # session's end takes the edit (core.engine.pays)
+        reasons = [c.reason for c in engine.list_checkpoints(task_id)]
+        assert reasons == [CheckpointReason.INTERRUPT], reasons
+        end = engine.list_checkpoints(task_id)[-1]
+    diff = pitstop(workspace, "diff", f"{task_id}@{end.seq}")
     assert diff.returncode == 0, diff.stderr
-    assert "-hello" in diff.stdout and "+hi" in diff.stdout  # the Stop checkpoint has the edit
+    assert "-hello" in diff.stdout and "+hi" in diff.stdout  # the end's checkpoint has the edit
 
 
 # --- what the real client shows of the bugs of issue 15 -------------------------------------

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,16 @@ def transcript(tmp_path: Path) -> Path:
     path.parent.mkdir(parents=True)
     path.write_text('{"type":"user","message":{"role":"user","content":"fix it"}}\n')
     return path
+
+
+@pytest.fixture
+def turns_pay(isolated_env: dict[str, Path]) -> None:
+    """Checkpoints that cost nothing, so a turn's always pays (core.engine.pays): these
+    sessions last seconds, where the break-even model would rather restart."""
+    (isolated_env["config"] / "config.toml").write_text(
+        "[policy]\np_interrupt_per_hour = 1\nmachine_usd_per_hour = 0\n[economics]\n"
+        "create_usd = 0\nrestore_usd = 0\nvalidation_usd = 0\nstorage_usd_per_gib_month = 0\n"
+    )
 
 
 def payload(name: str, cwd: Path, transcript: Path) -> bytes:
@@ -88,13 +99,22 @@ def decision(proc: subprocess.CompletedProcess[str]) -> dict[str, Any] | None:
     return output
 
 
-def test_recorded_session(repo: Path, transcript: Path, tmp_path: Path) -> None:
+def test_recorded_session(
+    repo: Path, transcript: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def at(minutes: int) -> None:
+        """The session's clock (every process reads it): the break-even model weighs how long
+        the work took (core.engine.pays)."""
+        moment = datetime(2026, 12, 3, 8, 0, tzinfo=UTC) + timedelta(minutes=minutes)
+        monkeypatch.setenv("PITSTOP_FROZEN_NOW", moment.isoformat())
+
     def step(name: str, event: str) -> subprocess.CompletedProcess[str]:
         proc = hook(payload(name, repo, transcript), "claude-code", "--event", event, cwd=repo)
         assert proc.returncode == 0, proc.stderr
         return proc
 
     # 1. The session starts: a task for this repository, linked to the session and transcript.
+    at(0)
     step("session_start", "SessionStart")
     with Engine() as engine:
         [task] = engine.list_tasks()
@@ -106,7 +126,9 @@ def test_recorded_session(repo: Path, transcript: Path, tmp_path: Path) -> None:
         assert session["session_id"] == SESSION
         assert session["transcript_path"] == str(transcript)
 
-    # 2. A test run: evidence with its output, exit status and summary.
+    # 2. A test run: evidence with its output, exit status and summary (a minute into the
+    # session, a milestone would not pay: none is taken).
+    at(1)
     step("post_tool_use_tests", "PostToolUse")
     with Engine() as engine:
         [item] = engine.list_evidence(task.id)
@@ -122,7 +144,9 @@ def test_recorded_session(repo: Path, transcript: Path, tmp_path: Path) -> None:
     with Engine() as engine:
         assert len(engine.list_evidence(task.id)) == 1
 
-    # 4. Stop: a checkpoint with the edit, the evidence and the session in its manifest.
+    # 4. Stop an hour in: a checkpoint with the edit, the evidence and the session in its
+    # manifest (an hour's work is worth keeping).
+    at(60)
     step("stop", "Stop")
     with Engine() as engine:
         [listed] = engine.list_checkpoints(task.id)
@@ -327,6 +351,7 @@ def test_guard_fails_closed_when_the_store_cannot_open(repo: Path, transcript: P
     assert observation.returncode == 0 and "not recorded" in observation.stderr
 
 
+@pytest.mark.usefixtures("turns_pay")
 def test_codex_notify_records_turn(repo: Path, transcript: Path) -> None:
     text = payload("codex_turn_complete", repo, transcript).decode()
     proc = cli("hook", "codex", text)

@@ -72,6 +72,11 @@ def _amount(ctx: click.Context, param: click.Parameter, value: str | None) -> De
 @click.option(
     "--validate-usd", metavar="NUMBER", callback=_amount, help="Cost of validating it (default 0)."
 )
+@click.option(
+    "--why",
+    is_flag=True,
+    help="With TASK: the timeline of its automatic checkpoint decisions and their numbers.",
+)
 @json_option
 @pass_ctx
 def cost(
@@ -86,6 +91,7 @@ def cost(
     storage_usd: Decimal | None,
     restore_usd: Decimal | None,
     validate_usd: Decimal | None,
+    why: bool,
     as_json: bool,
 ) -> None:
     """Does a checkpoint pay, or is restarting cheaper? (the break-even model)
@@ -94,7 +100,15 @@ def cost(
     With figures:  pitstop cost --p-interrupt 0.05 --machine-usd 7 --replay-minutes 20 \\
                      --rate-usd-per-hour 90 --create-usd 0.10 --restore-usd 0.20
     For a task:    pitstop cost TASK [--p-interrupt P] [--replay-minutes M] [--rate-usd-per-hour R]
+    Its hooks' decisions:  pitstop cost TASK --why
     """
+    if why:
+        from tui.cli.cost_why import show_decisions
+
+        if task_id is None:
+            raise click.UsageError("--why needs a TASK: pitstop cost TASK --why")
+        show_decisions(ctx, task_id, as_json)
+        return
     if task_id is not None:
         manual_only = {
             "--replay-usd": replay_usd,

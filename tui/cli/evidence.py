@@ -62,14 +62,19 @@ def run(
     argv = list(command)
     if argv and argv[0] == "--":
         argv = argv[1:]
-    outcome, item = ctx.engine().run_command(
+    engine = ctx.engine()
+    outcome, item = engine.run_command(
         task_id, argv, label=label, timeout=timeout, limits=_limits(cap_mib, tail_lines)
     )
+    # a green install, build or test run: a milestone checkpoint when one pays now
+    said = engine.milestone_if_it_pays(task_id, argv, item.id) if outcome.exit_code == 0 else None
     if as_json:
         # The tail was just shown live; `evidence show ID` has it for later.
         emit(True, {"exit_code": outcome.exit_code, "evidence": item._replace(tail=None)}, "")
     elif not quiet:
         click.echo(f"pitstop: {printable(_one_line(item), single_line=True)}", err=True)
+        if said is not None:
+            click.echo(f"pitstop: {said}", err=True)
     sys.exit(outcome.exit_code)
 
 

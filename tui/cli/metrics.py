@@ -89,6 +89,11 @@ def _metrics_text(measured: Metrics) -> str:
         ("restore latency", _latency_text(measured.restore)),
         ("validation latency", _latency_text(measured.validation)),
         ("replay avoided", avoided),
+        (
+            "checkpoint overhead avoided",
+            f"{money(measured.overhead_avoided_usd)} over {measured.skipped_checkpoints} "
+            "checkpoint(s) skipped as cheaper to restart",
+        ),
         ("stale restores", known(measured.stale_restores)),
         ("duplicate side effects detected", str(measured.duplicate_effects_detected)),
         ("resumed-task acceptance", acceptance),

@@ -49,6 +49,18 @@ def task() -> None:
     help="Public key (age1…, ssh-ed25519 …, or a .pub file) that may read the task's remote "
     "copies; your own is added when you have an identity. Repeatable.",
 )
+@click.option(
+    "--p-interrupt",
+    type=click.FloatRange(0, 1),
+    metavar="P",
+    help="This task's P(interruption) per hour of work (default: [policy] in config.toml).",
+)
+@click.option(
+    "--rate",
+    type=click.FloatRange(min=0),
+    metavar="USD",
+    help="This task's human rate per hour, for re-orientation (default: [policy]).",
+)
 @json_option
 @pass_ctx
 def task_start(
@@ -64,6 +76,8 @@ def task_start(
     credentials: tuple[str, ...],
     approvers: tuple[str, ...],
     recipients: tuple[str, ...],
+    p_interrupt: float | None,
+    rate: float | None,
     as_json: bool,
 ) -> None:
     """Register a new task on a git repository."""
@@ -82,6 +96,7 @@ def task_start(
         approvers=approvers,
         recipients=recipients,
     )
+    engine.set_task_policy(created.id, p_interrupt_per_hour=p_interrupt, human_usd_per_hour=rate)
     shared = engine.task_recipients(created.id)
     emit(
         as_json,
