@@ -218,7 +218,11 @@ def _keep(session: Session, report: DrillReport, scratch: Path) -> Path | None:
     kept = session.paths.root / "drills" / f"{report.task_id}-{report.seq}-{report.id}"
     kept.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.rename(tree, kept)
-    kept.chmod(0o700)  # the store is its owner's alone (invariant 9); checkout made it 0755
+    # The store is its owner's alone (invariant 9): checkout wrote the tree under the user's
+    # umask, as a restore into the user's own directory should be; in the store, it is private.
+    for path in (kept, *kept.rglob("*")):
+        if not path.is_symlink():
+            path.chmod(path.stat().st_mode & 0o7700)
     shutil.rmtree(scratch, ignore_errors=True)
     return kept
 
