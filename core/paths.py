@@ -5,7 +5,8 @@ the platform's user data directory. The store directory is created `0700` and it
 (invariant 9).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: its `NamedTuple`s' string annotations would each
+# cost a `ForwardRef` compile at every command's start-up (see `core.models`).
 
 import os
 import stat

@@ -7,7 +7,8 @@ harness's and model's names and versions are free text: redacted, then sealed un
 key (DESIGN §6.6); the lists here open them with the session's keys.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: its `NamedTuple`s' string annotations would each
+# cost a `ForwardRef` compile at every command's start-up (see `core.models`).
 
 import os
 import re

@@ -11,7 +11,8 @@ keys as base64 in a plain file. Those backends are refused with a message naming
 provide a key.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: its `NamedTuple`s' string annotations would each
+# cost a `ForwardRef` compile at every command's start-up (see `core.models`).
 
 import base64
 import binascii
