@@ -94,6 +94,11 @@ def resolve_store_root(explicit: str | os.PathLike[str] | None = None) -> Path:
     return default_store_root()
 
 
+def holds_store(root: Path) -> bool:
+    """Whether `root` holds a Pitstop store (its database), so a mistyped `--store` is told."""
+    return StorePaths(root).database.is_file()
+
+
 def ensure_private_dir(path: Path) -> None:
     """Create `path` (and parents) and make it readable by its owner only."""
     try:
