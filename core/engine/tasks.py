@@ -264,8 +264,6 @@ def with_branch_moves(summaries: list[TaskSummary]) -> list[TaskSummary]:
     """
     from pathlib import Path
 
-    from core.git.branch_tips import branch_tip
-
     tips: dict[tuple[str, str], str] = {}
     result = []
     for summary in summaries:
@@ -276,6 +274,8 @@ def with_branch_moves(summaries: list[TaskSummary]) -> list[TaskSummary]:
             continue
         where = (summary.task.repo_root, branch)
         if where not in tips:
+            from core.git.branch_tips import branch_tip  # a store never validated reads no refs
+
             tips[where] = branch_tip(Path(summary.task.repo_root), branch) or ""
         if tips[where] == then:
             result.append(summary)

@@ -246,8 +246,9 @@ OPENS_NOTHING = {"cryptography", "hashlib", "subprocess", "core.git.run", "core.
         (["--help"], OPENS_NOTHING | {"core.engine", "sqlite3", "json"}),
         (["locate"], OPENS_NOTHING),
         (["locate", "--json"], OPENS_NOTHING),
-        (["task", "list"], {"hashlib", "subprocess", "core.git.run", "core.snapshot"}),
-        (["task", "list", "--json"], {"hashlib", "subprocess", "core.snapshot"}),
+        # A store with no validated task reads no branch tips: no git module at all.
+        (["task", "list"], {"hashlib", "subprocess", "core.git", "core.snapshot"}),
+        (["task", "list", "--json"], {"hashlib", "subprocess", "core.git", "core.snapshot"}),
         (["checkpoints", "quick"], {"hashlib", "subprocess", "core.git.run"}),
         # A small checkpoint is verified from the repository's files, with no git process.
         (["show", "quick@2"], {"hashlib", "subprocess"}),
