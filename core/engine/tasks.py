@@ -18,12 +18,11 @@ from typing import NamedTuple
 from core import clock, numbers, store
 from core.errors import ConflictError, UsageError
 from core.models import Budget, NamedVersion, Task, TaskStatus, validate_task_id
-from core.redaction.free_text import persistable
 from core.session import Session
 from core.store.dashboard import TriageFacts
 from core.store.db import write_txn
 
-_REDACTION_MARK = re.compile(r"\[REDACTED:[^\]]*\]")
+_REDACTION_MARK = r"\[REDACTED:[^\]]*\]"
 
 
 class TaskSummary(NamedTuple):
@@ -44,7 +43,9 @@ def generate_task_id(objective: str, taken: set[str]) -> str:
     Ids are plain, so the words come from the redacted objective with its `[REDACTED:rule]`
     markers taken out: a secret in the objective never reaches an id.
     """
-    words = re.findall(r"[a-z0-9]+", _REDACTION_MARK.sub(" ", persistable(objective)).lower())
+    from core.redaction.free_text import persistable  # writes only: a listing loads no rules
+
+    words = re.findall(r"[a-z0-9]+", re.sub(_REDACTION_MARK, " ", persistable(objective)).lower())
     stem = "-".join(words[:3])[:24].strip("-") or "task"
     while True:
         candidate = f"{stem}-{os.urandom(2).hex()}"
@@ -72,6 +73,7 @@ def start_task(
     """
     from core import snapshot
     from core.ledger.approvals import validate_operator_names
+    from core.redaction.free_text import persistable
     from core.security import identity
 
     if not objective.strip():
@@ -116,6 +118,8 @@ def _persistable_named(named: NamedVersion | None) -> NamedVersion | None:
     """A harness or model as it may be stored: its name and version redacted (invariant 2)."""
     if named is None:
         return None
+    from core.redaction.free_text import persistable
+
     return NamedVersion(
         persistable(named.name), persistable(named.version) if named.version else None
     )

@@ -230,7 +230,8 @@ NEVER = {
     "core.snapshot.take",
     "core.snapshot.source",
     "core.snapshot.sealed_files",
-    "core.redaction.redact",
+    "core.redaction",
+    "core.store.events",
     "keyring",
     "platformdirs",
 }
