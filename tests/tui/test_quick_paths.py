@@ -234,6 +234,7 @@ NEVER = {
     "core.store.events",
     "keyring",
     "platformdirs",
+    "base64",
 }
 """What none of the click-free paths loads (each was on one of them before issue 22)."""
 
