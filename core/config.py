@@ -78,9 +78,7 @@ def _hook_settings(file: Path, data: dict[str, Any]) -> HookSettings:
     return settings
 
 
-_Settings = TypeVar(
-    "_Settings", "EconomicsSettings", "PolicySettings", "RetentionSettings", "HookSettings"
-)
+_Settings = TypeVar("_Settings", EconomicsSettings, PolicySettings, RetentionSettings, HookSettings)
 
 
 def _section(file: Path, data: dict[str, Any], name: str, defaults: _Settings) -> _Settings:

@@ -63,12 +63,15 @@ class Interface(StrEnum):
     WEB = "web"  # a paired device through `pitstop serve` (the device id is in the detail)
 
 
-TASK_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")
+# A pattern, not compiled here: `re` compiles (and caches) it when a task id is first checked,
+# which the commands that only read never do.
+TASK_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,39}$"
 
 
 def validate_task_id(task_id: str) -> str:
     """Return `task_id` if it is short, lowercase and safe inside a git ref name, else refuse it."""
-    if not TASK_ID_PATTERN.match(task_id) or ".." in task_id or task_id.endswith((".", ".lock")):
+    shaped = re.match(TASK_ID_PATTERN, task_id)
+    if not shaped or ".." in task_id or task_id.endswith((".", ".lock")):
         raise UsageError(
             f"invalid task id {task_id!r}: use 1-40 lowercase letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"

@@ -5,7 +5,8 @@ the platform's user data directory. The store directory is created `0700` and it
 (invariant 9).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: its `NamedTuple`s' string annotations would each
+# cost a `ForwardRef` compile at every command's start-up (see `core.models`).
 
 import os
 import stat
@@ -91,6 +92,11 @@ def resolve_store_root(explicit: str | os.PathLike[str] | None = None) -> Path:
     if from_env:
         return Path(from_env).expanduser().absolute()
     return default_store_root()
+
+
+def holds_store(root: Path) -> bool:
+    """Whether `root` holds a Pitstop store (its database), so a mistyped `--store` is told."""
+    return StorePaths(root).database.is_file()
 
 
 def ensure_private_dir(path: Path) -> None:

@@ -18,9 +18,7 @@ from typing import TYPE_CHECKING
 from core.config import Config, load_config
 from core.models import Interface
 from core.paths import StorePaths, ensure_private_dir, resolve_store_root
-from core.redaction.free_text import persistable
 from core.security.keys import TaskKeys
-from core.store import add_event
 from core.store.db import Database, open_database
 from core.store.migrations import migrate
 
@@ -103,6 +101,9 @@ class Session:
         from what a person or an agent typed), so there is nothing to redact: sealed only. A
         hook's checkpoint then need not load the redaction rules at all.
         """
+        from core.redaction.free_text import persistable  # a session that only reads loads
+        from core.store import add_event  # neither (the looking-around commands)
+
         add_event(
             self.db,
             keys=self.keys,

@@ -13,14 +13,33 @@ the TUI call the same function.
 from __future__ import annotations
 
 import re
+from functools import cache
 
 # C0 controls but \t and \n, DEL, C1 (0x80-0x9f: a lone 0x9b is CSI on some terminals), lone
 # surrogates (undecodable bytes kept by `surrogateescape`: printing one raises), the line and
 # paragraph separators, and the bidirectional embeddings, overrides and isolates.
 _UNSAFE = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
-_MULTILINE_UNSAFE = re.compile(f"[{_UNSAFE}]")
-_SINGLE_LINE_UNSAFE = re.compile(f"[{_UNSAFE}\t\n]")
 _SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+@cache
+def _unsafe(single_line: bool) -> re.Pattern[str]:
+    """The pattern of what is written out, compiled on first need: compiling it costs every
+    command ~1 ms at start-up, and most text holds nothing but printable characters."""
+    return re.compile(f"[{_UNSAFE}\t\n]" if single_line else f"[{_UNSAFE}]")
+
+
+def _all_printable(text: str, single_line: bool) -> bool:
+    """Whether `text` holds none of `_UNSAFE` (nor a tab or newline when `single_line`).
+
+    `str.isprintable` is false for every character of `_UNSAFE` (controls Cc, format Cf,
+    separators Zl/Zp, surrogates Cs), so when it holds the pattern cannot match; it is also
+    false for a few harmless characters (other spaces, unassigned ones), which then go to the
+    pattern as before.
+    """
+    if single_line or ("\n" not in text and "\t" not in text):
+        return text.isprintable()
+    return text.replace("\n", "").replace("\t", "").isprintable()
 
 
 def _shown(match: re.Match[str]) -> str:
@@ -38,7 +57,9 @@ def printable(text: str, *, single_line: bool = False) -> str:
     summary). Text without controls comes back unchanged; backslashes are left alone, so the
     rendering reads as the text did and is reversible wherever the text held none.
     """
-    pattern = _SINGLE_LINE_UNSAFE if single_line else _MULTILINE_UNSAFE
+    if _all_printable(text, single_line):
+        return text
+    pattern = _unsafe(single_line)
     return pattern.sub(_shown, text) if pattern.search(text) else text
 
 
@@ -48,4 +69,6 @@ def printable_json(document: str) -> str:
     `json.dumps(ensure_ascii=False)` escapes C0 controls only; the rest is valid JSON either
     way, and the escaped form decodes to the same strings.
     """
-    return _MULTILINE_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
+    if _all_printable(document, False):
+        return document
+    return _unsafe(False).sub(lambda m: f"\\u{ord(m.group()):04x}", document)

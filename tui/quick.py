@@ -21,12 +21,26 @@ HELP_WIDTH = 80
 """click wraps help at min(terminal columns, 80) - 2: the stored text is the 80-column one."""
 
 
-def engine(store: str | None) -> Engine:
-    """The store opened as `pitstop`'s root group opens it (`tui.cli.base.Context`)."""
+def engine(store: str | None, *, create: bool = True) -> Engine:
+    """The store opened as `pitstop`'s root group opens it (`tui.cli.base.Context`); with
+    `create` off, a directory that holds no store is refused rather than made one."""
     from core.engine import Engine
     from core.models import Interface
 
+    if not create:
+        require_store(store)
     return Engine(store, interface=Interface.CLI)
+
+
+def require_store(store: str | None) -> None:
+    """Refuse a `--store DIR` that holds no Pitstop store (issue 18: a typo never makes one)."""
+    from core.paths import holds_store, resolve_store_root
+
+    root = resolve_store_root(store)
+    if not holds_store(root):
+        from core.errors import UsageError
+
+        raise UsageError(f"no Pitstop store at {root}; pass --init to create one there")
 
 
 def locate_text(opened: Engine, as_json: bool) -> str:

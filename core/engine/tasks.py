@@ -7,7 +7,8 @@ harness's and model's names and versions are free text: redacted, then sealed un
 key (DESIGN §6.6); the lists here open them with the session's keys.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: its `NamedTuple`s' string annotations would each
+# cost a `ForwardRef` compile at every command's start-up (see `core.models`).
 
 import os
 import re
@@ -17,12 +18,11 @@ from typing import NamedTuple
 from core import clock, numbers, store
 from core.errors import ConflictError, UsageError
 from core.models import Budget, NamedVersion, Task, TaskStatus, validate_task_id
-from core.redaction.free_text import persistable
 from core.session import Session
 from core.store.dashboard import TriageFacts
 from core.store.db import write_txn
 
-_REDACTION_MARK = re.compile(r"\[REDACTED:[^\]]*\]")
+_REDACTION_MARK = r"\[REDACTED:[^\]]*\]"
 
 
 class TaskSummary(NamedTuple):
@@ -43,7 +43,9 @@ def generate_task_id(objective: str, taken: set[str]) -> str:
     Ids are plain, so the words come from the redacted objective with its `[REDACTED:rule]`
     markers taken out: a secret in the objective never reaches an id.
     """
-    words = re.findall(r"[a-z0-9]+", _REDACTION_MARK.sub(" ", persistable(objective)).lower())
+    from core.redaction.free_text import persistable  # writes only: a listing loads no rules
+
+    words = re.findall(r"[a-z0-9]+", re.sub(_REDACTION_MARK, " ", persistable(objective)).lower())
     stem = "-".join(words[:3])[:24].strip("-") or "task"
     while True:
         candidate = f"{stem}-{os.urandom(2).hex()}"
@@ -71,6 +73,7 @@ def start_task(
     """
     from core import snapshot
     from core.ledger.approvals import validate_operator_names
+    from core.redaction.free_text import persistable
     from core.security import identity
 
     if not objective.strip():
@@ -115,6 +118,8 @@ def _persistable_named(named: NamedVersion | None) -> NamedVersion | None:
     """A harness or model as it may be stored: its name and version redacted (invariant 2)."""
     if named is None:
         return None
+    from core.redaction.free_text import persistable
+
     return NamedVersion(
         persistable(named.name), persistable(named.version) if named.version else None
     )
@@ -263,8 +268,6 @@ def with_branch_moves(summaries: list[TaskSummary]) -> list[TaskSummary]:
     """
     from pathlib import Path
 
-    from core.git.branch_tips import branch_tip
-
     tips: dict[tuple[str, str], str] = {}
     result = []
     for summary in summaries:
@@ -275,6 +278,8 @@ def with_branch_moves(summaries: list[TaskSummary]) -> list[TaskSummary]:
             continue
         where = (summary.task.repo_root, branch)
         if where not in tips:
+            from core.git.branch_tips import branch_tip  # a store never validated reads no refs
+
             tips[where] = branch_tip(Path(summary.task.repo_root), branch) or ""
         if tips[where] == then:
             result.append(summary)

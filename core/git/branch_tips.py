@@ -14,7 +14,6 @@ import re
 from pathlib import Path
 
 from core.errors import GitError
-from core.git.run import run_git
 
 _OID = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _UNKNOWN = object()
@@ -81,6 +80,8 @@ def _from_files(shared: Path, ref: str) -> str | object | None:
 
 def _from_git(toplevel: Path, branch: str) -> str | None:
     """The branch's tip as git resolves it (a repository with another ref storage)."""
+    from core.git.run import run_git  # only here: a listing reading ref files starts no git
+
     try:
         out = run_git(
             ["rev-parse", "-q", "--verify", f"refs/heads/{branch}^{{commit}}"],

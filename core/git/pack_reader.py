@@ -7,7 +7,8 @@ format, or anything this reader does not follow is left to `cat-file` (None). A 
 appears while the operation runs (a fetch, a flushed batch) is found on the next miss.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: its `NamedTuple`s' string annotations would each
+# cost a `ForwardRef` compile at every command's start-up (see `core.models`).
 
 import mmap
 import os

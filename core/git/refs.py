@@ -74,7 +74,8 @@ def _loose_ref_files(root: str, name: str) -> Iterator[tuple[str, str]]:
 
 # A ref name part written as a file here: what git's check-ref-format takes, narrowed to plain
 # characters (no "..", no leading or trailing ".", no ".lock"); anything else is git's to judge.
-_PLAIN_PART = re.compile(r"[A-Za-z0-9_-](?:[A-Za-z0-9_-]|\.(?!\.))*(?<!\.)(?<!\.lock)")
+# (A pattern compiled by `re` on the first ref written, never by a command that only reads.)
+_PLAIN_PART = r"[A-Za-z0-9_-](?:[A-Za-z0-9_-]|\.(?!\.))*(?<!\.)(?<!\.lock)"
 
 
 def set_ref(store_repo: Path, ref: str, oid: str) -> None:
@@ -109,7 +110,7 @@ def write_ref_file(store_repo: Path, ref: str, oid: str) -> None:
 
 
 def _is_plain(ref: str) -> bool:
-    return all(_PLAIN_PART.fullmatch(part) for part in ref.split("/"))
+    return all(re.fullmatch(_PLAIN_PART, part) for part in ref.split("/"))
 
 
 def _write_loose_refs(store_repo: Path, refs: Mapping[str, str]) -> bool:

@@ -11,10 +11,10 @@ keys as base64 in a plain file. Those backends are refused with a message naming
 provide a key.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: its `NamedTuple`s' string annotations would each
+# cost a `ForwardRef` compile at every command's start-up (see `core.models`).
 
-import base64
-import binascii
+import binascii  # base64's own functions are these two, without loading base64
 import os
 import struct
 from typing import Any, NamedTuple
@@ -83,13 +83,13 @@ def generate_key() -> bytes:
 
 def encode_key(key: bytes) -> str:
     """The text form of a key, as `PITSTOP_KEY` and `pitstop key export` use it."""
-    return base64.b64encode(key).decode()
+    return binascii.b2a_base64(key, newline=False).decode()
 
 
 def decode_key(text: str, origin: str) -> bytes:
     """Parse a base64 key, refusing anything that is not exactly 32 bytes."""
     try:
-        key = base64.b64decode(text.strip(), validate=True)
+        key = binascii.a2b_base64(text.strip().encode("ascii"), strict_mode=True)
     except (binascii.Error, ValueError) as exc:
         raise MasterKeyError(f"{origin} is not valid base64; {HOW_TO_PROVIDE}") from exc
     if len(key) != KEY_BYTES:

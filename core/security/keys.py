@@ -384,6 +384,8 @@ class TaskKeys:
         needed = self.master_key_ids()
         if not needed:
             return None
+        from core.security import crypto  # lazily, as everywhere here (the module is typed only)
+
         try:
             current: crypto.MasterKey | None = crypto.load_master_key()
         except crypto.MasterKeyError:

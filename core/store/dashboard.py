@@ -5,7 +5,8 @@ verdict; asking each table once per task would cost a query per row, so these st
 aggregate (or look up by covering index) for all the tasks they return at once.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: its `NamedTuple`s' string annotations would each
+# cost a `ForwardRef` compile at every command's start-up (see `core.models`).
 
 import json
 from collections.abc import Mapping

@@ -8,16 +8,12 @@ is read or written (invariant 5).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from core.errors import SchemaTooNewError, StoreError
 from core.store.db import Database, write_txn
-from core.store.devices import create_device_tables
-from core.store.drills import create_drill_table
-from core.store.effects import create_foreign_checks
-from core.store.task_keys import create_key_history
-from core.store.trust import create_trust_tables
 
 if TYPE_CHECKING:  # migrations run on sqlite-utils, loaded only when one is pending
     import sqlite_utils
@@ -52,6 +48,11 @@ class MigrationSet:
             return function
 
         return register
+
+    def beside(self, name: str, module: str, function: str) -> None:
+        """Register `core.store.<module>.<function>` as `name`, imported only when it runs."""
+        where = f"core.store.{module}"
+        self(name=name)(lambda db: getattr(importlib.import_module(where), function)(db))
 
     def names(self) -> list[str]:
         """Every registered migration's name, in order."""
@@ -582,10 +583,9 @@ def _validations_by_time(db: sqlite_utils.Database) -> None:  # newest by time: 
     db.execute("CREATE INDEX validations_by_time ON validations (task_id, at, id, verdict)")
 
 
-# Defined beside their tables, as this module is at its size limit.
-migrations(name="0014_trust")(create_trust_tables)
-migrations(name="0015_task_key_history")(create_key_history)
-migrations(name="0016_foreign_checks")(create_foreign_checks)
+migrations.beside("0014_trust", "trust", "create_trust_tables")
+migrations.beside("0015_task_key_history", "task_keys", "create_key_history")
+migrations.beside("0016_foreign_checks", "effects", "create_foreign_checks")
 
 
 @migrations(name="0017_sealed_fields")
@@ -596,5 +596,5 @@ def _sealed_fields(db: sqlite_utils.Database) -> None:  # objectives, labels… 
     seal_clear_text(plain, FIELD_COLUMNS, _TEXT_KEYS[0](plain) if _TEXT_KEYS else None)
 
 
-migrations(name="0018_web_devices")(create_device_tables)
-migrations(name="0019_drills")(create_drill_table)
+migrations.beside("0018_web_devices", "devices", "create_device_tables")
+migrations.beside("0019_drills", "drills", "create_drill_table")

@@ -63,7 +63,7 @@ def shared(tmp_path: Path) -> dict[str, object]:
 
 def cli(store_root: object, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tui.cli", "--store", str(store_root), *args],
+        [sys.executable, "-m", "tui.cli", "--store", str(store_root), "--init", *args],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},

@@ -310,7 +310,7 @@ def test_store_location_precedence(cli_env: dict[str, str], tmp_path: Path) -> N
     from_env = ok_json(cli_env, "locate")
     assert from_env["store"] == cli_env["PITSTOP_HOME"]  # type: ignore[index]
     explicit = tmp_path / "explicit"
-    from_flag = ok_json(cli_env, "--store", str(explicit), "locate")
+    from_flag = ok_json(cli_env, "--store", str(explicit), "--init", "locate")
     assert from_flag["store"] == str(explicit)  # type: ignore[index]
     assert oct(explicit.stat().st_mode & 0o777) == "0o700"
     assert oct((explicit / "pitstop.db").stat().st_mode & 0o777) == "0o600"

@@ -109,7 +109,7 @@ def test_bad_numbers_are_one_line_and_change_nothing(
 def test_an_impossible_store_path_is_one_line(
     cli_env: dict[str, str], store: str, says: str
 ) -> None:
-    for args in (("--store", store, "task", "list"), ("demo", store, "--no-ui")):
+    for args in (("--store", store, "--init", "task", "list"), ("demo", store, "--no-ui")):
         result = run(cli_env, *args)
         assert_one_line_error(result, 1)
         assert says in result.stderr

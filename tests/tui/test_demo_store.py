@@ -232,5 +232,5 @@ def test_pitstop_ui_opens_the_dashboard_on_the_given_store(
         runner.invoke(cli_module.cli, ["ui", "--store", "X", "--theme", "pitstop-light"]).exit_code
         == 0
     )
-    assert runner.invoke(cli_module.cli, ["--store", "Y", "ui"]).exit_code == 0
+    assert runner.invoke(cli_module.cli, ["--store", "Y", "--init", "ui"]).exit_code == 0
     assert opened == [("X", "pitstop-light"), ("Y", None)]

@@ -49,7 +49,7 @@ def other_process(store: Path, *args: str) -> None:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(PROJECT_ROOT), env.get("PYTHONPATH"))))
     result = subprocess.run(
-        [sys.executable, "-m", "tui.cli", "--store", str(store), *args],
+        [sys.executable, "-m", "tui.cli", "--store", str(store), "--init", *args],
         env=env,
         capture_output=True,
         text=True,

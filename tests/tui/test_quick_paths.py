@@ -230,9 +230,15 @@ NEVER = {
     "core.snapshot.take",
     "core.snapshot.source",
     "core.snapshot.sealed_files",
-    "core.redaction.redact",
+    "core.redaction",
+    "core.store.events",
+    "core.store.devices",
+    "core.store.drills",
+    "core.store.effects",
+    "core.store.trust",
     "keyring",
     "platformdirs",
+    "base64",
 }
 """What none of the click-free paths loads (each was on one of them before issue 22)."""
 
@@ -246,8 +252,9 @@ OPENS_NOTHING = {"cryptography", "hashlib", "subprocess", "core.git.run", "core.
         (["--help"], OPENS_NOTHING | {"core.engine", "sqlite3", "json"}),
         (["locate"], OPENS_NOTHING),
         (["locate", "--json"], OPENS_NOTHING),
-        (["task", "list"], {"hashlib", "subprocess", "core.git.run", "core.snapshot"}),
-        (["task", "list", "--json"], {"hashlib", "subprocess", "core.snapshot"}),
+        # A store with no validated task reads no branch tips: no git module at all.
+        (["task", "list"], {"hashlib", "subprocess", "core.git", "core.snapshot"}),
+        (["task", "list", "--json"], {"hashlib", "subprocess", "core.git", "core.snapshot"}),
         (["checkpoints", "quick"], {"hashlib", "subprocess", "core.git.run"}),
         # A small checkpoint is verified from the repository's files, with no git process.
         (["show", "quick@2"], {"hashlib", "subprocess"}),
@@ -266,3 +273,23 @@ def test_the_quick_paths_load_only_what_they_use(
     assert probe.stdout
     loaded = set(report["loaded"])
     assert sorted(loaded & (NEVER | also_never)) == []
+
+
+def test_a_typed_store_without_a_store_is_refused_unless_init(
+    env: dict[str, str], store: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "empty-dir").mkdir()
+    for where in (tmp_path / "typo", tmp_path / "empty-dir"):
+        for args in (["locate"], ["task", "list"], ["show", "quick@1"], ["locate", "--json"]):
+            quick = pitstop(env, "tui.launch", "--store", str(where), *args, cwd=store)
+            said = assert_same(env, "--store", str(where), *args, cwd=store)
+            assert quick.returncode == 2 and quick.stdout == b""
+            line = f"pitstop: no Pitstop store at {where}; pass --init to create one there\n"
+            assert said == line.encode()
+        dashboard = pitstop(env, "tui.cli", "--store", str(where), cwd=store)
+        assert dashboard.returncode == 2 and b"pass --init" in dashboard.stderr
+        assert not where.exists() or list(where.iterdir()) == []  # nothing made there
+    made = pitstop(env, "tui.launch", "--store", str(tmp_path / "typo"), "--init", "locate")
+    assert made.returncode == 0 and (tmp_path / "typo" / "pitstop.db").is_file()
+    assert_same(env, "--store", str(tmp_path / "typo"), "task", "list")  # now it holds one
+    assert b"quick" in assert_same(env, "--store", env["PITSTOP_HOME"], "task", "list")

@@ -68,19 +68,28 @@ COMMANDS = {
     envvar="PITSTOP_HOME",
     help="Store directory (default: PITSTOP_HOME, then the platform data dir).",
 )
+@click.option(
+    "--init",
+    "init_store",
+    is_flag=True,
+    help="Create a store at --store DIR if none is there (else one is never made there).",
+)
 @click.option("--theme", help="Dashboard theme (pitstop-dark, pitstop-light, pitstop-contrast…).")
 @click.version_option(package_name="pitstop", prog_name="pitstop")
 @click.pass_context
-def cli(click_ctx: click.Context, store: str | None, theme: str | None) -> None:
+def cli(click_ctx: click.Context, store: str | None, init_store: bool, theme: str | None) -> None:
     """Pitstop: supervise paused AI coding agents.
 
     Run without a command to open the dashboard.
     """
-    click_ctx.obj = Context(store)
+    # A typed `--store DIR` must already hold a store (a typo never makes one) unless `--init`;
+    # PITSTOP_HOME and the platform default are created on first use, as `pitstop demo DIR` is.
+    typed = click_ctx.get_parameter_source("store") is click.core.ParameterSource.COMMANDLINE
+    click_ctx.obj = Context(store, create=init_store or not typed)
     if click_ctx.invoked_subcommand is None:
         from tui.cli.dashboard import open_dashboard
 
-        open_dashboard(store, theme)
+        open_dashboard(click_ctx.obj.checked_store(), theme)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -20,8 +20,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 class Context:
     """What the group passes to every subcommand."""
 
-    def __init__(self, store: str | None) -> None:
+    def __init__(self, store: str | None, *, create: bool = True) -> None:
         self.store = store
+        self.create = create  # off for a typed `--store DIR` without `--init`
         self._engine: Engine | None = None
 
     def engine(self) -> Engine:
@@ -29,8 +30,16 @@ class Context:
         if self._engine is None:
             from tui.quick import engine  # the click-free paths open it the same way
 
-            self._engine = engine(self.store)
+            self._engine = engine(self.store, create=self.create)
         return self._engine
+
+    def checked_store(self) -> str | None:
+        """The store directory for a command that opens it itself (the dashboard)."""
+        if not self.create:
+            from tui.quick import require_store
+
+            require_store(self.store)
+        return self.store
 
 
 pass_ctx = click.make_pass_decorator(Context)

@@ -33,7 +33,8 @@ def ui(click_ctx: click.Context, ui_store: str | None, ui_theme: str | None) -> 
     """Open the dashboard (the same as `pitstop` with no command)."""
     group = click_ctx.find_object(Context)
     parent_theme = click_ctx.parent.params.get("theme") if click_ctx.parent else None
-    open_dashboard(ui_store or (group.store if group else None), ui_theme or parent_theme)
+    store = ui_store or (group.checked_store() if group else None)
+    open_dashboard(store, ui_theme or parent_theme)
 
 
 def _new_demo_dir() -> Path:
