@@ -11,9 +11,10 @@ checkpoint, a deleted object) makes the next checkpoint walk them again, as befo
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
+
+from core.digests import sha256
 
 MARKER = "pitstop-verified"
 
@@ -22,7 +23,7 @@ def objects_fingerprint(store_repo: Path) -> str:
     """A digest that changes whenever an object is added to, or removed from, the store's
     repository (loose: its fan-out directory's mtime; packed: the pack directory's files)."""
     objects = store_repo / "objects"
-    digest = hashlib.sha256()
+    digest = sha256()
     try:
         names = sorted(os.listdir(objects))
     except FileNotFoundError:
@@ -42,7 +43,7 @@ def objects_fingerprint(store_repo: Path) -> str:
         for entry in entries:
             stat = entry.stat(follow_symlinks=False)
             digest.update(f"{directory}/{entry.name} {stat.st_size} {stat.st_mtime_ns}\n".encode())
-    return digest.hexdigest()
+    return str(digest.hexdigest())
 
 
 def record_verified(store_repo: Path, commit: str) -> None:
