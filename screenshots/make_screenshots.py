@@ -143,7 +143,7 @@ def main(names: list[str]) -> int:
         return 2
     if web_names or not names:  # the web inbox, from a real browser
         web_main(web_names)
-        if web_names == names:
+        if names and web_names == names:  # only web shots were asked for
             return 0
     # A fixed scratch path (made anew each run): paths the app shows, such as a resume brief's,
     # are then the same in every regeneration.
