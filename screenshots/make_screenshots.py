@@ -44,10 +44,12 @@ class Shot:
     task: str | None = None
     keys: tuple[str, ...] = ()
     remote: bool = False
+    size: tuple[int, int] = TERMINAL_SIZE
 
 
 SHOTS = (
     Shot("dashboard", "Pitstop — every paused task, triaged"),
+    Shot("dashboard-80x24", "Pitstop — at 80×24, the essential columns", size=(80, 24)),
     Shot("task-overview", "Pitstop — a task's checkpoint", task=INVOICE_CURRENCY),
     Shot("task-diff", "Pitstop — the checkpoint's diff", task=INVOICE_CURRENCY, keys=("d",)),
     Shot(
@@ -95,7 +97,7 @@ async def render(shot: Shot, store: Path) -> str:
     from tui.app import PitstopApp
 
     app = PitstopApp(store, theme=shot.theme)
-    async with app.run_test(size=TERMINAL_SIZE) as pilot:
+    async with app.run_test(size=shot.size) as pilot:
         await _settle(pilot)
         if shot.task:
             app.open_task(shot.task)
