@@ -259,7 +259,33 @@ def readers(draw: st.DrawFn) -> Call:
     return _call("get_effect", draw(TASK_ID), draw(KEY))
 
 
+@st.composite
+def more_calls(draw: st.DrawFn) -> Call:
+    """Rosters, checkouts, the audit, the inbox's pairing and devices."""
+    which = draw(st.integers(0, 8))
+    if which == 0:
+        add, remove = draw(STRINGS), draw(STRINGS)
+        return _call("set_approvers", draw(TASK_ID), list(add), list(remove))
+    if which == 1:
+        into = draw(st.sampled_from(["{file}", "/proc/nope", "9" * 400, "", "{repo}"]) | TEXT)
+        return _call("checkout", draw(REF), into)
+    if which == 2:
+        return _call("events", draw(st.one_of(st.none(), TASK_ID)))
+    if which == 3:
+        return _call("list_checkpoints", draw(TASK_ID))
+    if which == 4:
+        return _call("first_task_summaries", draw(HUGE_INTS), list(TaskStatus))
+    if which == 5:
+        return _call("create_pairing", draw(plausibly(st.just("alice"), TEXT)), draw(FLOATS))
+    if which == 6:
+        return _call("redeem_pairing", draw(TEXT), draw(TEXT))
+    if which == 7:
+        return _call("device_for_token", draw(TEXT))
+    return _call("revoke_device", draw(TEXT))
+
+
 CALLS = st.one_of(
+    more_calls(),
     start_task(),
     checkpoint(),
     request_approval(),
@@ -321,6 +347,9 @@ def busy_store(
         engine.add_evidence_file("t1", out)
         engine.propose_effect("t1", "k1", "deploy")
         engine.request_approval("t1", "ship it", risk=Risk.HIGH)
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)  # where relative paths (checkout targets) land
     places = {"store": isolated_env["store"], "repo": repo, "file": out}
     for name in ("store", "repo"):
         shutil.copytree(places[name], tmp_path / "pristine" / name, symlinks=True)
@@ -346,6 +375,8 @@ def _reset(places: dict[str, Path]) -> None:
 @example(call=_call("wait_for_decision", "t1:1", math.inf))
 @example(call=_call("recently_decided_approvals", math.nan))
 @example(call=_call("recently_decided_approvals", -math.inf))
+# Found by this test: a first screen of more tasks than SQLite counts (an OverflowError).
+@example(call=_call("first_task_summaries", 2**63, list(TaskStatus)))
 # Found by this test: a NUL byte in the agent's working directory (a hook event's `cwd`).
 @example(call=_call("checkpoint", "t1", CheckpointRequest(workdir_hint="\x00")))
 def test_any_engine_call_returns_or_refuses_cleanly(
