@@ -377,6 +377,8 @@ def _reset(places: dict[str, Path]) -> None:
 @example(call=_call("recently_decided_approvals", -math.inf))
 # Found by this test: a first screen of more tasks than SQLite counts (an OverflowError).
 @example(call=_call("first_task_summaries", 2**63, list(TaskStatus)))
+# Found by this test: a chunk number past 64 bits (an OverflowError).
+@example(call=_call("evidence_chunk", 1, 2**63))
 # Found by this test: a NUL byte in the agent's working directory (a hook event's `cwd`).
 @example(call=_call("checkpoint", "t1", CheckpointRequest(workdir_hint="\x00")))
 def test_any_engine_call_returns_or_refuses_cleanly(
