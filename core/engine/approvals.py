@@ -81,8 +81,9 @@ def recently_decided_approvals(session: Session, hours: float = 24) -> list[Appr
     left the inbox is found again (who decided, when, why)."""
     from datetime import timedelta
 
-    from core import clock, store
+    from core import clock, numbers, store
 
+    numbers.seconds(hours * 3600, "the span to look back")
     now = clock.now()
     since = clock.to_iso(now - timedelta(hours=hours))
     return store.recent_decisions(session.db, since, clock.to_iso(now), session.keys)
@@ -108,9 +109,12 @@ def wait_for_decision(session: Session, approval_id: str, seconds: float) -> App
     """
     import threading
 
+    from core import numbers
     from core.models import ApprovalState
     from core.store.watch import store_commits
 
+    # An infinite wait would overflow the timer's thread and hold the prompt forever.
+    numbers.seconds(max(numbers.finite(seconds, "the wait for a decision"), 0), "the wait")
     current = get_approval(session, approval_id)
     if current.state is not ApprovalState.PENDING or seconds <= 0:
         return current

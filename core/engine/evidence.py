@@ -301,4 +301,5 @@ def evidence_chunk(session: Session, evidence_id: int, seq: int) -> bytes:
     from core.evidence import storage as evidence
 
     item = get_evidence(session, evidence_id, decrypt=False)
+    numbers.storable_integer(seq, "the chunk number")
     return next(evidence.read_chunks(session.db, session.keys, item, [seq]))

@@ -253,6 +253,7 @@ def first_task_summaries(
 ) -> list[TaskSummary]:
     """The first `limit` task summaries in triage order (statuses as in `status_order`, then
     the most recent checkpoint first), without aggregating the whole store: a first screen."""
+    numbers.storable_integer(limit, "the number of tasks shown")
     rows = store.first_task_rollups(
         session.db, clock.now_iso(), limit, tuple(status_order), session.keys
     )

@@ -39,7 +39,7 @@ class Workdir(NamedTuple):
 def _resolved(path: str | os.PathLike[str]) -> Path:
     try:
         return Path(path).expanduser().resolve()
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, ValueError):  # ValueError: a NUL byte in a hook's cwd
         return Path(path).expanduser().absolute()
 
 
