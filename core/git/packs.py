@@ -51,21 +51,15 @@ def copy_objects(work_tree: Path, store_repo: Path, oids: Sequence[str]) -> None
     )
 
 
-def fetch_shallow(store_repo: Path, work_tree: Path, commit: str) -> int:
-    """Fetch `commit` and its tree (not its history: depth 1, recorded in the store's
-    `shallow` file) from the repository of `work_tree` into the store; return the bytes the
-    store's objects grew by."""
+def fetch_history(store_repo: Path, work_tree: Path, commit: str) -> int:
+    """Fetch `commit` and its history from the repository of `work_tree` into the store;
+    return the bytes the store's objects grew by.
+
+    Not shallow (`--depth 1`): a shallow store cannot push its checkpoints, since a remote
+    refuses a shallow update unless it was configured to take one (issue 21 tried it)."""
     before = objects_bytes(store_repo)
     run_git(
-        [
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            "--no-write-fetch-head",
-            "--depth=1",
-            work_tree.resolve().as_uri(),
-            commit,
-        ],
+        ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", str(work_tree), commit],
         git_dir=store_repo,
     )
     return max(objects_bytes(store_repo) - before, 0)

@@ -3,8 +3,8 @@ every object a snapshot needs.
 
 A snapshot is hashed with the user's objects as an alternate; whatever it needs that still
 lives only in the user's repository is copied in afterwards, so a `git gc` there can never
-break a checkpoint (DESIGN §6). The base commit is fetched shallowly (depth 1: the commit and
-its tree, never the history, which stays in the user's repository and on its remote).
+break a checkpoint (DESIGN §6). The base commit is fetched with its history: a shallow store
+(depth 1) would be smaller, but a remote refuses a push from it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core.git.objects import GITLINK_MODE, NULL_OID, TREE_MODE
-from core.git.packs import copy_objects, fetch_shallow
+from core.git.packs import copy_objects, fetch_history
 from core.git.reader import object_sizes, read_objects
 from core.git.run import run_git
 from core.snapshot.gitpython_adapter import init_private_bare_repo
@@ -66,8 +66,7 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
 def ensure_base_history(
     store_repo: Path, source: SourceRepo, base_commit: str, held: bool | None = None
 ) -> int:
-    """Fetch the base commit and its tree (not its history) into the store once; return the
-    bytes added.
+    """Fetch the base commit and its history into the store once; return the bytes added.
 
     `held`: whether the store holds the base commit, when the caller already asked. Otherwise
     it is read through the operation's `cat-file` session when one is open.
@@ -76,13 +75,11 @@ def ensure_base_history(
         held = read_objects(store_repo, [base_commit])[base_commit] is not None
     if held:
         return 0
-    # One shallow fetch at a time per store repository (git's `shallow.lock` refuses a second
-    # rather than waiting); holding the lock, a `shallow.lock` left is a killed fetch's.
+    # One fetch at a time per store repository: a second waits, then finds the commit there.
     with _exclusive(store_repo / "pitstop-shallow.flock"):
         if object_sizes(store_repo, [base_commit])[base_commit] is not None:
             return 0  # another process fetched it while we waited
-        (store_repo / "shallow.lock").unlink(missing_ok=True)
-        return fetch_shallow(store_repo, source.toplevel, base_commit)
+        return fetch_history(store_repo, source.toplevel, base_commit)
 
 
 def new_objects(

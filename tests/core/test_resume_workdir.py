@@ -25,7 +25,13 @@ SESSION = "7a1c0b2e-5f60-4718-a9b0-c1d2e3f4a5b6"
 
 @pytest.fixture(autouse=True)
 def every_turn(isolated_env: dict[str, Path]) -> None:
-    (isolated_env["config"] / "config.toml").write_text("[policy]\nmin_interval_seconds = 0\n")
+    """Every turn checkpoints: no minimum interval, and checkpoints that cost nothing, so the
+    break-even model (core.engine.pays) always says a turn's pays; only "nothing new" skips."""
+    (isolated_env["config"] / "config.toml").write_text(
+        "[policy]\nmin_interval_seconds = 0\np_interrupt_per_hour = 1\nmachine_usd_per_hour = 0\n"
+        "[economics]\ncreate_usd = 0\nrestore_usd = 0\nvalidation_usd = 0\n"
+        "storage_usd_per_gib_month = 0\n"
+    )
 
 
 def hook(name: str, cwd: Path, session: str = SESSION, **env: str) -> HookReply:

@@ -1,6 +1,5 @@
-"""A task's first checkpoint stores the base commit and its tree, not the repository's history:
-the store stays far below the repository's `.git`, and restores, validation and resume still
-work exactly when the user's objects are gone."""
+"""A task's first checkpoint stores the base commit with its history, so the store can push it
+anywhere, and restores, validation and resume work exactly when the user's objects are gone."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ from pathlib import Path
 from corekit import git, git_bytes, init_repo, only_store_repo, tree_state, write
 
 from core.engine import Engine
-from core.git.objects import objects_bytes
 
 
 def _long_history(path: Path, commits: int = 30) -> Path:
@@ -31,28 +29,21 @@ def _dirty(repo: Path) -> None:
     write(repo / "notes/untracked.md", "untracked\n")
 
 
-def test_first_checkpoint_stores_one_tree_not_the_history(engine: Engine, tmp_path: Path) -> None:
-    repo = _long_history(tmp_path / "repo")
-    git(repo, "gc", "-q")  # the user's history as one pack, as a real clone holds it
+def test_a_first_checkpoint_pushes_to_a_plain_bare_remote(engine: Engine, tmp_path: Path) -> None:
+    """A store that took a first checkpoint can push it: a shallow store (the fetch at depth 1
+    this issue tried) was refused by any remote with `shallow update not allowed`."""
+    repo = _long_history(tmp_path / "repo", commits=3)
     _dirty(repo)
-    engine.start_task(repo=repo, objective="shallow", task_id="t1")
-    cp = engine.checkpoint("t1").checkpoint
-    assert cp is not None and cp.base_commit
-    store = only_store_repo(engine.paths.root)
-
-    history = objects_bytes(repo / ".git")
-    assert history > 30 * 32 * 1024
-    # one 32 KiB data file and a few small ones, not thirty revisions of it
-    assert objects_bytes(store) < history / 8, (objects_bytes(store), history)
-    assert git_bytes(store, "cat-file", "-t", cp.base_commit).strip() == b"commit"
-    parent = git(repo, "rev-parse", f"{cp.base_commit}^").strip()
-    assert git_bytes(store, "cat-file", "--batch-check", input=f"{parent}\n".encode()).endswith(
-        b"missing\n"
-    )
-    assert cp.bytes_added is not None and cp.bytes_added < history / 8
+    engine.start_task(repo=repo, objective="push it", task_id="t1")
+    assert engine.checkpoint("t1").checkpoint is not None
+    assert not (only_store_repo(engine.paths.root) / "shallow").exists()
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    engine.push(["t1"], str(remote))
+    assert git_bytes(remote, "rev-parse", "refs/pitstop/checkpoints/t1").strip()
 
 
-def test_a_shallow_store_restores_validates_and_resumes_without_the_users_objects(
+def test_the_store_restores_validates_and_resumes_without_the_users_objects(
     engine: Engine, tmp_path: Path
 ) -> None:
     repo = _long_history(tmp_path / "repo", commits=10)
