@@ -176,7 +176,8 @@ def store_objects_bytes(store: Path) -> int:
 
 
 def first_checkpoint(repo: Path, env: dict[str, str], work: Path) -> dict[str, float]:
-    """The task's first checkpoint against a depth-1 fetch of the base commit."""
+    """The task's first checkpoint (it fetches the base commit's history), beside a depth-1
+    fetch of the base commit: what a shallow store would have cost."""
     pitstop = pitstop_program()
     run(
         [*pitstop, "task", "start", "--id", TASK, "--repo", str(repo), "--objective", "scale"],
