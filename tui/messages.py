@@ -88,9 +88,10 @@ class TrustLoaded(Message):
 class CheckpointLoaded(Message):
     """One checkpoint with its manifest, for the overview."""
 
-    def __init__(self, checkpoint: Checkpoint) -> None:
+    def __init__(self, checkpoint: Checkpoint, pays_line: str | None = None) -> None:
         super().__init__()
         self.checkpoint = checkpoint
+        self.pays_line = pays_line  # the newest checkpoint of a live task: when the next pays
 
 
 class DiffLoaded(Message):

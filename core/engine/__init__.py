@@ -246,6 +246,7 @@ class Engine(Session):
     # --- checkpoints -------------------------------------------------------------------------
     checkpoint = checkpointing.checkpoint
     checkpoint_verdict = pays.checkpoint_verdict
+    minutes_until_it_pays = pays.minutes_until_it_pays
     decide_checkpoint = pays.decide_checkpoint
     record_decision = pays.record_decision
     checkpoint_decisions = pays.decisions

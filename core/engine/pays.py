@@ -33,11 +33,31 @@ if TYPE_CHECKING:
 DECIDE = "decide"  # the audited action of every automatic decision
 
 
-def checkpoint_verdict(session: Session, task_id: str) -> Verdict:
-    """Whether a checkpoint of the task now pays, with the numbers behind the answer."""
+# How far ahead the overview looks for the minute a checkpoint starts to pay (a working day).
+PAYS_HORIZON_MINUTES = 480
+_PAYS_STEPS = (0, 1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 360, 480)
+
+
+def minutes_until_it_pays(session: Session, task_id: str) -> int | None:
+    """After about how many more minutes of work (at no new machine time) a checkpoint of the
+    task would pay: 0 when it pays now, None when not within `PAYS_HORIZON_MINUTES`.
+
+    The exposure only grows with the minutes (re-orientation, then P), so the first step of
+    `_PAYS_STEPS` at which the verdict turns is the answer, to that step's precision."""
+    for minutes in _PAYS_STEPS:
+        if checkpoint_verdict(session, task_id, ahead_minutes=minutes).take:
+            return minutes
+    return None
+
+
+def checkpoint_verdict(session: Session, task_id: str, ahead_minutes: int = 0) -> Verdict:
+    """Whether a checkpoint of the task now (or after `ahead_minutes` more of work) pays,
+    with the numbers behind the answer."""
+    from datetime import timedelta
+
     task = store.get_task(session.db, task_id)
     policy, economics = _task_policy(session, task_id), session.config.economics
-    now = clock.now()
+    now = clock.now() + timedelta(minutes=ahead_minutes)
     last = store.latest_checkpoint_created_at(session.db, task_id)
     since = clock.parse(last) if last else clock.parse(task.created_at)
     pending = store.list_evidence(session.db, task_id, pending=True)  # since the last checkpoint

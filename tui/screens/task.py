@@ -34,6 +34,7 @@ from tui.widgets.timeline import CheckpointTimeline
 from tui.widgets.validation_view import ValidationView
 
 if TYPE_CHECKING:
+    from core.engine import Engine
     from tui.host import PitstopHost
 
 
@@ -205,11 +206,29 @@ class TaskScreen(Screen[None]):
         try:
             with self.pitstop.engine.for_thread() as engine:
                 checkpoint = engine.get_checkpoint(ref)
+                pays_line = self._pays_line(engine, checkpoint)
         except PitstopError as exc:
             self.post_message(LoadFailed("checkpoint", exc.message, ref))
             return
         if not get_current_worker().is_cancelled:
-            self.post_message(CheckpointLoaded(checkpoint))
+            self.post_message(CheckpointLoaded(checkpoint, pays_line))
+
+    def _pays_line(self, engine: Engine, checkpoint: Checkpoint) -> str | None:
+        """When the next checkpoint pays (#23's model), for the newest checkpoint of a live
+        task; None elsewhere, or when the store cannot say."""
+        task = self.task_record
+        newest = max((cp.seq for cp in self.checkpoints.values()), default=checkpoint.seq)
+        if task is None or task.status.is_final or checkpoint.seq < newest:
+            return None
+        try:
+            minutes = engine.minutes_until_it_pays(task.id)
+        except PitstopError:
+            return None
+        if minutes is None:
+            return "restart stays cheaper than a checkpoint for 8 h of work at these rates"
+        if minutes == 0:
+            return "a checkpoint pays now"
+        return f"the next checkpoint pays after ~{minutes} min of work"
 
     @work(thread=True, exit_on_error=False, group="diff", exclusive=True)
     def load_diff(self, ref: str, against: str) -> None:
@@ -279,7 +298,9 @@ class TaskScreen(Screen[None]):
         if event.checkpoint.ref != self.selected_ref or self.task_record is None:
             return
         self.checkpoints[event.checkpoint.ref] = event.checkpoint
-        self.query_one(CheckpointOverview).show(self.task_record, event.checkpoint)
+        self.query_one(CheckpointOverview).show(
+            self.task_record, event.checkpoint, pays_line=event.pays_line
+        )
 
     @on(DiffLoaded)
     def _show_diff(self, event: DiffLoaded) -> None:

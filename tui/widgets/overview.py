@@ -232,10 +232,13 @@ class CheckpointOverview(VerticalScroll):
             yield Static(id="overview-environment", classes="overview-section")
         yield Static(id="overview-left_out", classes="overview-section")
 
-    def show(self, task: Task, checkpoint: Checkpoint) -> None:
-        """Describe `checkpoint` of `task`."""
+    def show(self, task: Task, checkpoint: Checkpoint, pays_line: str | None = None) -> None:
+        """Describe `checkpoint` of `task` (and, for the newest, when the next one pays)."""
         sections = overview_sections(task, checkpoint)
-        self.query_one("#overview-head", Static).update(Content.from_markup(sections.head))
+        head = sections.head
+        if pays_line:
+            head += f"\n[dim]{shown(pays_line)} (pitstop cost --why)[/]"
+        self.query_one("#overview-head", Static).update(Content.from_markup(head))
         for name in _SECTION_IDS:
             markup = getattr(sections, name)
             widget = self.query_one(f"#overview-{name}", Static)
