@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.e2e.clients import cache_root  # at collection: the real HOME's cache
 
@@ -48,43 +49,8 @@ def test_the_session_benchmark_runs_the_real_client_with_and_without_hooks() -> 
     assert -1 < report["hook_share"] < 1
 
 
-def test_the_drill_benchmark_runs_a_faithful_drill_beside_a_hand_check() -> None:
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "drill.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert report["drill_ms"] > 0 and report["by_hand_ms"] > 0
-    assert report["replay_ms"] > 0
-
-
-def test_the_serve_benchmark_times_the_inbox_and_decisions_beside_a_static_file() -> None:
-
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "serve.py"),
-            *("--approvals", "12", "--tasks", "3", "--requests", "2", "--decisions", "4"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert report["approvals"] == 12
-    assert report["inbox_ms"] > 0 and report["static_ms"] > 0 and report["inbox_ratio"] > 0
-    assert report["decisions_per_s"] > 0 and report["static_per_s"] > 0
-
-
-def _report(script: str, *args: str) -> dict[str, object]:
+def _report(script: str, *args: str) -> Any:
+    """Run `bench/<script>` at a tiny size; the JSON report it prints last."""
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / script), *args],
         capture_output=True,
@@ -93,14 +59,28 @@ def _report(script: str, *args: str) -> dict[str, object]:
         timeout=600,
         check=False,
     )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    report: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return report
+    assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_the_drill_benchmark_runs_a_faithful_drill_beside_a_hand_check() -> None:
+    report = _report("drill.py", "--quick")
+    assert report["drill_ms"] > 0 and report["by_hand_ms"] > 0
+    assert report["replay_ms"] > 0
+
+
+def test_the_serve_benchmark_times_the_inbox_and_decisions_beside_a_static_file() -> None:
+    report = _report(
+        "serve.py", "--approvals", "12", "--tasks", "3", "--requests", "2", "--decisions", "4"
+    )
+    assert report["approvals"] == 12
+    assert report["inbox_ms"] > 0 and report["static_ms"] > 0 and report["inbox_ratio"] > 0
+    assert report["decisions_per_s"] > 0 and report["static_per_s"] > 0
 
 
 def test_the_start_up_benchmark_times_every_looking_around_command() -> None:
     report = _report("cli.py", "--runs", "1")
-    assert set(report["ratio"]) == {  # type: ignore[arg-type]
+    assert set(report["ratio"]) == {
         "pitstop --help",
         "pitstop locate",
         "pitstop task list",
@@ -117,16 +97,7 @@ def test_the_listing_and_gc_benchmarks_run() -> None:
 
 
 def test_the_real_repository_benchmark_runs_every_side_in_one_run() -> None:
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "realrepo.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    report = _report("realrepo.py", "--quick")
     assert {"git stash create", "shadow git add+commit", "python -c pass"} <= set(
         report["medians_ms"]
     )
