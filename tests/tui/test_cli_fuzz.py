@@ -14,6 +14,7 @@ Default 200 examples (a few seconds); `PITSTOP_FUZZ_EXAMPLES=2000` for a long ru
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,8 +53,11 @@ _LEFT_OUT = {
     ("task", "share"),
 }
 # Verdicts, not plain refusals: validation records what it found (3 stale, 4 blocked,
-# 5 unsupported), and a resume validates first; doctor exits 1 when it found something.
-_VERDICTS = {"validate": {3, 4, 5}, "resume": {3, 4, 5}, "doctor": {1}}
+# 5 unsupported), and a resume validates first; doctor exits 1 when it found something;
+# a drill records its verdict and exits 1 (drifted, failed to restore) or 3 (not replayable).
+_VERDICTS = {"validate": {3, 4, 5}, "resume": {3, 4, 5}, "doctor": {1}, "drill": {1, 3}}
+# A drill's verdict is on stdout; an exit 1 or 3 without one is a refusal like any other.
+_DRILL_VERDICT = re.compile(r"^drill \S+: (drifted|not-replayable|failed-to-restore)$", re.M)
 
 
 def _leaves(
@@ -277,6 +281,8 @@ def test_the_command_tree_is_fuzzed_broadly() -> None:
 @example(argv=["checkout", "t1", "--into", "../out.txt/inside"])
 # Found by this test: a refused approver name founded the task's roster first (a write).
 @example(argv=["task", "approver", "add", "t1", ""])
+# Found in CI: a drill's recorded not-replayable verdict (exit 3) was taken for a refusal.
+@example(argv=["drill", "t1"])
 def test_any_command_line_gets_one_clear_outcome(busy_store: Path, argv: list[str]) -> None:
     places = {"{repo}": "../repo", "{file}": "../out.txt", "{dir}": "."}
     for placeholder, path in places.items():
@@ -287,7 +293,10 @@ def test_any_command_line_gets_one_clear_outcome(busy_store: Path, argv: list[st
     assert "internal error" not in stderr, shown
     assert "Traceback" not in stderr + stdout, shown
     assert code in DOCUMENTED_EXIT_CODES, shown
-    refused = code != 0 and code not in _VERDICTS.get(argv[0], set())
+    verdict = code in _VERDICTS.get(argv[0], set())
+    if verdict and argv[0] == "drill":
+        verdict = bool(_DRILL_VERDICT.search(stdout))
+    refused = code != 0 and not verdict
     if refused:
         assert stderr.strip(), shown  # a refusal says why
         assert store_state(busy_store) == before, shown
