@@ -353,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         isolate_environment(workdir)
         os.environ.setdefault("PITSTOP_KEY", "bnV0cy10by1hLWJlbmNoLW9ubHktbWFzdGVyLWtleSE=")
+        # The size a real terminal of SIZE would report (the first screen reads as many tasks
+        # as the terminal has lines); headless, there is no terminal to ask.
+        os.environ["COLUMNS"], os.environ["LINES"] = str(SIZE[0]), str(SIZE[1])
         empty, big = workdir / "empty", workdir / "big"
         from core.engine import Engine
 

@@ -6,8 +6,9 @@ store.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
+from itertools import islice
 from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -18,8 +19,7 @@ if TYPE_CHECKING:
 # (label, callback, help)
 Command = tuple[str, Callable[[], object], str]
 
-# Commands that come once per task (or checkpoint): an empty palette lists only the first few.
-PER_TASK_GROUPS = ("task: open ", "remote: fetch ", "checkpoint: open ")
+# Commands come once per task (or checkpoint): an empty palette lists only the first few.
 DISCOVERED_TASKS = 30
 
 SORTABLE_COLUMNS = (
@@ -38,15 +38,24 @@ class PitstopCommands(Provider):
 
     def commands(self) -> list[Command]:
         """Every command the palette offers right now."""
+        return [*self.per_task_commands(), *self.general_commands()]
+
+    def per_task_commands(self) -> Iterator[Command]:
+        """One command per known task, remote task and checkpoint on screen, built as asked
+        for (an empty palette takes the first few of 10,000)."""
         app = self.pitstop
-        found: list[Command] = []
         for task_id, objective in app.known_tasks.items():
-            found.append((f"task: open {task_id}", partial(app.open_task, task_id), objective))
+            yield (f"task: open {task_id}", partial(app.open_task, task_id), objective)
         for task_id, where in app.known_remote_tasks.items():
-            found.append((f"remote: fetch {task_id}", partial(app.command_fetch, task_id), where))
+            yield (f"remote: fetch {task_id}", partial(app.command_fetch, task_id), where)
         for ref, state in app.known_checkpoints().items():
             task_id = ref.split("@", 1)[0]
-            found.append((f"checkpoint: open {ref}", partial(app.open_task, task_id, ref), state))
+            yield (f"checkpoint: open {ref}", partial(app.open_task, task_id, ref), state)
+
+    def general_commands(self) -> list[Command]:
+        """Themes, filter, sort, refresh, sync, inbox, help and quit."""
+        app = self.pitstop
+        found: list[Command] = []
         for name in app.pitstop_theme_names:
             found.append(
                 (f"theme: {name}", partial(app.command_theme, name), f"Switch to the {name} theme")
@@ -84,11 +93,8 @@ class PitstopCommands(Provider):
         """What an empty palette lists: every command but the per-task ones, then the first
         `DISCOVERED_TASKS` tasks (typing finds any of them); 10,000 rows would take seconds to
         lay out before the palette could show anything."""
-        general: list[Command] = []
-        per_task: list[Command] = []
-        for command in self.commands():
-            (per_task if command[0].startswith(PER_TASK_GROUPS) else general).append(command)
-        for label, callback, help_text in [*general, *per_task[:DISCOVERED_TASKS]]:
+        first_tasks = islice(self.per_task_commands(), DISCOVERED_TASKS)
+        for label, callback, help_text in [*self.general_commands(), *first_tasks]:
             yield DiscoveryHit(label, callback, help=help_text)
 
     async def search(self, query: str) -> Hits:

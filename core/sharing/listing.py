@@ -184,9 +184,12 @@ def _remember_listing(session: Session, url: str, listing: list[RemoteTask]) -> 
 
 def remote_tasks_for_dashboard(session: Session) -> list[dict[str, Any]]:
     """Remote tasks from the last listings that are not in this store yet."""
-    local = store.task_ids(session.db)
+    listed = store.remote_listing(session.db)
+    if not listed:
+        return []  # without reading every local id: the dashboard asks this at each start
+    local = store.known_task_ids(session.db, {row["task_id"] for row in listed})
     seen: dict[str, dict[str, Any]] = {}
-    for row in store.remote_listing(session.db):
+    for row in listed:
         if row["task_id"] not in local and row["task_id"] not in seen:
             seen[row["task_id"]] = row
     return list(seen.values())

@@ -10,7 +10,7 @@ keys, and those fields then hold the marker.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from core.errors import ConflictError, NotFoundError
@@ -136,6 +136,17 @@ def list_tasks(
 def task_ids(db: Database) -> set[str]:
     """Every task id in the store (to pick a fresh generated id)."""
     return {row[0] for row in db.execute("SELECT id FROM tasks").fetchall()}
+
+
+def known_task_ids(db: Database, ids: Iterable[str]) -> set[str]:
+    """Those of `ids` that are tasks in this store, in one query however many there are."""
+    wanted = json.dumps(sorted(ids))
+    return {
+        row[0]
+        for row in db.execute(
+            "SELECT value FROM json_each(?) WHERE value IN (SELECT id FROM tasks)", (wanted,)
+        ).fetchall()
+    }
 
 
 def update_task(db: Database, task_id: str, **changes: Any) -> None:

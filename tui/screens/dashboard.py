@@ -20,6 +20,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from core.errors import PitstopError
 from core.models import TaskStatus
 from tui import remotes
+from tui.first_screen import read_first_screen, rows_on_screen
 from tui.messages import LoadFailed, RemoteFinished, RemoteProgress, TasksLoaded
 from tui.widgets.summary_bar import SummaryBar
 from tui.widgets.task_preview import TaskPreview, home_relative
@@ -95,16 +96,28 @@ class DashboardScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self._first_shown = threading.Event()
+        self._first_shown.set()  # nothing partial is on screen yet
         self.query_one("#filter-bar").display = False
         self.query_one("#remote-status").display = False
         self.query_one(TaskPreview).show(None)
-        self.load_tasks()
+        first = read_first_screen(self.pitstop.engine, self.FIRST_SCREEN, TRIAGE_STATUSES)
+        if first is None:
+            self.load_tasks()
+        elif first.complete:
+            self._show_tasks(TasksLoaded(first.summaries, remote=first.remote))
+        else:
+            # Shown in the first frame (handled here, not posted: a posted message would be
+            # handled after that frame); the whole list is read once that frame is painted.
+            self._first_shown.clear()
+            self._show_tasks(TasksLoaded(first.summaries, first.status_counts, first.remote))
+            self.load_tasks()
 
     # --- reading the store ---------------------------------------------------------------
 
-    # The first load shows this many tasks at once, then the whole list (issue 6: instant with
-    # 10,000 tasks); stores this small are read whole in one go. A 220×60 terminal shows about
-    # 50 rows: each row more costs its sealed fields' decryption before the first paint.
+    # The first load shows at most this many tasks at once (no more than the terminal has
+    # lines), then the whole list (issue 6: instant with 10,000 tasks); stores this small are
+    # read whole in one go. Each row more costs its lookups and sealed fields before the first
+    # paint.
     FIRST_SCREEN = 64
 
     @work(thread=True, exit_on_error=False, group="tasks", exclusive=True)
@@ -114,7 +127,9 @@ class DashboardScreen(Screen[None]):
             with self.pitstop.engine.for_thread() as engine:
                 remote = remotes.read_remote_view(engine)
                 if not self._listed:
-                    first = engine.first_task_summaries(self.FIRST_SCREEN, TRIAGE_STATUSES)
+                    first = engine.first_task_summaries(
+                        rows_on_screen(self.FIRST_SCREEN), TRIAGE_STATUSES
+                    )
                     counts = engine.task_status_counts()
                     if sum(counts.values()) <= len(first):
                         summaries = first  # that was every task
@@ -128,6 +143,7 @@ class DashboardScreen(Screen[None]):
                         self._first_shown.wait(timeout=2.0)
                         summaries = engine.task_summaries()
                 else:
+                    self._first_shown.wait(timeout=2.0)  # a first screen shown on mount
                     summaries = engine.task_summaries()
         except PitstopError as exc:
             self.post_message(LoadFailed("tasks", exc.message))
