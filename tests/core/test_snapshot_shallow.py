@@ -1,5 +1,7 @@
-"""A task's first checkpoint stores the base commit with its history, so the store can push it
-anywhere, and restores, validation and resume work exactly when the user's objects are gone."""
+"""A task's first checkpoint stores the base commit and its tree, not the repository's history
+(issue 21): the store stays far below the repository's `.git`, still pushes to any remote, and
+restores, validates, diffs against base, resumes and pushes exactly when the user's objects are
+gone."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from pathlib import Path
 from corekit import git, git_bytes, init_repo, only_store_repo, tree_state, write
 
 from core.engine import Engine
+from core.git.objects import objects_bytes
 
 
 def _long_history(path: Path, commits: int = 30) -> Path:
@@ -29,21 +32,54 @@ def _dirty(repo: Path) -> None:
     write(repo / "notes/untracked.md", "untracked\n")
 
 
+def _missing(git_dir: Path, oid: str) -> bool:
+    return git_bytes(git_dir, "cat-file", "--batch-check", input=f"{oid}\n".encode()).endswith(
+        b"missing\n"
+    )
+
+
+def test_first_checkpoint_stores_one_tree_not_the_history(engine: Engine, tmp_path: Path) -> None:
+    repo = _long_history(tmp_path / "repo")
+    git(repo, "gc", "-q")  # the user's history as one pack, as a real clone holds it
+    _dirty(repo)
+    engine.start_task(repo=repo, objective="shallow", task_id="t1")
+    cp = engine.checkpoint("t1").checkpoint
+    assert cp is not None and cp.base_commit
+    store = only_store_repo(engine.paths.root)
+
+    history = objects_bytes(repo / ".git")
+    assert history > 30 * 32 * 1024
+    # one 32 KiB data file and a few small ones, not thirty revisions of it
+    assert objects_bytes(store) < history / 8, (objects_bytes(store), history)
+    assert git_bytes(store, "cat-file", "-t", cp.base_commit).strip() == b"commit"
+    assert (store / "shallow").read_text().split() == [cp.base_commit]
+    assert _missing(store, git(repo, "rev-parse", f"{cp.base_commit}^").strip())
+    assert cp.bytes_added is not None and cp.bytes_added < history / 8
+    git_bytes(store, "fsck", "--strict", "--no-dangling")  # a shallow store git finds whole
+
+
 def test_a_first_checkpoint_pushes_to_a_plain_bare_remote(engine: Engine, tmp_path: Path) -> None:
-    """A store that took a first checkpoint can push it: a shallow store (the fetch at depth 1
-    this issue tried) was refused by any remote with `shallow update not allowed`."""
+    """A shallow store pushes: the remote commit does not take the base commit as a parent (a
+    history reaching the store's shallow base was refused, `shallow update not allowed`), and
+    only the base commit's tree travels, never its history."""
     repo = _long_history(tmp_path / "repo", commits=3)
     _dirty(repo)
     engine.start_task(repo=repo, objective="push it", task_id="t1")
-    assert engine.checkpoint("t1").checkpoint is not None
-    assert not (only_store_repo(engine.paths.root) / "shallow").exists()
+    cp = engine.checkpoint("t1").checkpoint
+    assert cp is not None and cp.base_commit
+    assert (only_store_repo(engine.paths.root) / "shallow").exists()
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
     engine.push(["t1"], str(remote))
-    assert git_bytes(remote, "rev-parse", "refs/pitstop/checkpoints/t1").strip()
+    tip = git_bytes(remote, "rev-parse", "refs/pitstop/checkpoints/t1").decode().strip()
+    assert git_bytes(remote, "rev-parse", f"{tip}^@").strip() == b""  # no parent
+    base_tree = git(repo, "rev-parse", f"{cp.base_commit}^{{tree}}").strip()
+    assert git_bytes(remote, "rev-parse", f"{tip}:base").decode().strip() == base_tree
+    assert _missing(remote, git(repo, "rev-parse", f"{cp.base_commit}^").strip())
+    git_bytes(remote, "fsck", "--strict", "--no-dangling")
 
 
-def test_the_store_restores_validates_and_resumes_without_the_users_objects(
+def test_the_store_restores_validates_diffs_and_pushes_without_the_users_objects(
     engine: Engine, tmp_path: Path
 ) -> None:
     repo = _long_history(tmp_path / "repo", commits=10)
@@ -52,24 +88,32 @@ def test_the_store_restores_validates_and_resumes_without_the_users_objects(
     engine.start_task(repo=repo, objective="shallow", task_id="t1")
     first = engine.checkpoint("t1").checkpoint
     assert first is not None
+    diff_before = engine.diff(first.ref, "base")
+    assert "print('work in progress')" in diff_before and "STAGED" in diff_before
     write(repo / "src/app.py", "print('second')\n")
     second = engine.checkpoint("t1").checkpoint
     assert second is not None
     base = first.base_commit
+    assert base is not None
     # the user rewinds and collects: the base commit and its history leave their repository
     git(repo, "reset", "-q", "--hard", "HEAD~3")
     git(repo, "clean", "-q", "-fd")
     git(repo, "reflog", "expire", "--expire=now", "--all")
     git(repo, "gc", "-q", "--prune=now")
-    assert git_bytes(
-        repo / ".git", "cat-file", "--batch-check", input=f"{base}\n".encode()
-    ).endswith(b"missing\n")
+    assert _missing(repo / ".git", base)
 
     assert engine.verify(first) == [] and engine.verify(second) == []
     engine.checkout(first.ref, tmp_path / "restored")
     assert tree_state(tmp_path / "restored") == expected
+    assert engine.diff(first.ref, "base") == diff_before
+    assert "print('second')" in engine.diff(second.ref, "base")
     findings = {f.check: f for f in engine.validate(first.ref, offline=True).findings}
     assert findings["base-commit"].status.value == "warn"
+    assert findings["tree-paths"].status.value == "pass"
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    assert engine.push(["t1"], str(remote)).tasks["t1"]["checkpoints_sent"] == 2
+    git_bytes(remote, "fsck", "--strict", "--no-dangling")
     plan = engine.resume(first.ref, into=tmp_path / "resumed", accept_stale=True, offline=True)
     assert tree_state(Path(plan.workdir)) == expected
     assert git(Path(plan.workdir), "diff", "--cached", "--name-only").split() == ["staged.txt"]
