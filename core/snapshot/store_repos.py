@@ -20,8 +20,8 @@ from pathlib import Path
 from core.git.objects import GITLINK_MODE, NULL_OID, TREE_MODE
 from core.git.packs import copy_objects, fetch_shallow
 from core.git.reader import object_sizes, read_objects
-from core.git.shallow import add_shallow, raw_object_id
 from core.git.run import run_git
+from core.git.shallow import add_shallow, raw_object_id
 from core.snapshot.gitpython_adapter import init_private_bare_repo
 from core.snapshot.source import SourceRepo
 

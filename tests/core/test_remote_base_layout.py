@@ -114,7 +114,9 @@ def test_a_store_fetches_and_uses_either_layout(layout: str, tmp_path: Path) -> 
         assert git_bytes(store_b, "cat-file", "-t", base).strip() == b"commit"
         if layout == "base carried beside":
             assert (store_b / "shallow").read_text().split() == [base]
-            held = git_bytes(store_b, "cat-file", "--batch-check", input=f"{base_parent}\n".encode())
+            held = git_bytes(
+                store_b, "cat-file", "--batch-check", input=f"{base_parent}\n".encode()
+            )
             assert held.endswith(b"missing\n")
         for seq, expected in ((1, diffs[0]), (2, diffs[1])):
             cp = b.get_checkpoint(f"t1@{seq}")
@@ -137,7 +139,9 @@ def _blob(store_repo: Path, data: bytes) -> str:
 
 
 @pytest.mark.parametrize("forgery", ["another commit's bytes", "another tree", "no base at all"])
-def test_a_carried_base_commit_that_is_not_the_base_is_refused(forgery: str, tmp_path: Path) -> None:
+def test_a_carried_base_commit_that_is_not_the_base_is_refused(
+    forgery: str, tmp_path: Path
+) -> None:
     """Even an attested remote commit (its author's own store signed it) is refused when what
     it carries is not the base commit its checkpoint.json names: the fetching store would keep
     a base that diffs and validation then trust."""
@@ -182,5 +186,7 @@ def test_a_carried_base_commit_that_is_not_the_base_is_refused(forgery: str, tmp
         assert b.list_checkpoints("t1") == []
         store_b = only_store_repo(tmp_path / "store-b")
         assert not (store_b / "shallow").exists()
-        missing = git_bytes(store_b, "cat-file", "--batch-check", input=f"{cp.base_commit}\n".encode())
+        missing = git_bytes(
+            store_b, "cat-file", "--batch-check", input=f"{cp.base_commit}\n".encode()
+        )
         assert missing.endswith(b"missing\n")
