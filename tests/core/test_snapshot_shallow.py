@@ -117,3 +117,26 @@ def test_the_store_restores_validates_diffs_and_pushes_without_the_users_objects
     plan = engine.resume(first.ref, into=tmp_path / "resumed", accept_stale=True, offline=True)
     assert tree_state(Path(plan.workdir)) == expected
     assert git(Path(plan.workdir), "diff", "--cached", "--name-only").split() == ["staged.txt"]
+
+
+def test_a_shallow_lock_a_killed_fetch_left_does_not_stop_the_next_first_checkpoint(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """git refuses a depth-1 fetch while `shallow.lock` exists; Pitstop fetches one at a time
+    per store repository, so one it finds while holding its own lock is a killed fetch's."""
+    repo = _long_history(tmp_path / "repo", commits=2)
+    engine.start_task(repo=repo, objective="one", task_id="t1")
+    first = engine.checkpoint("t1").checkpoint
+    assert first is not None
+    store = only_store_repo(engine.paths.root)
+    write(store / "shallow.lock", "")  # a fetch killed while it recorded its shallow commit
+    write(repo / "src/app.py", "print('next base')\n")
+    git(repo, "commit", "-q", "-am", "next base")
+    engine.start_task(repo=repo, objective="two", task_id="t2")
+    second = engine.checkpoint("t2").checkpoint
+    assert second is not None and second.base_commit != first.base_commit
+    assert sorted((store / "shallow").read_text().split()) == sorted(
+        [first.base_commit, second.base_commit]
+    )
+    assert not (store / "shallow.lock").exists()
+    assert engine.verify(second) == []
