@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -110,12 +111,27 @@ def adopt_base_commit(store_repo: Path, base_commit: str, raw: bytes, tree: str 
     return ""
 
 
+# How long a `shallow.lock` git itself holds lasts at most (a `git prune` in `pitstop gc`
+# rewrites the file in an instant); one older, found while holding our lock, is a killed writer's.
+_SHALLOW_LOCK_STALE_S = 5.0
+
+
 @contextmanager
 def _shallow_lock(store_repo: Path) -> Iterator[None]:
     """One writer of the store's `shallow` file at a time (git's `shallow.lock` refuses a
-    second rather than waiting); holding it, a `shallow.lock` left is a killed writer's."""
+    second rather than waiting): Pitstop's writers take this lock, and wait for a
+    `shallow.lock` git holds; one left by a killed writer is removed."""
     with _exclusive(store_repo / "pitstop-shallow.flock"):
-        (store_repo / "shallow.lock").unlink(missing_ok=True)
+        lock = store_repo / "shallow.lock"
+        while True:
+            try:
+                age = time.time() - lock.stat().st_mtime
+            except FileNotFoundError:
+                break
+            if age >= _SHALLOW_LOCK_STALE_S:
+                lock.unlink(missing_ok=True)
+                break
+            time.sleep(0.05)
         yield
 
 

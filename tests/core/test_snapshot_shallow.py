@@ -6,6 +6,8 @@ gone."""
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 
 from corekit import git, git_bytes, init_repo, only_store_repo, tree_state, write
@@ -123,13 +125,15 @@ def test_a_shallow_lock_a_killed_fetch_left_does_not_stop_the_next_first_checkpo
     engine: Engine, tmp_path: Path
 ) -> None:
     """git refuses a depth-1 fetch while `shallow.lock` exists; Pitstop fetches one at a time
-    per store repository, so one it finds while holding its own lock is a killed fetch's."""
+    per store repository, so an old one it finds while holding its own lock is a killed
+    fetch's (a fresh one is git's own, waited for)."""
     repo = _long_history(tmp_path / "repo", commits=2)
     engine.start_task(repo=repo, objective="one", task_id="t1")
     first = engine.checkpoint("t1").checkpoint
     assert first is not None
     store = only_store_repo(engine.paths.root)
-    write(store / "shallow.lock", "")  # a fetch killed while it recorded its shallow commit
+    lock = write(store / "shallow.lock", "")  # a fetch killed while recording its commit
+    os.utime(lock, (lock.stat().st_atime - 60, lock.stat().st_mtime - 60))
     write(repo / "src/app.py", "print('next base')\n")
     git(repo, "commit", "-q", "-am", "next base")
     engine.start_task(repo=repo, objective="two", task_id="t2")
@@ -140,3 +144,32 @@ def test_a_shallow_lock_a_killed_fetch_left_does_not_stop_the_next_first_checkpo
     )
     assert not (store / "shallow.lock").exists()
     assert engine.verify(second) == []
+
+
+def test_a_shallow_lock_git_holds_is_waited_for_not_removed(engine: Engine, tmp_path: Path) -> None:
+    """A fresh `shallow.lock` is git's own (a `git prune` rewriting the file): the first
+    checkpoint waits for its holder to let go rather than take the file from under it."""
+    repo = _long_history(tmp_path / "repo", commits=2)
+    engine.start_task(repo=repo, objective="one", task_id="t1")
+    assert engine.checkpoint("t1").checkpoint is not None
+    store = only_store_repo(engine.paths.root)
+    write(repo / "src/app.py", "print('next base')\n")
+    git(repo, "commit", "-q", "-am", "next base")
+    lock = write(store / "shallow.lock", "")
+    released: list[bool] = []
+
+    def holder() -> None:
+        time.sleep(1.0)
+        try:
+            lock.unlink()  # the holder lets go: its lock must still be there
+            released.append(True)
+        except FileNotFoundError:
+            released.append(False)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    engine.start_task(repo=repo, objective="two", task_id="t2")
+    second = engine.checkpoint("t2").checkpoint
+    thread.join()
+    assert released == [True]
+    assert second is not None and second.base_commit in (store / "shallow").read_text().split()
