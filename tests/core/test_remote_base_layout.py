@@ -33,7 +33,11 @@ def _project(path: Path) -> Path:
 
 
 def _export_rewritten(
-    engine: Engine, task_id: str, entries: Callable[[list[str]], list[str]], base_parent: bool
+    engine: Engine,
+    task_id: str,
+    entries: Callable[[list[str]], list[str]],
+    base_parent: bool,
+    sealed: bool = False,
 ) -> None:
     """Export the task's checkpoints with their top-level tree entries passed through
     `entries` (ls-tree lines), the base commit a second parent when `base_parent`, each
@@ -43,7 +47,7 @@ def _export_rewritten(
     previous: str | None = None
     for checkpoint in store.list_checkpoints(engine.db, task_id):
         assert checkpoint.base_commit
-        current = export_checkpoint(engine, store_repo, task, checkpoint.seq, None)
+        current = export_checkpoint(engine, store_repo, task, checkpoint.seq, None, sealed)
         listing = git_bytes(store_repo, "ls-tree", current).decode().splitlines()
         kept = entries(listing)
         tree = git_bytes(store_repo, "mktree", input=("\n".join(kept) + "\n").encode()).decode()
@@ -66,17 +70,18 @@ def _without_base(listing: list[str]) -> list[str]:
     return kept
 
 
-def _as_an_older_pitstop_wrote(engine: Engine, repo: Path, task_id: str) -> None:
+def _as_an_older_pitstop_wrote(engine: Engine, repo: Path, task_id: str, sealed: bool) -> None:
     """Export the task's checkpoints as an older Pitstop did: its store held the base commit's
     history, and each remote commit's parents were the previous one and the base commit."""
     store_repo = only_store_repo(engine.paths.root)
     git_bytes(store_repo, "fetch", "-q", "--unshallow", str(repo), "HEAD")
     assert not (store_repo / "shallow").exists()
-    _export_rewritten(engine, task_id, _without_base, base_parent=True)
+    _export_rewritten(engine, task_id, _without_base, base_parent=True, sealed=sealed)
 
 
+@pytest.mark.parametrize("sealed", [False, True], ids=["plain", "sealed worktree"])
 @pytest.mark.parametrize("layout", ["base as second parent", "base carried beside"])
-def test_a_store_fetches_and_uses_either_layout(layout: str, tmp_path: Path) -> None:
+def test_a_store_fetches_and_uses_either_layout(layout: str, sealed: bool, tmp_path: Path) -> None:
     repo = _project(tmp_path / "repo")
     write(repo / "src/app.py", "print('work in progress')\n")
     write(repo / "notes.md", "untracked\n")
@@ -93,11 +98,14 @@ def test_a_store_fetches_and_uses_either_layout(layout: str, tmp_path: Path) -> 
         base = first.base_commit
         diffs = [a.diff(cp.ref, "base") for cp in (first, second)]
         if layout == "base as second parent":
-            _as_an_older_pitstop_wrote(a, repo, "t1")
-        assert a.push(["t1"], str(remote)).tasks["t1"]["checkpoints_sent"] == 2
+            _as_an_older_pitstop_wrote(a, repo, "t1", sealed)
+        pushed = a.push(["t1"], str(remote), seal_worktree=sealed)
+        assert pushed.tasks["t1"]["checkpoints_sent"] == 2
     tip = git_bytes(remote, "rev-parse", "refs/pitstop/checkpoints/t1").decode().strip()
     parents = git_bytes(remote, "rev-parse", f"{tip}^@", f"{tip}~1^@").decode().split()
     base_parent = git(repo, "rev-parse", f"{base}^").strip()
+    names = git_bytes(remote, "ls-tree", "--name-only", tip).decode().split()
+    assert ("snapshot.pack.enc" in names, "worktree" in names) == (sealed, not sealed)
     if layout == "base as second parent":
         assert parents[1:] == [base, base]  # the second: the first and base; the first: base
         assert git_bytes(remote, "cat-file", "-t", base_parent).strip() == b"commit"
