@@ -119,6 +119,28 @@ def test_the_store_restores_validates_diffs_and_pushes_without_the_users_objects
     plan = engine.resume(first.ref, into=tmp_path / "resumed", accept_stale=True, offline=True)
     assert tree_state(Path(plan.workdir)) == expected
     assert git(Path(plan.workdir), "diff", "--cached", "--name-only").split() == ["staged.txt"]
+    # the user's repository is whole after it: the base commit came back as a shallow commit
+    # (its history is gone from there), not one whose parent is missing
+    assert (repo / ".git/shallow").read_text().split() == [base]
+    git(repo, "fsck", "--strict", "--no-dangling")
+    git(repo, "log", "--oneline", "--all")
+
+
+def test_a_resume_from_a_shallow_store_leaves_a_whole_repository_as_it_was(
+    engine: Engine, tmp_path: Path
+) -> None:
+    repo = _long_history(tmp_path / "repo", commits=3)
+    _dirty(repo)
+    engine.start_task(repo=repo, objective="resume", task_id="t1")
+    cp = engine.checkpoint("t1").checkpoint
+    assert cp is not None
+    assert (only_store_repo(engine.paths.root) / "shallow").exists()
+    commits = git(repo, "rev-list", "--count", "HEAD").strip()
+    plan = engine.resume(cp.ref, into=tmp_path / "resumed", offline=True)
+    assert (Path(plan.workdir) / "src/app.py").read_text() == "print('work in progress')\n"
+    assert not (repo / ".git/shallow").exists()  # the user's history untouched, still whole
+    assert git(repo, "rev-list", "--count", "pitstop/t1").strip() == commits
+    git(repo, "fsck", "--strict", "--no-dangling")
 
 
 def test_a_shallow_lock_a_killed_fetch_left_does_not_stop_the_next_first_checkpoint(
