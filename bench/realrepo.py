@@ -176,8 +176,9 @@ def store_objects_bytes(store: Path) -> int:
 
 
 def first_checkpoint(repo: Path, env: dict[str, str], work: Path) -> dict[str, float]:
-    """The task's first checkpoint (it fetches the base commit's history), beside a depth-1
-    fetch of the base commit: what a shallow store would have cost."""
+    """The task's first checkpoint (it fetches the base commit at depth 1, then stores what
+    the task changed), beside a depth-1 fetch of the base commit alone into an empty bare
+    repository: the least a store that survives the user's `git gc` can hold."""
     pitstop = pitstop_program()
     run(
         [*pitstop, "task", "start", "--id", TASK, "--repo", str(repo), "--objective", "scale"],

@@ -142,7 +142,7 @@ def prepare(args: argparse.Namespace, workdir: Path) -> World:
     tracked = len([p for p in git(["ls-files", "-z"], author).split(b"\0") if p])
 
     # Warm store A: a task whose first checkpoint is already on the remote, as an operator's
-    # store would be after the task's first push (the store repo holds the base history).
+    # store would be after the task's first push (the store repo holds the base commit, depth 1).
     store_a, store_b = workdir / "store-a", workdir / "store-b"
     with Engine(store_a) as engine_a:
         task = engine_a.start_task(
@@ -717,8 +717,8 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     )
     print(f"  - first push of the new checkpoint (warm-up, untimed above): {ms(first_push)}")
     print("  - push: store A already pushed the task's first checkpoint (its repository holds")
-    print("    the base history); Pitstop push builds the checkpoint's remote commit, merges")
-    print("    and sends the ledger, and moves both refs with --atomic. git push sends a commit.")
+    print("    the base commit at depth 1); Pitstop push builds the checkpoint's remote commit,")
+    print("    merges and sends the ledger, moves both refs (--atomic). git push sends a commit.")
     print("  - fetch: store B already fetched the first checkpoint; Pitstop fetch reads the")
     print("    refs, fetches, unwraps the data key, imports the checkpoint, merges the ledger.")
     print(

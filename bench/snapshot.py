@@ -643,8 +643,8 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     repo_state_before = git_state(repo)
     baseline_index_before = (baseline_repo / ".git" / "index").read_bytes()
 
-    # 1. First-time costs: the base history enters the store once per source repository.
-    with profile.during("snapshot (first, incl. base history fetch)"):
+    # 1. First-time costs: the base commit enters the store (depth 1) once per source repository.
+    with profile.during("snapshot (first, incl. depth-1 base fetch)"):
         first_seconds, first_snap = timed(pitstop_snapshot)
     first_stash_seconds, _ = timed(stash_create)
 
@@ -801,7 +801,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     print()
     print("first-time costs (once per source repository / task):")
     print(
-        f"  first snapshot incl. base history fetch into the store: {ms(first_seconds)}, "
+        f"  first snapshot incl. depth-1 base fetch into the store: {ms(first_seconds)}, "
         f"{kib(first_snap.bytes_added)} added"
     )
     print(f"  first git stash create (cold):                          {ms(first_stash_seconds)}")

@@ -51,15 +51,25 @@ def copy_objects(work_tree: Path, store_repo: Path, oids: Sequence[str]) -> None
     )
 
 
-def fetch_history(store_repo: Path, work_tree: Path, commit: str) -> int:
-    """Fetch `commit` and its history from the repository of `work_tree` into the store;
-    return the bytes the store's objects grew by.
+def fetch_shallow(store_repo: Path, work_tree: Path, commit: str) -> int:
+    """Fetch `commit` and its tree from the repository of `work_tree` into the store, not its
+    history (depth 1: git records the commit in the store's `shallow` file); return the bytes
+    the store's objects grew by.
 
-    Not shallow (`--depth 1`): a shallow store cannot push its checkpoints, since a remote
-    refuses a shallow update unless it was configured to take one (issue 21 tried it)."""
+    A shallow store pushes its checkpoints because no remote commit reaches the base commit
+    (`core.sharing.checkpoint_export`): a remote refuses history that crosses a shallow one.
+    """
     before = objects_bytes(store_repo)
     run_git(
-        ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", str(work_tree), commit],
+        [
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--depth=1",
+            str(work_tree),
+            commit,
+        ],
         git_dir=store_repo,
     )
     return max(objects_bytes(store_repo) - before, 0)

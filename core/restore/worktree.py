@@ -178,9 +178,24 @@ def _stage_real_ids(
 
 
 def bring_objects(source: SourceRepo, store_repo: Path, commit: str) -> None:
-    """Copy a checkpoint commit and everything it needs from the store into the user's repo."""
+    """Copy a checkpoint commit and everything it needs from the store into the user's repo.
+
+    The store holds base commits shallowly (their tree, not their history). The user's
+    repository normally holds the base commit with its history, and nothing changes there;
+    when a `git gc` took it away, the base commit comes back as a shallow commit
+    (`--update-shallow`), so the repository stays whole rather than holding a commit whose
+    parent is missing.
+    """
     run_git(
-        ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", str(store_repo), commit],
+        [
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--update-shallow",
+            str(store_repo),
+            commit,
+        ],
         cwd=source.toplevel,
         private=False,  # the user's repository: its objects as readable as the rest of it
     )

@@ -21,6 +21,8 @@ from core.models import Checkpoint, CheckpointState, Task
 from core.sharing.attestation import attest, attested_commits
 from core.sharing.evidence_transfer import export_evidence
 from core.sharing.layout import (
+    BASE_COMMIT_FILE,
+    BASE_TREE,
     CHECKPOINT_FILE,
     CHECKPOINT_SCHEMA,
     NOTE_FILE,
@@ -86,6 +88,11 @@ def export_checkpoint(
     With `seal_worktree`, or when the snapshot holds a detected secret, the snapshot's objects
     (those its base commit does not already hold) travel as one sealed pack instead of the
     plain `worktree/` and `index/` trees.
+
+    Its only parent is the previous checkpoint's remote commit. The base commit is carried as
+    its tree (`base/`, sharing objects with `worktree/`) and its raw bytes, not as a parent: a
+    store holds its base commit shallowly, and a remote refuses history that reaches a shallow
+    commit it lacks.
     """
     checkpoint = store.get_checkpoint(session.db, task.id, seq)
     if checkpoint.commit is None or checkpoint.state is not CheckpointState.COMPLETE:
@@ -117,12 +124,14 @@ def export_checkpoint(
     files[CHECKPOINT_FILE] = _checkpoint_facts(
         session, task, checkpoint, seal_worktree, evidence_ids, sealed
     )
+    if checkpoint.base_commit:
+        files[BASE_COMMIT_FILE] = raw_base = _raw_commit(store_repo, checkpoint.base_commit)
+        trees[BASE_TREE] = raw_base.split(b"\n", 1)[0].removeprefix(b"tree ").decode()
     tree = plumbing.build_tree(store_repo, files, trees=trees, blob_ids=blobs)
-    parents = [p for p in (parent, checkpoint.base_commit) if p]
     commit = plumbing.commit(
         store_repo,
         tree,
-        parents,
+        [parent] if parent else [],
         f"pitstop checkpoint {task.id}@{seq}",
         clock.git_timestamp(checkpoint.created_at),
     )
@@ -130,6 +139,17 @@ def export_checkpoint(
         store.record_export(session.db, task.id, seq, commit)
         attest(session, store_repo, task.id, commit)
     return commit
+
+
+def _raw_commit(store_repo: Path, oid: str) -> bytes:
+    """A commit's content as the store holds it (the base commit every checkpoint's store
+    holds: a checkpoint fetches it, a fetch adopts it)."""
+    raw = plumbing.read_objects(store_repo, [oid])[oid]
+    if raw is None or not raw.startswith(b"tree "):
+        raise ConflictError(
+            f"the store lacks base commit {oid[:12]}; run `pitstop doctor` to check it"
+        )
+    return raw
 
 
 def _checkpoint_facts(

@@ -37,6 +37,8 @@ from core.sharing.attestation import (
 )
 from core.sharing.evidence_transfer import insert_evidence, read_evidence
 from core.sharing.layout import (
+    BASE_COMMIT_FILE,
+    BASE_TREE,
     CHECKPOINT_FILE,
     CHECKPOINT_SCHEMA,
     NOTE_FILE,
@@ -223,6 +225,7 @@ def _prepare(
         ),
         f"{task_id}@{seq}",
     )
+    _hold_base_commit(store_repo, task_id, oid, facts, top)
     local_commit = oid
     worktree_tree, index_tree = top.get("worktree"), top.get("index")
     if facts.get("worktree") == "sealed":
@@ -230,6 +233,27 @@ def _prepare(
             session, store_repo, task_id, oid, facts, sealed, blobs
         )
     return seq, blobs, manifest_blob, sealed, local_commit, worktree_tree, index_tree
+
+
+def _hold_base_commit(
+    store_repo: Path, task_id: str, oid: str, facts: Mapping[str, Any], top: Mapping[str, str]
+) -> None:
+    """Make sure the store holds the fetched checkpoint's base commit (diffs, validation and
+    resume read its tree). A remote commit by an older Pitstop has it as its second parent, so
+    the fetch brought it with its history; a newer one carries its raw bytes and tree instead
+    (`base.commit`, `base/`), stored here as a shallow commit."""
+    base = facts.get("base_commit")
+    if not base or plumbing.has_object(store_repo, str(base)):
+        return
+    seq = facts.get("seq")
+    raw = read_capped(
+        store_repo, {f"{oid}:{BASE_COMMIT_FILE}": COMMIT_CAP}, f"remote checkpoint {task_id}@{seq}"
+    )[f"{oid}:{BASE_COMMIT_FILE}"]
+    if raw is None:
+        raise CheckpointRefused(f"it carries neither its base commit {str(base)[:12]} nor its tree")
+    why = snapshot.adopt_base_commit(store_repo, str(base), raw, top.get(BASE_TREE))
+    if why:
+        raise CheckpointRefused(why)
 
 
 def _import_checkpoint(

@@ -2,12 +2,15 @@
 
 Written down once so that push, fetch and listing agree on every name. Two refs per task:
 
-- `refs/pitstop/checkpoints/<task>`: one commit per checkpoint, first parent the previous one,
-  second parent the base commit. Its tree holds the plain `pitstop.json` header, the sealed
-  manifest and note, `checkpoint.json` (plain listing facts, the rest sealed), the evidence
-  (every blob sealed), and `worktree/` + `index/` — plain source objects, as in the repository
-  itself, so they share objects with it. A checkpoint's remote commit is built once and
-  remembered, so pushing twice sends nothing.
+- `refs/pitstop/checkpoints/<task>`: one commit per checkpoint, its only parent the previous
+  one. Its tree holds the plain `pitstop.json` header, the sealed manifest and note,
+  `checkpoint.json` (plain listing facts, the base commit's id among them, the rest sealed), the
+  evidence (every blob sealed), and `worktree/` + `index/` — plain source objects, as in the
+  repository itself, so they share objects with it. The base commit travels as `base/` (its
+  tree, sharing objects with `worktree/`) and `base.commit` (its raw bytes), never its history:
+  the store holds it shallowly, and a remote refuses history reaching a shallow commit. Older
+  Pitstops made the base commit the second parent instead; both are read. A checkpoint's
+  remote commit is built once and remembered, so pushing twice sends nothing.
 - `refs/pitstop/ledger/<task>`: append-only commits whose tree is `task.json` (plain header;
   the objective and other text sealed), `keys/data-key.age` (the task's data key encrypted with
   age to every recipient) and `facts/` (the ledger of approvals, effects, validations, resumes
@@ -37,6 +40,8 @@ FACTS_DIR = "facts/"
 CHECKPOINT_FILE = "checkpoint.json"
 NOTE_FILE = "note.enc"
 PACK_FILE = "snapshot.pack.enc"
+BASE_TREE = "base"
+BASE_COMMIT_FILE = "base.commit"
 PREFIX = "refs/pitstop/"
 KINDS = ("checkpoints", "ledger")
 

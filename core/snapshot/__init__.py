@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from core.snapshot.source import repo_facts as repo_facts
     from core.snapshot.source import resolve_source_repo as resolve_source_repo
     from core.snapshot.source import strip_url_credentials as strip_url_credentials
+    from core.snapshot.store_repos import adopt_base_commit as adopt_base_commit
     from core.snapshot.store_repos import ensure_store_repo as ensure_store_repo
     from core.snapshot.take import Snapshot as Snapshot
     from core.snapshot.take import take_snapshot as take_snapshot
@@ -100,6 +101,7 @@ _EXPORTS = {
     "repo_facts": "core.snapshot.source",
     "resolve_source_repo": "core.snapshot.source",
     "strip_url_credentials": "core.snapshot.source",
+    "adopt_base_commit": "core.snapshot.store_repos",
     "ensure_store_repo": "core.snapshot.store_repos",
     "Snapshot": "core.snapshot.take",
     "take_snapshot": "core.snapshot.take",

@@ -3,22 +3,26 @@ every object a snapshot needs.
 
 A snapshot is hashed with the user's objects as an alternate; whatever it needs that still
 lives only in the user's repository is copied in afterwards, so a `git gc` there can never
-break a checkpoint (DESIGN §6). The base commit is fetched with its history: a shallow store
-(depth 1) would be smaller, but a remote refuses a push from it.
+break a checkpoint (DESIGN §6). The base commit is fetched shallowly (depth 1: the commit and
+its tree, recorded in the store's `shallow` file), never its history, which stays in the user's
+repository and on its remote. A store that fetched a checkpoint gets its base commit the same
+way: carried beside the remote commit's tree (`adopt_base_commit`), not as its parent.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from core.git.objects import GITLINK_MODE, NULL_OID, TREE_MODE
-from core.git.packs import copy_objects, fetch_history
+from core.git.packs import copy_objects, fetch_shallow
 from core.git.reader import object_sizes, read_objects
 from core.git.run import run_git
+from core.git.shallow import add_shallow, raw_object_id
 from core.snapshot.gitpython_adapter import init_private_bare_repo
 from core.snapshot.source import SourceRepo
 
@@ -63,10 +67,11 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def ensure_base_history(
+def ensure_base_commit(
     store_repo: Path, source: SourceRepo, base_commit: str, held: bool | None = None
 ) -> int:
-    """Fetch the base commit and its history into the store once; return the bytes added.
+    """Fetch the base commit and its tree (not its history) into the store once; return the
+    bytes added.
 
     `held`: whether the store holds the base commit, when the caller already asked. Otherwise
     it is read through the operation's `cat-file` session when one is open.
@@ -75,11 +80,59 @@ def ensure_base_history(
         held = read_objects(store_repo, [base_commit])[base_commit] is not None
     if held:
         return 0
-    # One fetch at a time per store repository: a second waits, then finds the commit there.
-    with _exclusive(store_repo / "pitstop-shallow.flock"):
+    with _shallow_lock(store_repo):
         if object_sizes(store_repo, [base_commit])[base_commit] is not None:
             return 0  # another process fetched it while we waited
-        return fetch_history(store_repo, source.toplevel, base_commit)
+        return fetch_shallow(store_repo, source.toplevel, base_commit)
+
+
+def adopt_base_commit(store_repo: Path, base_commit: str, raw: bytes, tree: str | None) -> str:
+    """Store a fetched checkpoint's base commit from its raw bytes (a remote commit carries
+    them beside the base tree, never the history); "" when stored, else why not (nothing
+    written then).
+
+    The bytes must hash to `base_commit` and name `tree`, which the store must hold whole
+    (it came as the remote commit's `base/`). Parents the store lacks make it a shallow
+    commit, as a depth-1 fetch records one, so that git walks no further.
+    """
+    if raw_object_id("commit", raw) != base_commit:
+        return f"its base commit is not {base_commit[:12]}"
+    header = raw.split(b"\n\n", 1)[0].split(b"\n")
+    if not tree or header[0] != f"tree {tree}".encode():
+        return "its base commit does not name the base tree it carries"
+    parents = [line[7:].decode() for line in header[1:] if line.startswith(b"parent ")]
+    with _shallow_lock(store_repo):
+        if object_sizes(store_repo, [base_commit])[base_commit] is not None:
+            return ""
+        run_git(["hash-object", "-w", "-t", "commit", "--stdin"], git_dir=store_repo, input=raw)
+        held = object_sizes(store_repo, parents)
+        if any(size is None for size in held.values()):
+            add_shallow(store_repo, [base_commit])
+    return ""
+
+
+# How long a `shallow.lock` git itself holds lasts at most (a `git prune` in `pitstop gc`
+# rewrites the file in an instant); one older, found while holding our lock, is a killed writer's.
+_SHALLOW_LOCK_STALE_S = 5.0
+
+
+@contextmanager
+def _shallow_lock(store_repo: Path) -> Iterator[None]:
+    """One writer of the store's `shallow` file at a time (git's `shallow.lock` refuses a
+    second rather than waiting): Pitstop's writers take this lock, and wait for a
+    `shallow.lock` git holds; one left by a killed writer is removed."""
+    with _exclusive(store_repo / "pitstop-shallow.flock"):
+        lock = store_repo / "shallow.lock"
+        while True:
+            try:
+                age = time.time() - lock.stat().st_mtime
+            except FileNotFoundError:
+                break
+            if age >= _SHALLOW_LOCK_STALE_S:
+                lock.unlink(missing_ok=True)
+                break
+            time.sleep(0.05)
+        yield
 
 
 def new_objects(
@@ -166,7 +219,7 @@ def copy_missing_objects(
     sizes = object_sizes(store_repo, [*oids, base_commit] if base_commit else oids)
     fetched = 0
     if base_commit is not None and sizes.pop(base_commit, None) is None:
-        fetched = ensure_base_history(store_repo, source, base_commit, held=False)
+        fetched = ensure_base_commit(store_repo, source, base_commit, held=False)
         sizes = object_sizes(store_repo, oids)  # the fetch may have brought some of them
     before = held_before or frozenset()
     written = sum(

@@ -195,7 +195,7 @@ def _temporary_index_env(source: SourceRepo, store_repo: Path, index: Path) -> d
 def _scan_and_stage(
     source: SourceRepo, store_repo: Path, env: Mapping[str, str], located: Located | None
 ) -> _Staged:
-    """Scan the work tree with `git status` while HEAD is read, the base history fetched when
+    """Scan the work tree with `git status` while HEAD is read, the base commit fetched when
     needed and the staged tree written; refuse unresolved conflicts and a damaged index."""
     # The directory walk is the slow part: run it while the cheap steps happen beside it.
     # (Writing the staged tree beside it too gained nothing measurable on two cores.)
@@ -206,7 +206,7 @@ def _scan_and_stage(
         # open (no process), else asked in one batch with the snapshot's new objects.
         ask_base_later = head.commit is not None and not in_session(store_repo)
         base_bytes = (
-            store_repos.ensure_base_history(store_repo, source, head.commit)
+            store_repos.ensure_base_commit(store_repo, source, head.commit)
             if head.commit and not ask_base_later
             else 0
         )
