@@ -22,7 +22,6 @@ from core import clock, store
 from core.economics.amounts import BYTES_PER_GIB, DAYS_PER_MONTH, MINUTES_PER_HOUR, ZERO
 from core.economics.amounts import to_decimal as dec
 from core.economics.decide import Exposure, Price, Verdict, decide, p_over
-from core.economics.work_kinds import COUNTED_KINDS, classify_run
 from core.errors import PitstopError
 from core.models import CheckpointState, Task
 from core.session import Session
@@ -121,6 +120,7 @@ def milestone_if_it_pays(
     """A green install, build, migration or test run (a hook's or `pitstop run`'s) asks the
     model: when a checkpoint now pays, a `milestone`, its note naming the evidence. What
     happened, in one line; None when the command is no such step."""
+    from core.economics.work_kinds import COUNTED_KINDS, classify_run
     from core.engine.checkpoint import CheckpointRequest
     from core.models import CheckpointReason
 
@@ -237,7 +237,11 @@ def _machine_ms(
     session: Session, task_id: str, pending: list[dict[str, Any]]
 ) -> tuple[int, list[int]]:
     """The recorded milliseconds of installs, builds and test runs among `pending`, and which."""
-    total, counted = 0, []
+    total, counted = 0, list[int]()
+    if not pending:  # a turn with nothing recorded since: no classifier (nor shlex) to load
+        return total, counted
+    from core.economics.work_kinds import COUNTED_KINDS, classify_run
+
     for row in pending:
         argv: list[str] = []
         blob, _ = store.get_evidence_secrets(session.db, int(row["id"]))
