@@ -146,9 +146,9 @@ class TaskTable(ScrollView, can_focus=True):
         &:focus {
             background-tint: $foreground 5%;
             & > .task-table--cursor {
-                background: $cursor-row;
-                color: $foreground;
-                text-style: bold;
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
             }
             & > .task-table--header {
                 background-tint: $foreground 5%;
@@ -169,10 +169,9 @@ class TaskTable(ScrollView, can_focus=True):
             background: $surface-darken-1 40%;
         }
         & > .task-table--cursor {
-            /* not the accent cursor: status colours on it must stay readable (issue 18) */
-            background: $cursor-row-blurred;
-            color: $foreground;
-            text-style: none;
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
         }
         & > .task-table--hover {
             background: $block-hover-background;
