@@ -17,6 +17,8 @@ from core.restore.validate import Finding, ValidationReport
 from tui.remotes import RemoteOutcome, RemoteView
 
 if TYPE_CHECKING:  # evidence pulls in zstd and the redactor; only its type is needed here
+    from collections.abc import Mapping, Sequence
+
     from core.engine.validate import StoredValidation
     from core.evidence.storage import Evidence
     from core.ledger.moves import CheckOutcome
@@ -64,12 +66,19 @@ class RemoteFinished(Message):
 
 
 class CheckpointsLoaded(Message):
-    """One task and its checkpoints (oldest first, without manifests)."""
+    """One task and its checkpoints (oldest first, without manifests), and its automatic
+    checkpoint decisions (oldest first, `Engine.checkpoint_decisions`)."""
 
-    def __init__(self, task: Task, checkpoints: list[Checkpoint]) -> None:
+    def __init__(
+        self,
+        task: Task,
+        checkpoints: list[Checkpoint],
+        decisions: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
         super().__init__()
         self.task = task
         self.checkpoints = checkpoints
+        self.decisions = decisions
 
 
 class TrustLoaded(Message):

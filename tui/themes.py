@@ -66,6 +66,10 @@ VARIABLE_FALLBACKS: dict[str, str] = {
     "risk-low": "success",
     "risk-medium": "warning",
     "risk-high": "error",
+    # The task table's cursor row, focused and not: a background on which every status colour
+    # stays readable (tests/tui/test_cursor_contrast.py holds the bundled themes to 4.5:1).
+    "cursor-row": "panel",
+    "cursor-row-blurred": "panel",
 }
 
 

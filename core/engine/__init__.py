@@ -249,6 +249,7 @@ class Engine(Session):
     minutes_until_it_pays = pays.minutes_until_it_pays
     decide_checkpoint = pays.decide_checkpoint
     record_decision = pays.record_decision
+    record_usage = pays.record_usage
     checkpoint_decisions = pays.decisions
     set_task_policy = pays.set_task_policy
     milestone_if_it_pays = pays.milestone_if_it_pays

@@ -3,7 +3,8 @@
 The facts come from the store: the evidence recorded since the last checkpoint (its installs,
 builds and test runs count as machine time, `classify_run`), the wall-clock work since then (a
 person's re-orientation is that long, at most `economics.reorientation_minutes`), the money
-spent (known only before the first checkpoint: hooks report none after), and what this task's
+spent since then (the task's cumulative budgets less what they were when the newest checkpoint
+kept them: `record_usage` reports them between checkpoints, audited), and what this task's
 checkpoints measured (mean creation latency at the machine rate on top of the configured
 creation cost, mean bytes at the storage rate). P(interruption) is `[policy]`'s rate per hour
 × the hours the task has worked so far (its remaining work is guessed to be as long). Every
@@ -21,7 +22,6 @@ from core import clock, store
 from core.economics.amounts import BYTES_PER_GIB, DAYS_PER_MONTH, MINUTES_PER_HOUR, ZERO
 from core.economics.amounts import to_decimal as dec
 from core.economics.decide import Exposure, Price, Verdict, decide, p_over
-from core.economics.work_kinds import COUNTED_KINDS, classify_run
 from core.errors import PitstopError
 from core.models import CheckpointState, Task
 from core.session import Session
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from core.engine.checkpoint import CheckpointRequest, CheckpointResult
 
 DECIDE = "decide"  # the audited action of every automatic decision
+USAGE = "usage"  # the audited action of budgets reported between checkpoints
 
 
 # How far ahead the overview looks for the minute a checkpoint starts to pay (a working day).
@@ -67,7 +68,7 @@ def checkpoint_verdict(session: Session, task_id: str, ahead_minutes: int = 0) -
     task_minutes = max(_minutes(now, clock.parse(task.created_at)), work_minutes)
     rate = dec(policy.p_interrupt_per_hour, "policy.p_interrupt_per_hour")
     exposure = Exposure(
-        spent_usd=ZERO if last else _spent(task, session),
+        spent_usd=_spent_since_checkpoint(session, task) if last else _spent(task, session),
         machine_minutes=Decimal(machine_ms) / 60_000,
         machine_usd_per_hour=dec(policy.machine_usd_per_hour, "policy.machine_usd_per_hour"),
         reorientation_minutes=min(work_minutes, dec(economics.reorientation_minutes)),
@@ -87,7 +88,11 @@ def decide_checkpoint(
     trivial_usd: float = 0.0,
 ) -> tuple[Verdict, CheckpointResult | None]:
     """Ask the model; take the checkpoint when it pays (or `always`, unless the exposure is
-    under `trivial_usd`: trivially restartable); audit the decision either way."""
+    under `trivial_usd`: trivially restartable); audit the decision either way. Budgets the
+    request carries are recorded first (`record_usage`): the decision counts them, and a
+    skipped checkpoint does not lose them."""
+    if request.tokens_used is not None or request.usd_used is not None:
+        record_usage(session, task_id, tokens_used=request.tokens_used, usd_used=request.usd_used)
     verdict = checkpoint_verdict(session, task_id)
     trivial = bool(trivial_usd) and verdict.exposure.total_usd < dec(trivial_usd)
     result = None
@@ -115,6 +120,7 @@ def milestone_if_it_pays(
     """A green install, build, migration or test run (a hook's or `pitstop run`'s) asks the
     model: when a checkpoint now pays, a `milestone`, its note naming the evidence. What
     happened, in one line; None when the command is no such step."""
+    from core.economics.work_kinds import COUNTED_KINDS, classify_run
     from core.engine.checkpoint import CheckpointRequest
     from core.models import CheckpointReason
 
@@ -231,7 +237,11 @@ def _machine_ms(
     session: Session, task_id: str, pending: list[dict[str, Any]]
 ) -> tuple[int, list[int]]:
     """The recorded milliseconds of installs, builds and test runs among `pending`, and which."""
-    total, counted = 0, []
+    total, counted = 0, list[int]()
+    if not pending:  # a turn with nothing recorded since: no classifier (nor shlex) to load
+        return total, counted
+    from core.economics.work_kinds import COUNTED_KINDS, classify_run
+
     for row in pending:
         argv: list[str] = []
         blob, _ = store.get_evidence_secrets(session.db, int(row["id"]))
@@ -249,11 +259,66 @@ def _machine_ms(
     return total, counted
 
 
+def record_usage(
+    session: Session, task_id: str, *, tokens_used: int | None = None, usd_used: float | None = None
+) -> None:
+    """The task's budgets spent so far (cumulative, as `checkpoint --tokens-used --usd-used`),
+    reported between checkpoints: kept on the task and audited with what they were before, so
+    a decision counts what was spent since the newest checkpoint (`_spent_since_checkpoint`)."""
+    from core import numbers
+
+    if tokens_used is not None:
+        numbers.non_negative(tokens_used, "--tokens-used")
+    if usd_used is not None:
+        numbers.non_negative(usd_used, "--usd-used")
+    task = store.get_task(session.db, task_id)
+    tokens = task.tokens_used if tokens_used is None else int(tokens_used)
+    usd = task.usd_used if usd_used is None else float(usd_used)
+    if (tokens, usd) == (task.tokens_used, task.usd_used):
+        return
+    now = clock.now_iso()
+    with write_txn(session.db):
+        store.update_task(session.db, task_id, tokens_used=tokens, usd_used=usd, updated_at=now)
+        session.record_event(
+            task_id,
+            "task",
+            task_id,
+            USAGE,
+            None,
+            None,
+            f"budgets used so far: ${usd:g}, {tokens} tokens",
+            now,
+            detail={
+                "tokens_used_before": str(task.tokens_used),
+                "usd_used_before": repr(task.usd_used),
+                "tokens_used": str(tokens),
+                "usd_used": repr(usd),
+            },
+            own_words=True,
+        )
+
+
 def _spent(task: Task, session: Session) -> Decimal:
+    """Money spent, or tokens at the configured rate when no money was recorded."""
     if task.usd_used:
         return dec(task.usd_used)
     rate = dec(session.config.economics.usd_per_million_tokens)
     return Decimal(task.tokens_used) * rate / Decimal(1_000_000)
+
+
+def _spent_since_checkpoint(session: Session, task: Task) -> Decimal:
+    """What the task spent since its newest checkpoint kept its budgets: its budgets now less
+    what they were before the first `usage` report after that checkpoint (none: nothing).
+    Money when either side recorded money, else tokens at the configured rate."""
+    first = store.first_detail_since(session.db, task.id, "task", USAGE, "checkpoint", "complete")
+    if first is None:
+        return ZERO
+    usd_before = dec(float(first["usd_used_before"]))
+    if task.usd_used or usd_before:
+        return max(ZERO, dec(task.usd_used) - usd_before)
+    tokens = task.tokens_used - int(first["tokens_used_before"])
+    rate = dec(session.config.economics.usd_per_million_tokens)
+    return max(ZERO, Decimal(tokens) * rate / Decimal(1_000_000))
 
 
 def _price(session: Session, task_id: str) -> Price:

@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # at run time each name loads from its module on first use (b
         effect_duplicate_hits,
         event_details,
         event_uids,
+        first_detail_since,
         list_events,
         task_decision_events,
     )
@@ -209,6 +210,7 @@ _MODULES = {
         "effect_duplicate_hits",
         "event_details",
         "event_uids",
+        "first_detail_since",
         "list_events",
         "task_decision_events",
     ),
@@ -369,6 +371,7 @@ __all__ = [
     "find_approval",
     "find_effect",
     "finished_task_ids",
+    "first_detail_since",
     "first_task_rollups",
     "get_checkpoint",
     "get_effect",

@@ -176,3 +176,21 @@ def event_details(db: Database, task_id: str | None, entity: str, action: str) -
         params.append(task_id)
     rows = db.query(sql + " ORDER BY id", params)
     return {int(row["id"]): json.loads(row["detail"]) if row["detail"] else {} for row in rows}
+
+
+def first_detail_since(
+    db: Database, task_id: str, entity: str, action: str, since_entity: str, since_action: str
+) -> dict[str, Any] | None:
+    """The detail of the task's first `entity`/`action` event after its newest
+    `since_entity`/`since_action` one (after its first event when there is none); None when
+    there is no such event. By event id, never by time: a frozen or coarse clock can stamp
+    two events alike."""
+    row = db.execute(
+        "SELECT detail FROM events WHERE task_id = ? AND entity = ? AND action = ? AND id > "
+        "(SELECT COALESCE(MAX(id), 0) FROM events WHERE task_id = ? AND entity = ? "
+        "AND action = ?) ORDER BY id LIMIT 1",
+        [task_id, entity, action, task_id, since_entity, since_action],
+    ).fetchone()
+    if row is None:
+        return None
+    return dict(json.loads(row[0])) if row[0] else {}

@@ -235,7 +235,7 @@ async def test_palette_switches_theme_and_opens_tasks(demo_store: Path) -> None:
         await settle(pilot)
         assert app.theme == "pitstop-light"
         assert app.theme_variables["status-running"] != dark_running
-        assert app.theme_variables["status-running"].upper() == "#2B8A3E"
+        assert app.theme_variables["status-running"].upper() == "#237233"
 
         await pilot.press("colon")  # `:` is the command line (issue 18), not a task search
         await pilot.pause()

@@ -30,7 +30,7 @@ from tui.widgets.evidence_view import EvidenceTable, EvidenceView
 from tui.widgets.formatting import counted, repo_name, shown, status_markup, truncate
 from tui.widgets.overview import CheckpointOverview, trust_markup
 from tui.widgets.resume_view import ResumeView
-from tui.widgets.timeline import CheckpointTimeline
+from tui.widgets.timeline import DECISION_PREFIX, CheckpointTimeline
 from tui.widgets.validation_view import ValidationView
 
 if TYPE_CHECKING:
@@ -190,6 +190,7 @@ class TaskScreen(Screen[None]):
             with self.pitstop.engine.for_thread() as engine:
                 task = engine.get_task(self.task_id)
                 checkpoints = engine.list_checkpoints(self.task_id)
+                decisions = engine.checkpoint_decisions(self.task_id)
                 roster = engine.roster(self.task_id)
                 refused = len(engine.rejected_facts(self.task_id))
                 shared = bool(engine.remote_links(self.task_id))
@@ -197,7 +198,7 @@ class TaskScreen(Screen[None]):
             self.post_message(LoadFailed("task", exc.message))
             return
         if not get_current_worker().is_cancelled:
-            self.post_message(CheckpointsLoaded(task, checkpoints))
+            self.post_message(CheckpointsLoaded(task, checkpoints, decisions))
             self.post_message(TrustLoaded(self.task_id, roster, refused, shared))
 
     @work(thread=True, exit_on_error=False, group="checkpoint", exclusive=True)
@@ -254,7 +255,9 @@ class TaskScreen(Screen[None]):
             Content.from_markup(heading_markup(event.task, event.checkpoints))
         )
         timeline = self.query_one(CheckpointTimeline)
-        timeline.show(event.checkpoints, select=self.selected_ref or self._reselect)
+        timeline.show(
+            event.checkpoints, select=self.selected_ref or self._reselect, decisions=event.decisions
+        )
         self._reselect = None
         if not event.checkpoints:
             self.query_one(CheckpointOverview).show_message(
@@ -278,8 +281,8 @@ class TaskScreen(Screen[None]):
     @on(OptionList.OptionHighlighted, "#timeline")
     def _checkpoint_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         ref = event.option.id
-        if ref is None or ref == self.selected_ref:
-            return
+        if ref is None or ref == self.selected_ref or ref.startswith(DECISION_PREFIX):
+            return  # a skipped decision selects nothing (it is never highlighted anyway)
         self.selected_ref = ref
         self.query_one(CheckpointOverview).show_message(f"[dim]Loading {shown(ref)}…[/]")
         self.load_checkpoint(ref)
