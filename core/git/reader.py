@@ -45,11 +45,10 @@ _WHOLE_READ_MAX = 64 << 10
 _is_sha1 = re.compile(r"[0-9a-f]{40}").fullmatch
 
 
-class Oversized(NamedTuple):
-    """An object `read_capped` refused unread: its size, and the cap it exceeds."""
-
-    size: int
-    cap: int
+# Made by call: a class body's string annotations would cost a `ForwardRef` compile each at
+# start-up (issue 22).
+Oversized = NamedTuple("Oversized", [("size", int), ("cap", int)])  # noqa: UP014
+"""An object `read_capped` refused unread: its size, and the cap it exceeds."""
 
 
 class ObjectReader:

@@ -70,15 +70,20 @@ def _unique_keys(keys: Iterable[str]) -> list[str]:
     return unique
 
 
-class Column(NamedTuple):
-    """One column of a table, as `PRAGMA table_info` describes it (sqlite-utils' `Column`)."""
-
-    cid: int
-    name: str
-    type: str
-    notnull: int
-    default_value: Any
-    is_pk: int
+# Made by call, not by a class body: this module's string annotations would each cost a
+# `ForwardRef` compile on every command's start-up (issue 22; see `core.models`).
+Column = NamedTuple(  # noqa: UP014
+    "Column",
+    [
+        ("cid", int),
+        ("name", str),
+        ("type", str),
+        ("notnull", int),
+        ("default_value", Any),
+        ("is_pk", int),
+    ],
+)
+"""One column of a table, as `PRAGMA table_info` describes it (sqlite-utils' `Column`)."""
 
 
 class Table:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,3 +84,55 @@ def test_gc_repacks_with_bounded_memory(
     # Every checkpoint still restores from the repacked repository.
     assert [engine.verify(c) for c in engine.list_checkpoints("g1")] == [[], [], []]
     assert not list((only_store_repo(store_root) / "objects").glob("??/*"))
+
+
+PEAK_BOUND_MB = 200
+"""Issue 22: `pitstop gc` stays within this, itself and every git process it starts."""
+
+MEASURE = """
+import resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], capture_output=True)
+sys.stderr.buffer.write(done.stderr)
+print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+"""A small Python that runs a command and reports the largest resident set (KiB) of it and of
+every process it waited for (git's children count); forked from this small process, not from
+pytest, so no child starts out holding the test runner's pages."""
+
+
+def test_gc_peak_memory_with_its_git_children_stays_bounded(
+    repo: Path, store_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reduced `bench/gc.py`: many checkpoints' objects all loose, then the real `pitstop gc`
+    (the bench shows 250 checkpoints of a 2,000-file repository against git's defaults)."""
+    with Engine() as engine:
+        engine.start_task(repo=repo, objective="gc memory", task_id="g2")
+        for index in range(24):
+            for n in range(8):
+                body = "".join(f"def f_{n}_{i}(): return {i * index}\n" for i in range(300))
+                write(repo / "src" / f"module_{n}.py", body)
+            engine.checkpoint("g2", CheckpointRequest(force=True))
+    store_repo = only_store_repo(store_root)
+    monkeypatch.setenv("GIT_DIR", str(store_repo))
+    for pack in sorted((store_repo / "objects" / "pack").glob("*.pack")):
+        data = pack.read_bytes()
+        for sibling in pack.parent.glob(pack.stem + ".*"):
+            sibling.unlink()
+        subprocess.run(["git", "unpack-objects", "-q"], input=data, check=True)
+    monkeypatch.delenv("GIT_DIR")
+    loose_before = len(list((store_repo / "objects").glob("??/*")))
+    assert loose_before > 300
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE, sys.executable, "-m", "tui.launch", "gc"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=repo,
+    )
+    code, peak_kib = (int(word) for word in done.stdout.split()[-2:])
+    assert code == 0, done.stderr
+    assert not list((store_repo / "objects").glob("??/*"))  # it did repack everything
+    assert 10 * 1024 < peak_kib <= PEAK_BOUND_MB * 1024, peak_kib  # a real process, bounded
+    with Engine() as engine:
+        kept = [c for c in engine.list_checkpoints("g2") if c.state.value == "complete"]
+        assert len(kept) == 10 and [engine.verify(c) for c in kept] == [[]] * 10  # keep_last
