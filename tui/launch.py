@@ -7,7 +7,8 @@ there is something to record. Once the
 answer is written (every write already committed), the process ends with `os._exit`: the store's
 connection is not closed, so SQLite does not checkpoint its WAL on every tool call, and the
 interpreter does not tear down the modules it loaded. The commands people type to look around
-(`--help`, `locate`, `task list`, `checkpoints`, `show`) take `tui.quick`, click-free, ended the
+(`--help`, `locate`, `task list`, `checkpoints`, `show`) take `tui.quick`, and `checkpoint TASK`
+(what agents and scripts run again and again) `tui.quick_checkpoint`, click-free, ended the
 same way. Any other command line (and one of those with options the fast paths do not know) goes
 to `tui.cli`.
 """
@@ -75,6 +76,12 @@ def main() -> None:
     wants_help = any(word in ("-h", "--help") for word in args)
     if len(args) >= 2 and args[0] == "hook" and args[1] in _HARNESSES and not wants_help:
         code = _fast_hook(args[1:])
+        if code is not None:
+            _exit_now(code)
+    if args[:1] == ["checkpoint"] and not wants_help:
+        from tui.quick_checkpoint import run as checkpoint
+
+        code = checkpoint(args)
         if code is not None:
             _exit_now(code)
     from tui.quick import run

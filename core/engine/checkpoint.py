@@ -444,20 +444,28 @@ def _changed_since_base(
     store_repo: Path, snap: snapshot.Snapshot, base_tree: str, previous: Checkpoint | None
 ) -> list[ChangedFile]:
     """The files the snapshot changed against its base commit; a previous checkpoint of
-    the same base and worktree trees already lists them (a function of the two trees)."""
+    the same base already lists them for its worktree tree (a function of the two trees):
+    the same tree reuses its list, another one updates it for the paths that differ."""
     from core import snapshot
 
     recorded = (previous.manifest or {}).get("snapshot", {}) if previous else {}
-    if (
-        previous is not None
-        and previous.worktree_tree == snap.worktree_tree
-        and previous.base_commit == snap.base_commit
-        and isinstance(recorded.get("changed_files"), list)
-    ):
+    same_base = previous is not None and previous.base_commit == snap.base_commit
+    entries = recorded.get("changed_files") if same_base else None
+    before: list[ChangedFile] | None = None
+    if isinstance(entries, list):
         try:
-            return [ChangedFile(**entry) for entry in recorded["changed_files"]]
-        except TypeError:
-            pass  # an older or foreign shape: ask git
+            before = [ChangedFile(**entry) for entry in entries]
+        except TypeError:  # an older or foreign shape: ask git
+            before = None
+    if before is not None and previous is not None and previous.worktree_tree == snap.worktree_tree:
+        return before
+    if before is not None and snap.worktree_changes is not None:
+        paths = [path for path, _blob in snap.worktree_changes]
+        found = snapshot.changed_files_after(
+            store_repo, base_tree, snap.worktree_tree, before, paths
+        )
+        if found is not None:
+            return found
     return snapshot.changed_files(store_repo, base_tree, snap.worktree_tree)
 
 

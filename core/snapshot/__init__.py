@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from core.snapshot.checkpoint import update_checkpoint_ref as update_checkpoint_ref
     from core.snapshot.checkpoint import write_checkpoint_commit as write_checkpoint_commit
     from core.snapshot.diff import changed_files as changed_files
+    from core.snapshot.diff import changed_files_after as changed_files_after
     from core.snapshot.diff import unified_diff as unified_diff
     from core.snapshot.lockfiles import LOCKFILE_PATTERNS as LOCKFILE_PATTERNS
     from core.snapshot.lockfiles import lockfiles_in as lockfiles_in
@@ -80,6 +81,7 @@ _EXPORTS = {
     "update_checkpoint_ref": "core.snapshot.checkpoint",
     "write_checkpoint_commit": "core.snapshot.checkpoint",
     "changed_files": "core.snapshot.diff",
+    "changed_files_after": "core.snapshot.diff",
     "unified_diff": "core.snapshot.diff",
     "LOCKFILE_PATTERNS": "core.snapshot.lockfiles",
     "lockfiles_in": "core.snapshot.lockfiles",

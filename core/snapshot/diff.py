@@ -13,6 +13,9 @@ from pathlib import Path
 from core.git.run import run_git
 from core.models import ChangedFile
 
+# More changed paths than this: the whole diff is asked for (a command line stays short).
+MAX_DELTA_PATHS = 200
+
 
 def changed_files(store_repo: Path, old_tree: str, new_tree: str) -> list[ChangedFile]:
     """Per-path status and line counts between two trees (renames detected).
@@ -24,6 +27,57 @@ def changed_files(store_repo: Path, old_tree: str, new_tree: str) -> list[Change
         ["diff-tree", "-r", "-z", "-M", "--raw", "--numstat", old_tree, new_tree],
         git_dir=store_repo,
     )
+    return _changes(raw)
+
+
+def changed_files_after(
+    store_repo: Path,
+    base_tree: str,
+    new_tree: str,
+    before: Sequence[ChangedFile],
+    paths: Sequence[str],
+) -> list[ChangedFile] | None:
+    """What `changed_files(base_tree, new_tree)` gives, from `before` (the changed files of an
+    earlier tree against the same base) and the `paths` where `new_tree` differs from that
+    tree: only those paths are diffed, so a repeat checkpoint costs what changed since the
+    last one, not everything changed since the base.
+
+    Exact only while no rename can pair: `-M` pairs a deleted file with an added one, so with
+    a deletion on either side (or a rename before) the whole diff is asked for (None). Without
+    one, each path's status and counts depend on that path's two blobs alone.
+    """
+    if len(paths) > MAX_DELTA_PATHS or any(entry.status in "DRC" for entry in before):
+        return None
+    fresh: list[ChangedFile] = []
+    if paths:
+        raw = run_git(
+            [
+                "--literal-pathspecs",
+                "diff-tree",
+                "-r",
+                "-z",
+                "--no-renames",
+                "--raw",
+                "--numstat",
+                base_tree,
+                new_tree,
+                "--",
+                *paths,
+            ],
+            git_dir=store_repo,
+        )
+        fresh = _changes(raw)
+    if any(entry.status == "D" for entry in fresh):
+        return None
+    asked = set(paths)
+    merged = [entry for entry in before if entry.path not in asked] + fresh
+    # git's order: paths by their bytes (a tree's entries sort as if its name ended in "/")
+    merged.sort(key=lambda entry: entry.path.encode("utf-8", errors="surrogateescape"))
+    return merged
+
+
+def _changes(raw: bytes) -> list[ChangedFile]:
+    """The changed files of one `diff-tree -z --raw --numstat` output."""
     fields = raw.decode("utf-8", errors="surrogateescape").split("\0")
     statuses, position = _raw_records(fields)
     counts = _numstat_records(fields, position)

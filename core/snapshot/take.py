@@ -70,6 +70,10 @@ class Snapshot(NamedTuple):
     lockfiles: tuple[tuple[str, str], ...] | None = None  # path → blob id, when derived
     sealed: tuple[SealedFile, ...] = ()  # tracked files holding a secret, stored sealed
     allowed: tuple[AllowedSecret, ...] = ()  # files kept as they are though holding one
+    # The files whose blob differs from the previous checkpoint's worktree tree (path, new id
+    # or None when gone), when there was one and the diff could say: the changed files against
+    # the base are then updated for these paths only (`diff.changed_files_after`).
+    worktree_changes: tuple[tuple[str, str | None], ...] | None = None
 
 
 class _Staged(NamedTuple):
@@ -155,6 +159,9 @@ def take_snapshot(
         lockfiles=lockfiles,
         sealed=(*sealed, *worktree_sealed),
         allowed=(*allowed, *chosen.allowed),
+        worktree_changes=(
+            tuple(worktree_changes) if previous_trees and worktree_changes is not None else None
+        ),
     )
 
 

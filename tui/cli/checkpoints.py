@@ -71,9 +71,10 @@ def checkpoint(
     """
     from core.engine import CheckpointRequest
     from core.models import CheckpointReason
-    from tui.render import human_bytes, secret_lines
+    from tui.quick_checkpoint import checkpoint_output  # the click-free path prints the same
 
-    result = ctx.engine().checkpoint(
+    human, document = checkpoint_output(
+        ctx.engine(),
         task_id,
         CheckpointRequest(
             reason=CheckpointReason(reason),
@@ -90,20 +91,10 @@ def checkpoint(
             allow_secrets=allow_secrets,
         ),
     )
-    if result.checkpoint is None:
-        emit(as_json, {"skipped": True, "message": result.skipped}, result.skipped or "")
-        return
-    made = result.checkpoint
-    left_out = f", {made.left_out_count} left out" if made.left_out_count else ""
-    summary = (
-        f"checkpoint {made.ref} complete: {made.changed_count} changed file(s){left_out}, "
-        f"{human_bytes(made.bytes_added)} added in {made.creation_ms} ms"
-    )
-    emit(
-        as_json,
-        {"skipped": False, "checkpoint": made},
-        lambda: "\n".join([summary, *secret_lines(made.manifest)]),
-    )
+    if as_json:
+        click.echo(document)
+    else:
+        say(human)
 
 
 @click.command()
