@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from core.engine import Engine, TaskSummary
     from core.models import TaskStatus
 
+
 def rows_on_screen(limit: int) -> int:
     """How many tasks a first screen reads: no more than the terminal has lines (a table row
     is one line), and never more than `limit`. Without a terminal to ask, `limit`."""

@@ -1,4 +1,4 @@
-"""`pitstop task …`: start, list, show, share, finish and judge tasks.
+"""`pitstop task …`: start, list, show, report usage, share, finish and judge tasks.
 
 Every subcommand of `task` lives here, so whoever looks for `pitstop task accept` finds it by the
 file's name; the engine does the work and writes the audit event.
@@ -186,6 +186,35 @@ def task_done(ctx: Context, task_id: str, reason: str | None, as_json: bool) -> 
 def task_cancel(ctx: Context, task_id: str, reason: str | None, as_json: bool) -> None:
     """Cancel a task."""
     _finish(ctx, task_id, "cancelled", reason, as_json)
+
+
+@task.command("usage")
+@click.argument("task_id")
+@click.option("--tokens-used", type=int, help="Tokens consumed so far (cumulative).")
+@click.option("--usd-used", type=float, help="Money spent so far in USD (cumulative).")
+@json_option
+@pass_ctx
+def task_usage(
+    ctx: Context, task_id: str, tokens_used: int | None, usd_used: float | None, as_json: bool
+) -> None:
+    """Report what a task has spent so far, between checkpoints.
+
+    The numbers are cumulative, as `checkpoint --tokens-used --usd-used` takes them; each
+    report is audited, and whether the next checkpoint pays counts what was spent since the
+    newest one.
+    """
+    from core.errors import UsageError
+
+    if tokens_used is None and usd_used is None:
+        raise UsageError("say what was spent: --tokens-used N and/or --usd-used X")
+    engine = ctx.engine()
+    engine.record_usage(task_id, tokens_used=tokens_used, usd_used=usd_used)
+    now = engine.get_task(task_id)
+    emit(
+        as_json,
+        now,
+        f"task {now.id} has used ${now.usd_used:g} and {now.tokens_used:,} tokens so far",
+    )
 
 
 @task.command("share")
