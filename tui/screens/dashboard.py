@@ -107,10 +107,10 @@ class DashboardScreen(Screen[None]):
             self._show_tasks(TasksLoaded(first.summaries, remote=first.remote))
         else:
             # Shown in the first frame (handled here, not posted: a posted message would be
-            # handled after that frame); the whole list is read once that frame is painted.
-            self._first_shown.clear()
+            # handled after that frame). The whole list is read once that frame is painted: a
+            # worker thread started sooner competes with the paint for the interpreter.
             self._show_tasks(TasksLoaded(first.summaries, first.status_counts, first.remote))
-            self.load_tasks()
+            self.call_after_refresh(self.load_tasks)
 
     # --- reading the store ---------------------------------------------------------------
 
@@ -143,7 +143,6 @@ class DashboardScreen(Screen[None]):
                         self._first_shown.wait(timeout=2.0)
                         summaries = engine.task_summaries()
                 else:
-                    self._first_shown.wait(timeout=2.0)  # a first screen shown on mount
                     summaries = engine.task_summaries()
         except PitstopError as exc:
             self.post_message(LoadFailed("tasks", exc.message))
