@@ -35,11 +35,13 @@ class Terminal:
             check=check,
         )
 
-    def start(self, argv: list[str]) -> None:
-        """Run `argv` in the window, under the wrapper that logs its output to `self.log`."""
+    def start(self, argv: list[str], size: tuple[int, int] = (WIDTH, HEIGHT)) -> None:
+        """Run `argv` in a window of `size` (columns, lines), under the wrapper that logs its
+        output to `self.log`."""
         wrapped = [sys.executable, str(WRAPPER), str(self.log), *argv]
         command = " ".join("'" + part.replace("'", "'\\''") + "'" for part in wrapped)
-        self.tmux("new-session", "-d", "-s", "e2e", "-x", str(WIDTH), "-y", str(HEIGHT), command)
+        width, height = size
+        self.tmux("new-session", "-d", "-s", "e2e", "-x", str(width), "-y", str(height), command)
 
     def screen(self) -> str:
         result = self.tmux("capture-pane", "-p", "-t", "e2e", check=False)
