@@ -32,7 +32,7 @@ from core.sharing.layout import (
 from core.sharing.ledger_commit import facts_of
 from core.sharing.remote_documents import parse_task_header, plain_free_text
 from core.sharing.remote_reads import COMMIT_CAP, read_capped, read_ledger_files
-from core.sharing.remotes import open_remote, resolve_url
+from core.sharing.remotes import open_store_repo, resolving_url
 from core.sharing.roster_reading import roster_in
 from core.sharing.signed_header import header_problem
 from core.sharing.tracking import fetch_task_refs, task_refs, tracking_root
@@ -79,21 +79,22 @@ def fetch(
     """
     expected = signing.normal_fingerprint(expect_owner) if expect_owner else None
     known = _known_store_repo(session, task_ids, repo)
+    if known is None and repo is None:
+        local = [t for t in task_ids if t in store.task_ids(session.db)]
+        repo = store.get_task(session.db, local[0]).repo_root if local else "."
     source: snapshot.SourceRepo | None = None
-    if known is not None:  # tasks of this store: their repository is on record, ask git less
-        repo_root, store_repo = known
-        url = resolve_url(session, remote, repo_root)
-    else:
-        if repo is None:
-            local = [t for t in task_ids if t in store.task_ids(session.db)]
-            repo = store.get_task(session.db, local[0]).repo_root if local else "."
-        source, store_repo, url = open_remote(session, remote, repo)
-        repo_root = source.toplevel
+    with resolving_url(session, remote, known[0] if known else repo or ".") as pending:
+        if known is not None:  # tasks of this store: their repository is on record
+            repo_root, store_repo = known
+        else:
+            source, store_repo = open_store_repo(session, repo or ".")
+            repo_root = source.toplevel
+        me = identity.load_identity_or_none()  # while git answers for a git remote's URL
+        url = pending.url(repo_root)
 
     def source_of() -> snapshot.SourceRepo:  # only a task met for the first time needs it
         return source if source is not None else snapshot.resolve_source_repo(repo_root)
 
-    me = identity.load_identity_or_none()
     wanted, present, tracked = _fetch_refs(session, store_repo, url, task_ids, me, missing_ok)
     root = tracking_root(url)
     result = FetchResult(url=snapshot.strip_url_credentials(url))
