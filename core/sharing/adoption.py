@@ -8,7 +8,7 @@ sealed part only, and are redacted before they are stored: what another store wr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from core import clock, snapshot, store
@@ -48,7 +48,7 @@ def adopt_task(session: Session, task: Task, *, origin_store: str, data_key: byt
 
 def adopt_fetched(
     session: Session,
-    source: snapshot.SourceRepo,
+    source_of: Callable[[], snapshot.SourceRepo],
     task_id: str,
     header: Mapping[str, Any],
     origin: str,
@@ -74,6 +74,7 @@ def adopt_fetched(
         with write_txn(session.db):
             session.keys.merge_keys(task_id, keys.keys, keys.current)
         return False
+    source = source_of()  # the repository is located only for a task met here first
     session.keys.adopt_keys(task_id, keys.keys, keys.current, origin)
     content = task_content(
         open_json(session, task_id, "remote/task", header["sealed"], f"task {task_id}'s header"),

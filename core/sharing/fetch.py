@@ -8,7 +8,7 @@ plain snapshot objects: its checkpoints are fetched only once its ledger says we
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +32,7 @@ from core.sharing.layout import (
 from core.sharing.ledger_commit import facts_of
 from core.sharing.remote_documents import parse_task_header, plain_free_text
 from core.sharing.remote_reads import COMMIT_CAP, read_capped, read_ledger_files
-from core.sharing.remotes import open_remote
+from core.sharing.remotes import open_store_repo, resolving_url
 from core.sharing.roster_reading import roster_in
 from core.sharing.signed_header import header_problem
 from core.sharing.tracking import fetch_task_refs, task_refs, tracking_root
@@ -78,11 +78,23 @@ def fetch(
     founded its roster.
     """
     expected = signing.normal_fingerprint(expect_owner) if expect_owner else None
-    if repo is None:
+    known = _known_store_repo(session, task_ids, repo)
+    if known is None and repo is None:
         local = [t for t in task_ids if t in store.task_ids(session.db)]
         repo = store.get_task(session.db, local[0]).repo_root if local else "."
-    source, store_repo, url = open_remote(session, remote, repo)
-    me = identity.load_identity_or_none()
+    source: snapshot.SourceRepo | None = None
+    with resolving_url(session, remote, known[0] if known else repo or ".") as pending:
+        if known is not None:  # tasks of this store: their repository is on record
+            repo_root, store_repo = known
+        else:
+            source, store_repo = open_store_repo(session, repo or ".")
+            repo_root = source.toplevel
+        me = identity.load_identity_or_none()  # while git answers for a git remote's URL
+        url = pending.url(repo_root)
+
+    def source_of() -> snapshot.SourceRepo:  # only a task met for the first time needs it
+        return source if source is not None else snapshot.resolve_source_repo(repo_root)
+
     wanted, present, tracked = _fetch_refs(session, store_repo, url, task_ids, me, missing_ok)
     root = tracking_root(url)
     result = FetchResult(url=snapshot.strip_url_credentials(url))
@@ -103,7 +115,7 @@ def fetch(
                 pinned = store.trusted_genesis(session.db, task_id) is not None
                 with batch_txn(session.db, durable=not pinned):
                     outcome = _import_task(
-                        session, source, store_repo, url, task_id, me, tips, refs, expected
+                        session, source_of, store_repo, url, task_id, me, tips, refs, expected
                     )
                 plumbing.set_refs(store_repo, refs)
             except (PitstopError, GitError) as exc:
@@ -116,6 +128,35 @@ def fetch(
             else:
                 result.fetched[task_id] = outcome
     return result
+
+
+def _known_store_repo(
+    session: Session, task_ids: Sequence[str], repo: str | os.PathLike[str] | None
+) -> tuple[Path, Path] | None:
+    """(repository, store repository) of tasks this store holds, read from their records
+    rather than from a `git rev-parse` in the user's repository: only when every task asked
+    for is here, all in one store repository that exists, and `repo` (if given) is the very
+    directory on record. A moved or deleted repository, or any doubt, gives None (ask git).
+    """
+    if not task_ids:
+        return None
+    local_ids = store.task_ids(session.db)
+    if not all(t in local_ids for t in task_ids):
+        return None
+    tasks = [store.get_task(session.db, task_id) for task_id in task_ids]
+    rows = {(task.repo_root, task.store_repo) for task in tasks}
+    if len(rows) != 1:
+        return None
+    ((repo_root, name),) = rows
+    root = Path(repo_root)
+    if not name or not root.is_absolute() or not (root / ".git").exists():
+        return None
+    if repo is not None and Path(repo).expanduser().absolute() != root:
+        return None
+    store_repo = session.paths.repos / name
+    if not (store_repo / "pitstop-source").exists():
+        return None
+    return root, store_repo
 
 
 def _fetch_refs(
@@ -173,7 +214,7 @@ def _recipient_of(
 
 def _import_task(
     session: Session,
-    source: snapshot.SourceRepo,
+    source_of: Callable[[], snapshot.SourceRepo],
     store_repo: Path,
     url: str,
     task_id: str,
@@ -208,7 +249,7 @@ def _import_task(
     if keys is not None:
         owner_signed = screening.roster.is_owner(header.get("by"))
         adopted = adopt_fetched(
-            session, source, task_id, header, origin, keys, may_rotate=owner_signed
+            session, source_of, task_id, header, origin, keys, may_rotate=owner_signed
         )
     imported = Imported()
     if tips.checkpoints is not None:
