@@ -4,8 +4,10 @@ the checkpoint timeline and the Diff, Evidence, Side effects and Approvals table
 
 What each widget really draws for its highlighted row, in every shipped theme, focused and then
 blurred: every visible, coloured segment against its own background, at least 4.5:1 (WCAG AA).
-Dimmed segments are left out, as on the dashboard: they carry no colour signal. On the old
-accent cursor the inbox's risk colours fell to 1.0-3.5:1.
+Dimmed segments are left out, as on the dashboard: they carry no colour signal. And each table
+row's cells keep under the cursor the colours they have without it: the old accent cursor drew
+every cell in its one foreground (the risk, state, outcome and +/- colours gone, 4.28:1 in the
+light theme), and the timeline's incomplete red fell to 4.2:1 on the selection blue.
 """
 
 from __future__ import annotations
@@ -109,7 +111,34 @@ async def check(pilot: Pilot[None], widget: Widget, name: str) -> tuple[list[str
             where = f"{name} {'focused' if focused else 'blurred'} row {count - 1}"
             failures += unreadable(drawn, where, seen)
         assert count, f"{name} drew no row under its cursor"
+        if isinstance(widget, DataTable):
+            failures += await colours_kept(pilot, widget, name)
     return failures, seen
+
+
+def colours(drawn: list[Segment]) -> list[tuple[str, str]]:
+    return [
+        (s.text.strip(), Color.from_rich_color(s.style.color).hex)
+        for s in drawn
+        if s.text.strip() and s.style is not None and s.style.color and not s.style.dim
+    ]
+
+
+async def colours_kept(pilot: Pilot[None], table: DataTable[object], name: str) -> list[str]:
+    """Each row's cells in the same colours under the cursor as without it: the cursor changes
+    the background, never hides a risk, state or outcome colour under one cursor colour."""
+    failures = []
+    for row in range(min(table.row_count, table.size.height - 1)):
+        table.move_cursor(row=row, animate=False)
+        drawn = {}
+        for shown in (False, True):
+            table.show_cursor = shown
+            table.refresh()
+            await pilot.pause()
+            drawn[shown] = colours(list(table.render_line(row + 1)))
+        if drawn[True] != drawn[False]:
+            failures.append(f"{name} row {row}: {drawn[False]} became {drawn[True]} on the cursor")
+    return failures
 
 
 @pytest.mark.parametrize("theme", SHIPPED)
