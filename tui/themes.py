@@ -66,8 +66,9 @@ VARIABLE_FALLBACKS: dict[str, str] = {
     "risk-low": "success",
     "risk-medium": "warning",
     "risk-high": "error",
-    # The task table's cursor row, focused and not: a background on which every status colour
-    # stays readable (tests/tui/test_cursor_contrast.py holds the bundled themes to 4.5:1).
+    # Every list's cursor row (task table, inbox, timeline, task tabs), focused and not: a
+    # background on which every coloured cell stays readable (tests/tui/test_cursor_contrast*.py
+    # hold the bundled themes to 4.5:1).
     "cursor-row": "panel",
     "cursor-row-blurred": "panel",
 }

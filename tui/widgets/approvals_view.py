@@ -93,7 +93,12 @@ class ApprovalsView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="approvals-heading")
-        yield ApprovalsTable(id="approvals-table", cursor_type="row", zebra_stripes=True)
+        yield ApprovalsTable(
+            id="approvals-table",
+            cursor_type="row",
+            zebra_stripes=True,
+            cursor_foreground_priority="renderable",
+        )
         yield Static(id="approvals-detail")
         with Horizontal(classes="tab-buttons"):
             yield Button("Approve…", id="approval-approve", variant="success", tooltip="(y)")

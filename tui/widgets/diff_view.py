@@ -134,7 +134,12 @@ class DiffView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="diff-heading")
-        yield ChangedFilesTable(id="diff-files", cursor_type="row", zebra_stripes=True)
+        yield ChangedFilesTable(
+            id="diff-files",
+            cursor_type="row",
+            zebra_stripes=True,
+            cursor_foreground_priority="renderable",
+        )
         yield SearchBar(id="diff-search")
         with ScrollableContainer(id="diff-scroll"):
             yield Static(id="diff-body")

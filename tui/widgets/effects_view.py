@@ -115,7 +115,12 @@ class EffectsView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="effects-heading")
-        yield EffectsTable(id="effects-table", cursor_type="row", zebra_stripes=True)
+        yield EffectsTable(
+            id="effects-table",
+            cursor_type="row",
+            zebra_stripes=True,
+            cursor_foreground_priority="renderable",
+        )
         yield Static(id="effects-detail")
         with Horizontal(classes="tab-buttons"):
             yield Button("Check", id="effect-check", tooltip="Run the precondition check (c)")

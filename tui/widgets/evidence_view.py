@@ -144,7 +144,12 @@ class EvidenceView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="evidence-heading")
-        yield EvidenceTable(id="evidence-table", cursor_type="row", zebra_stripes=True)
+        yield EvidenceTable(
+            id="evidence-table",
+            cursor_type="row",
+            zebra_stripes=True,
+            cursor_foreground_priority="renderable",
+        )
         with ScrollableContainer(id="evidence-detail"):
             yield Static(id="evidence-facts")
             yield Static(id="evidence-tail")

@@ -93,7 +93,9 @@ class InboxTable(DataTable[Any]):
     ]
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        super().__init__(
+            cursor_type="row", zebra_stripes=True, cursor_foreground_priority="renderable", **kwargs
+        )
         self.pending: list[Approval] = []
         self.decided: list[Approval] = []
         self.order = InboxSort.AGE
