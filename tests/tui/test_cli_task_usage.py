@@ -10,30 +10,18 @@ import base64
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from core.engine import CheckpointRequest, Engine
 from tests.tui.test_cli_faults import store_state
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.tui.test_cli_pays import cli as pitstop
 
 
 @pytest.fixture(autouse=True)
 def master_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PITSTOP_KEY", base64.b64encode(os.urandom(32)).decode())
-
-
-def pitstop(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui.launch", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        check=False,
-    )
 
 
 @pytest.fixture
