@@ -18,17 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitconfig import EMPTY_GITCONFIG
+from tests.tui.test_quick_paths import GIT_ENV, git, pitstop
 from tui.quick_checkpoint import Asked, parse
-
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Test",
-    "GIT_AUTHOR_EMAIL": "test@example.com",
-    "GIT_COMMITTER_NAME": "Test",
-    "GIT_COMMITTER_EMAIL": "test@example.com",
-    "GIT_CONFIG_GLOBAL": EMPTY_GITCONFIG,
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
 
 
 @pytest.fixture()
@@ -44,18 +35,6 @@ def env(tmp_path: Path) -> dict[str, str]:
         "PITSTOP_KEY": os.environ["PITSTOP_KEY"],
         "PITSTOP_FROZEN_NOW": "2030-01-01T00:00:00Z",
     }
-
-
-def pitstop(
-    env: dict[str, str], module: str, *args: str, cwd: Path | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", module, *args], env=env, cwd=cwd, capture_output=True, check=False
-    )
-
-
-def git(repo: Path, env: dict[str, str], *args: str) -> None:
-    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
 
 
 @pytest.fixture()
