@@ -91,6 +91,11 @@ def run(args: list[str]) -> int | None:
     usable, store = store_option()
     if not usable or not _writes_utf8():
         return None
+    from core.paths import StorePaths, resolve_store_root
+    from core.snapshot import early_scan
+
+    # The work tree's scan starts now, while the engine loads (core/snapshot/early_scan.py).
+    early_scan.start(os.getcwd(), StorePaths(resolve_store_root(store)).tmp)
     from tui.quick import engine, failure_line
 
     try:
@@ -114,6 +119,8 @@ def run(args: list[str]) -> int | None:
     except BaseException as exc:  # every failure as one line, as `tui.cli.main` words it
         line, code = failure_line(exc)
         return _write(None, line, code)
+    finally:
+        early_scan.discard()  # a scan the checkpoint did not take (skipped, another directory)
 
 
 def _writes_utf8() -> bool:

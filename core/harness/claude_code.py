@@ -22,6 +22,7 @@ recorded.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +61,8 @@ _CHECKPOINT_REASONS = {
     "PreCompact": ("milestone", "before the context is compacted"),
     "SessionEnd": ("interrupt", "the session ended"),
 }
+# Events whose checkpoint is always taken (a turn's is taken only when it pays).
+_ALWAYS_TAKEN = ("PreCompact", "SessionEnd")
 _ASKED_BY = {
     "Stop": "a turn ended",
     "SubagentStop": "a subagent finished",
@@ -90,6 +93,9 @@ def answer_event(name: str, event: Mapping[str, Any], context: HookContext) -> H
     except Exception as exc:  # an internal error never breaks the agent, nor lets a guard pass
         return _failure(name, f"internal error ({type(exc).__name__}: {exc})")
     finally:
+        early = sys.modules.get("core.snapshot.early_scan")  # loaded only by a checkpoint
+        if early is not None:
+            early.discard()  # a scan the checkpoint did not take
         context.close()
 
 
@@ -174,6 +180,8 @@ def _background_ends(
 
 def _checkpoint_event(name: str, event: Mapping[str, Any], context: HookContext) -> HookReply:
     """A checkpoint at the end of a turn, before a compaction, or when the session ends."""
+    if name in _ALWAYS_TAKEN:  # the work tree's scan starts while the engine loads
+        _scan_early(event, context)
     from core.engine import CheckpointRequest
     from core.models import CheckpointReason
 
@@ -204,6 +212,14 @@ def _checkpoint_event(name: str, event: Mapping[str, Any], context: HookContext)
     if result.checkpoint is None:
         return observed(f"skipped: {result.skipped}", *unsettled)
     return observed(f"checkpoint {result.checkpoint.ref}", *unsettled)
+
+
+def _scan_early(event: Mapping[str, Any], context: HookContext) -> None:
+    """Start the snapshot's `git status` in the agent's directory now (`early_scan`)."""
+    from core.paths import StorePaths, resolve_store_root
+    from core.snapshot import early_scan
+
+    early_scan.start(event_text(event, "cwd"), StorePaths(resolve_store_root(context.store)).tmp)
 
 
 def _decided_checkpoint(

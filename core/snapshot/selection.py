@@ -17,6 +17,7 @@ from collections.abc import Callable, Set
 from pathlib import Path
 from typing import NamedTuple
 
+import core.snapshot.early_scan as early_scan
 from core.config import DEFAULT_MAX_FILE_BYTES
 from core.git.objects import GITLINK_MODE
 from core.models import LeftOut
@@ -61,16 +62,9 @@ SECRET_NAME_PATTERNS = (
 SAFE_NAME_SUFFIXES = (".example", ".sample", ".template", ".dist", ".pub")
 PRIVATE_KEY_MARKERS = (b"-----BEGIN", b"PRIVATE KEY-----")
 
-# The scan of the work tree: tracked changes, untracked and ignored files, submodules.
-STATUS_ARGS = (
-    "status",
-    "--porcelain=v2",
-    "-z",
-    "--untracked-files=all",
-    "--ignored=matching",
-    "--no-renames",
-    "--ignore-submodules=none",
-)
+# The scan of the work tree (tracked changes, untracked and ignored files, submodules) is
+# defined beside the early scan, which starts it before this module loads.
+STATUS_ARGS = early_scan.STATUS_ARGS
 
 
 class SnapshotLimits(NamedTuple):

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+import core.snapshot.early_scan as early_scan
 import core.snapshot.store_repos as store_repos
 from core.errors import GitError, UsageError
 from core.git.objects import GITLINK_MODE
@@ -49,6 +51,9 @@ from core.snapshot.selection import (
 )
 from core.snapshot.source import HeadFacts, Located, RepoFacts, SourceRepo, head_facts
 from core.snapshot.staged import staged_to_seal
+
+if TYPE_CHECKING:
+    import subprocess
 
 
 class Snapshot(NamedTuple):
@@ -112,9 +117,10 @@ def take_snapshot(
     held_before = store_repos.loose_objects(store_repo)  # what is new is counted as added
     scratch_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     clean = CleanScans(store_repo)  # contents judged clean before are not scanned again
-    with scratch_directory(scratch_dir, "snapshot-") as temp:
-        env = _temporary_index_env(source, store_repo, temp / "index")
-        staged = _scan_and_stage(source, store_repo, env, located)
+    early = early_scan.claim(source)  # a scan an entry point started before the engine loaded
+    with _scratch(scratch_dir, early) as temp:
+        env = _temporary_index_env(source, store_repo, temp / "index", copied=early is not None)
+        staged = _scan_and_stage(source, store_repo, env, located, early)
         chosen = select_paths(source, staged.scan, limits, sealing.allowed, clean.first_secret)
         index_tree, sealed, allowed = _seal_staged(
             source, store_repo, env, staged, sealing, clean.first_secret
@@ -186,10 +192,27 @@ def _seal_staged(
     return tree, sealed, allowed
 
 
-def _temporary_index_env(source: SourceRepo, store_repo: Path, index: Path) -> dict[str, str]:
-    """git's environment for a snapshot: a copy of the user's index, objects written into the
-    store, the user's objects readable as an alternate."""
-    if source.index_file.exists():
+@contextmanager
+def _scratch(parent: Path, early: early_scan.EarlyScan | None) -> Iterator[Path]:
+    """The snapshot's scratch directory: the early scan's, when it claimed one, else a new one;
+    removed when the block ends either way."""
+    if early is None:
+        with scratch_directory(parent, early_scan.SCRATCH_PREFIX) as temp:
+            yield temp
+        return
+    try:
+        yield early.directory
+    finally:
+        early.close()
+
+
+def _temporary_index_env(
+    source: SourceRepo, store_repo: Path, index: Path, *, copied: bool = False
+) -> dict[str, str]:
+    """git's environment for a snapshot: a copy of the user's index (`copied`: the early scan
+    made it already), objects written into the store, the user's objects readable as an
+    alternate."""
+    if not copied and source.index_file.exists():
         shutil.copy2(source.index_file, index)  # its times too: git's racy-index checks read them
         os.chmod(index, 0o600)  # not the user's 0644: a killed writer's copy stays private
     return {
@@ -200,13 +223,18 @@ def _temporary_index_env(source: SourceRepo, store_repo: Path, index: Path) -> d
 
 
 def _scan_and_stage(
-    source: SourceRepo, store_repo: Path, env: Mapping[str, str], located: Located | None
+    source: SourceRepo,
+    store_repo: Path,
+    env: Mapping[str, str],
+    located: Located | None,
+    early: early_scan.EarlyScan | None = None,
 ) -> _Staged:
-    """Scan the work tree with `git status` while HEAD is read, the base commit fetched when
-    needed and the staged tree written; refuse unresolved conflicts and a damaged index."""
+    """Scan the work tree with `git status` (or take the `early` scan of the same index copy)
+    while HEAD is read, the base commit fetched when needed and the staged tree written;
+    refuse unresolved conflicts and a damaged index."""
     # The directory walk is the slow part: run it while the cheap steps happen beside it.
     # (Writing the staged tree beside it too gained nothing measurable on two cores.)
-    status = start_git(STATUS_ARGS, cwd=source.toplevel, env=env)
+    status = early.process if early else start_git(STATUS_ARGS, cwd=source.toplevel, env=env)
     try:
         head, facts = _head_and_facts(source, located)
         # Whether the store holds the base commit: read through the session when one is
@@ -219,7 +247,7 @@ def _scan_and_stage(
         )
         staged_tree = run_git(["write-tree"], cwd=source.toplevel, env=env, ok_codes=(0, 128))
     finally:
-        raw_status = finish_git(status, "status")
+        raw_status = _finish_status(status, source, env, early)
     scan = parse_status(raw_status)
     if scan.unmerged:
         raise UsageError(
@@ -230,6 +258,22 @@ def _scan_and_stage(
     if not index_tree:
         raise GitError(f"git write-tree failed in {source.toplevel}; is its index damaged?")
     return _Staged(scan, index_tree, head, facts, base_bytes, ask_base_later)
+
+
+def _finish_status(
+    status: subprocess.Popen[bytes],
+    source: SourceRepo,
+    env: Mapping[str, str],
+    early: early_scan.EarlyScan | None,
+) -> bytes:
+    """What `git status` printed; an early scan that failed is run again as the snapshot runs
+    it, so a guess never changes what the snapshot says (its error included)."""
+    try:
+        return finish_git(status, "status")
+    except GitError:
+        if early is None:
+            raise
+    return finish_git(start_git(STATUS_ARGS, cwd=source.toplevel, env=env), "status")
 
 
 def _head_and_facts(
