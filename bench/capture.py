@@ -129,6 +129,14 @@ def isolate_environment(workdir: Path) -> dict[str, str]:
     return env
 
 
+def _empty_gitconfig(workdir: Path) -> Path:
+    """An empty global git config of the bench's own (never /dev/null, which root's git could
+    replace with a file)."""
+    path = workdir / "gitconfig"
+    path.touch()
+    return path
+
+
 def pitstop(env: dict[str, str], *args: str) -> list[str]:
     return [sys.executable, "-m", "tui.cli", *args]
 
@@ -381,10 +389,3 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     raise SystemExit(main())
 
-
-def _empty_gitconfig(workdir: Path) -> Path:
-    """An empty global git config of the bench's own (never /dev/null, which root's git could
-    replace with a file)."""
-    path = workdir / "gitconfig"
-    path.touch()
-    return path
