@@ -71,7 +71,7 @@ def _write_all(fd: int, data: bytes) -> bool:
     return True
 
 
-def enlarge_pipe(fd: int) -> None:
+def _enlarge_pipe(fd: int) -> None:
     """Ask for a bigger pipe buffer where the platform has F_SETPIPE_SZ; keep the default else."""
     setpipe = getattr(fcntl, "F_SETPIPE_SZ", None)
     if setpipe is not None:
@@ -237,7 +237,7 @@ def _start_on_pipes(
     assert process.stdout is not None and process.stderr is not None
     routes = {process.stdout.fileno(): out_fd, process.stderr.fileno(): err_fd}
     for fd in routes:
-        enlarge_pipe(fd)
+        _enlarge_pipe(fd)
     return process, routes
 
 

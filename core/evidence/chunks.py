@@ -17,7 +17,7 @@ from core.security import crypto
 from core.security.keys import TaskKeys
 from core.store.db import Database, write_txn
 
-ZSTD_LEVEL = -3
+ZSTD_LEVEL = 1
 COMPRESS_THREADS = 2
 """Threads zstd compresses a batch of chunks on (each chunk stays its own frame)."""
 _MULTI_COMPRESS = hasattr(zstandard.ZstdCompressor, "multi_compress_to_buffer")

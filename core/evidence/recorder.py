@@ -29,7 +29,6 @@ from core.evidence.items import (
     sealed_name,
 )
 from core.evidence.pipeline import Stages, Stopped
-from core.evidence.redact_worker import RedactionWorker
 from core.evidence.summaries import CandidateLines, SummaryScanner
 from core.redaction.hyperscan_gate import use_hyperscan_cache
 from core.redaction.redact import RULESET_VERSION, StreamRedactor, redact_text
@@ -39,6 +38,8 @@ from core.store.db import Database, open_database, write_txn
 MAX_PENDING_LINE = 8192
 BATCH_BYTES = 256 * 1024
 """Raw bytes gathered before they are handed to the redaction stage (shorter streams never are)."""
+RAW_QUEUE_BATCHES = 8
+"""Batches waiting for the redaction stage; when full, the reads wait (memory stays bounded)."""
 CHUNK_QUEUE_CHUNKS = 4
 """Redacted chunks waiting for the storage stage; when full, redaction waits."""
 STORE_BATCH_CHUNKS = 8
@@ -48,8 +49,6 @@ redaction thread runs Python, so the later stages make few calls, each on more d
 call per batch, one commit for every batch waiting)."""
 FRAME_QUEUE_BATCHES = 2
 """Compressed batches waiting for the storage stage; when full, compression waits."""
-ACCELERATE_CANDIDATES_AFTER = 1024 * 1024
-"""Redacted bytes after which the summary pre-filter uses Hyperscan (as the redactor does)."""
 
 
 def _failure_text(exc: BaseException) -> str:
@@ -111,10 +110,8 @@ class EvidenceRecorder:
         self._last_byte = b""
         self._batch: list[bytes] = []
         self._batch_len = 0
+        self._raw_queue: queue.Queue[bytes | None] = queue.Queue(RAW_QUEUE_BATCHES)
         self._redact_thread: threading.Thread | None = None
-        self._worker: RedactionWorker | None = None
-        self._cache_dir = self._db_file.parent / "cache" if self._db_file is not None else None
-        self._consumed = 0
         # the redaction stage
         self._redactor = StreamRedactor()
         self._line_carry = b""
@@ -196,17 +193,9 @@ class EvidenceRecorder:
         if self._db_file is None:  # no file to open a second connection on: all stages here
             self._redact(data)
             return
-        if self._worker is None:
-            # The stream is longer than a batch: a child process redacts it (see
-            # core.evidence.redact_worker), a thread here takes its redacted output on.
-            self._worker = RedactionWorker(self._cache_dir)
-            self._redact_thread = self._start("redact", self._worker_loop)
-        self._stages.raise_failure()
-        try:
-            self._worker.send(data)
-        except BaseException:
-            self._stages.raise_failure()  # a stage's own error, not the broken pipe it caused
-            raise
+        if self._redact_thread is None:
+            self._redact_thread = self._start("redact", self._redact_loop)
+        self._stages.put(self._raw_queue, data)
 
     def _join(self) -> None:
         """Wait for every stage to finish what it was given (or to stop)."""
@@ -218,32 +207,23 @@ class EvidenceRecorder:
 
     # the redaction stage ----------------------------------------------------------------------
 
-    def _worker_loop(self) -> None:
-        """Take the redaction process's output on: summary scan, tail, chunks."""
-        worker = self._worker
-        assert worker is not None
+    def _redact_loop(self) -> None:
         try:
-            for redacted in worker.redacted():
-                if self._stages.stop.is_set():
-                    raise Stopped
-                self._consume(redacted)
+            while (data := self._stages.get(self._raw_queue)) is not None:
+                self._redact(data)
             self._end_of_stream()
             if self._compress_thread is not None:
                 self._stages.put(self._chunk_queue, None)
         except Stopped:
-            worker.stop()
+            pass
         except BaseException as exc:  # handed to the caller's thread, which raises it
-            # First the failure, then the end of the child: the caller, finding its pipe
-            # closed, raises this error rather than the broken pipe.
             self._stages.fail(exc)
-            worker.stop()
 
     def _redact(self, data: bytes) -> None:
         self._consume(self._redactor.feed(data))
 
     def _end_of_stream(self) -> None:
-        if self._worker is None:
-            self._consume(self._redactor.flush())
+        self._consume(self._redactor.flush())
         if self._line_carry:
             self._scan_lines(b"\n")
         if self._chunk_buffer:
@@ -279,11 +259,8 @@ class EvidenceRecorder:
         self._line_carry = redacted[cut + 1 :][:MAX_PENDING_LINE]
         if b"\r" in block:
             block = block.replace(b"\r\n", b"\n")
-        self._consumed += len(redacted)
-        if (
-            self._consumed >= ACCELERATE_CANDIDATES_AFTER or self._redactor.accelerated
-        ) and not self._candidates.accelerated:
-            self._candidates.accelerate()  # a large stream: Hyperscan pays for itself
+        if self._redactor.accelerated and not self._candidates.accelerated:
+            self._candidates.accelerate()  # a large stream: Hyperscan is compiled already
         for line in self._candidates.lines(block):
             self._scanner.feed_line(line)
 
@@ -373,8 +350,7 @@ class EvidenceRecorder:
         writer = self._writer
         # Every line feed of the stream is either in a stored chunk (each counted once, where
         # it is stored) or inside a redaction, which the redactor counts.
-        dropped, redactions = self._redaction_facts()
-        newlines = writer.redacted_newlines + dropped
+        newlines = writer.redacted_newlines + self._redactor.dropped_newlines
         lines_total = newlines + (1 if self._last_byte not in (b"", b"\n") else 0)
         with write_txn(self._db):
             store.update_evidence(
@@ -396,31 +372,21 @@ class EvidenceRecorder:
                 summary=summary.as_dict() if summary else None,
                 tail=self._keys.seal(self.task_id, sealed_name(self.id, "tail"), tail),
                 tail_lines=tail_lines,
-                redactions=redactions,
+                redactions=sum(self._redactor.counts.values()),
             )
         return load_evidence(self._db, self._keys, self.id)
 
-    def _redaction_facts(self) -> tuple[int, int]:
-        """Line feeds dropped inside redactions, and how many redactions, over the stream."""
-        if self._worker is None:
-            return self._redactor.dropped_newlines, sum(self._redactor.counts.values())
-        end = self._worker.end
-        assert end is not None  # the worker loop ended without error only after the end frame
-        return int(end["dropped_newlines"]), sum(int(n) for n in end["counts"].values())
-
     def _drain(self) -> None:
         """Run the rest of the stream through every stage and wait for them to finish."""
-        if self._worker is None:  # a short stream: all of it on this thread
+        if self._redact_thread is None:  # a short stream: all of it on this thread
             self._redact(self._take_batch())
             self._end_of_stream()
             return
         if self._batch:
             self._send_batch()
-        assert self._worker is not None
-        self._worker.close_input()
+        self._stages.put(self._raw_queue, None)
         self._join()
         self._stages.raise_failure()
-        self._worker.wait()
 
     def discard(self) -> None:
         """Remove the item entirely (the command never started: there is nothing to keep)."""
@@ -437,6 +403,4 @@ class EvidenceRecorder:
     def _halt(self) -> None:
         """Stop every stage where it is; what was not redacted yet is dropped, unwritten."""
         self._stages.stop.set()
-        if self._worker is not None:
-            self._worker.stop()
         self._join()
