@@ -129,6 +129,14 @@ def isolate_environment(workdir: Path) -> dict[str, str]:
     return env
 
 
+def _empty_gitconfig(workdir: Path) -> Path:
+    """An empty global git config of the bench's own (never /dev/null, which root's git could
+    replace with a file)."""
+    path = workdir / "gitconfig"
+    path.touch()
+    return path
+
+
 def pitstop(env: dict[str, str], *args: str) -> list[str]:
     return [sys.executable, "-m", "tui.cli", *args]
 
@@ -263,15 +271,18 @@ def profile_run_command(env: dict[str, str], command: list[str], top: int) -> No
     # Where the CPU goes, by stage (cumulative; stages nest, so they do not add up).
     stages = [
         ("caller: run_captured (select/read/write + feed)", total("capture.py", "run_captured")),
-        ("caller:   EvidenceRecorder._send_batch (sha256)", total("evidence.py", "_send_batch")),
-        ("caller: EvidenceRecorder.finish (drain, tail)", total("evidence.py", "finish")),
-        ("redaction thread: _redact_loop", total("evidence.py", "_redact_loop")),
+        ("caller:   EvidenceRecorder._send_batch (sha256)", total("recorder.py", "_send_batch")),
+        ("caller: EvidenceRecorder.finish (drain, tail)", total("recorder.py", "finish")),
+        ("redaction thread: _redact_loop", total("recorder.py", "_redact_loop")),
         ("  StreamRedactor.feed (redaction)", total("redact.py", "feed")),
-        ("  _scan_lines (summary pre-filter)", total("evidence.py", "_scan_lines")),
-        ("compression thread: _compress_loop", total("evidence.py", "_compress_loop")),
-        ("  _compress (zstd, its worker threads not counted)", total("evidence.py", "_compress")),
-        ("storage thread: _store_loop", total("evidence.py", "_store_loop")),
-        ("  _store_frames (AES-GCM + SQLite)", total("evidence.py", "_store_frames")),
+        ("  _scan_lines (summary pre-filter)", total("recorder.py", "_scan_lines")),
+        ("compression thread: _compress_loop", total("recorder.py", "_compress_loop")),
+        (
+            "  compress_chunks (zstd, its worker threads not counted)",
+            total("chunks.py", "compress_chunks"),
+        ),
+        ("storage thread: _store_loop", total("recorder.py", "_store_loop")),
+        ("  ChunkWriter.store (AES-GCM + SQLite)", total("chunks.py", "store")),
     ]
     for label, seconds in stages:
         rate = item.bytes_total / 1e6 / max(seconds, 1e-9)
@@ -380,11 +391,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-
-
-def _empty_gitconfig(workdir: Path) -> Path:
-    """An empty global git config of the bench's own (never /dev/null, which root's git could
-    replace with a file)."""
-    path = workdir / "gitconfig"
-    path.touch()
-    return path
