@@ -19,8 +19,6 @@ turned into `ForwardRef`s: nothing here reads them at run time.
 
 from collections import namedtuple
 
-TYPE_CHECKING = False
-
 _PROHIBITED = frozenset(
     {
         "__new__",
