@@ -5,16 +5,22 @@ the platform's user data directory. The store directory is created `0700` and it
 (invariant 9).
 """
 
-# No `from __future__ import annotations`: its `NamedTuple`s' string annotations would each
-# cost a `ForwardRef` compile at every command's start-up (see `core.models`).
+# String annotations cost nothing: `core.records.NamedTuple` keeps them as written (no
+# `ForwardRef` compile as `typing.NamedTuple` does); `typing` is for type checkers only.
+from __future__ import annotations
 
 import os
 import stat
 import sys
 from pathlib import Path
-from typing import NamedTuple
 
 from core.errors import StoreError
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: ~3 ms of start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 APP_NAME = "pitstop"
 STORE_ENV = "PITSTOP_HOME"

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: ~3 ms of start-up)
 if TYPE_CHECKING:
+    from typing import Any
+
     from core.engine import Engine
 
 HELP_WIDTH = 80

@@ -7,13 +7,13 @@ harness's and model's names and versions are free text: redacted, then sealed un
 key (DESIGN §6.6); the lists here open them with the session's keys.
 """
 
-# No `from __future__ import annotations`: its `NamedTuple`s' string annotations would each
-# cost a `ForwardRef` compile at every command's start-up (see `core.models`).
+# String annotations cost nothing: `core.records.NamedTuple` keeps them as written (no
+# `ForwardRef` compile as `typing.NamedTuple` does); `typing` is for type checkers only.
+from __future__ import annotations
 
 import os
 import re
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from core import clock, numbers, store
 from core.errors import ConflictError, UsageError
@@ -21,6 +21,12 @@ from core.models import Budget, NamedVersion, Task, TaskStatus, validate_task_id
 from core.session import Session
 from core.store.dashboard import TriageFacts
 from core.store.db import write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: ~3 ms of start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 _REDACTION_MARK = r"\[REDACTED:[^\]]*\]"
 

@@ -21,7 +21,6 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
 
 from core.errors import GitError
 from core.git.objects import parse_tree
@@ -29,8 +28,12 @@ from core.git.pack_reader import PackedObjects
 from core.git.pack_writer import pending_object
 from core.git.run import run_git, start_git
 
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: ~3 ms of start-up)
 if TYPE_CHECKING:
     import subprocess
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 # How many specs one round trip asks `cat-file --batch-check` about: its answers (a line each)
 # must fit in the pipe while we are still writing questions.
@@ -45,10 +48,11 @@ _WHOLE_READ_MAX = 64 << 10
 _is_sha1 = re.compile(r"[0-9a-f]{40}").fullmatch
 
 
-# Made by call: a class body's string annotations would cost a `ForwardRef` compile each at
-# start-up (issue 22).
-Oversized = NamedTuple("Oversized", [("size", int), ("cap", int)])  # noqa: UP014
-"""An object `read_capped` refused unread: its size, and the cap it exceeds."""
+class Oversized(NamedTuple):
+    """An object `read_capped` refused unread: its size, and the cap it exceeds."""
+
+    size: int
+    cap: int
 
 
 class ObjectReader:

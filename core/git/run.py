@@ -13,11 +13,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from core.errors import GitError
 from core.git.pack_writer import flush
 
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: ~3 ms of start-up)
 if TYPE_CHECKING:  # loaded when git runs: a small checkpoint is read and verified without it
     import subprocess
 

@@ -11,29 +11,60 @@ keys as base64 in a plain file. Those backends are refused with a message naming
 provide a key.
 """
 
-# No `from __future__ import annotations`: its `NamedTuple`s' string annotations would each
-# cost a `ForwardRef` compile at every command's start-up (see `core.models`).
+# String annotations cost nothing here: `core.records.NamedTuple` keeps them as written (no
+# `ForwardRef` compile as `typing.NamedTuple` does), and `typing` itself is loaded only by type
+# checkers.
+from __future__ import annotations
 
 import binascii  # base64's own functions are these two, without loading base64
 import os
 import struct
-from typing import Any, NamedTuple
-
-from cryptography.exceptions import InvalidTag
-
-try:  # the class itself: its public module also loads every cipher, mode and legacy algorithm,
-    # a quarter of cryptography's import time on every hook call (tests check it is the same)
-    from cryptography.hazmat.bindings._rust import openssl as _rust_openssl
-
-    AESGCM = _rust_openssl.aead.AESGCM
-except (ImportError, AttributeError):  # a cryptography laid out otherwise
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from core.digests import sha256
 
 # MasterKeyError is raised here and defined with the other errors, so the store can catch it.
 from core.errors import MasterKeyError as MasterKeyError
 from core.errors import PitstopError, UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from core.records import NamedTuple
+
+
+_AESGCM: Any = None
+
+
+def aesgcm(key: bytes) -> Any:
+    """AES-GCM under `key`, cryptography loaded on the first use (issue 22).
+
+    `cryptography` is ~5 ms of start-up (its compiled module is 14 MB) and its `exceptions`
+    module loads `typing`: a command that opens or seals nothing (`locate`, an empty `task
+    list`, most hooks) never pays for it. The class is taken from the compiled module itself:
+    its public module also loads every cipher, mode and legacy algorithm, a quarter of
+    cryptography's import time (tests check it is the same class).
+    """
+    global _AESGCM
+    if _AESGCM is None:
+        try:
+            from cryptography.hazmat.bindings._rust import openssl as _rust_openssl
+
+            _AESGCM = _rust_openssl.aead.AESGCM
+        except (ImportError, AttributeError):  # a cryptography laid out otherwise
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+            _AESGCM = AESGCM
+    return _AESGCM(key)
+
+
+def _is_invalid_tag(exc: Exception) -> bool:
+    """Whether `exc` is cryptography's failed authentication; its module (and `typing` with
+    it) is loaded only once a decryption failed (the compiled AESGCM raises it by itself)."""
+    from cryptography.exceptions import InvalidTag
+
+    return isinstance(exc, InvalidTag)
+
 
 KEY_ENV = "PITSTOP_KEY"
 KEYRING_SERVICE = "pitstop"
@@ -181,7 +212,7 @@ def seal(key: bytes, plaintext: bytes, aad: bytes) -> bytes:
     """Encrypt into a versioned envelope: magic, version, key id, nonce, ciphertext+tag."""
     kid = key_id(key).encode()
     nonce = os.urandom(NONCE_BYTES)
-    body = AESGCM(key).encrypt(nonce, plaintext, aad)
+    body: bytes = aesgcm(key).encrypt(nonce, plaintext, aad)
     return _HEADER.pack(ENVELOPE_MAGIC, ENVELOPE_VERSION, len(kid)) + kid + nonce + body
 
 
@@ -226,12 +257,15 @@ def open_envelope(key: bytes, envelope: bytes, aad: bytes, what: str) -> bytes:
             f"object was swapped for another record's or damaged; {DAMAGED_FIX}"
         )
     try:
-        return AESGCM(key).decrypt(nonce, body, aad)
-    except InvalidTag as exc:
+        opened: bytes = aesgcm(key).decrypt(nonce, body, aad)
+    except Exception as exc:
+        if not _is_invalid_tag(exc):
+            raise
         raise DecryptError(
             f"{what} failed authentication: it was altered or moved from another record; "
             f"{DAMAGED_FIX}"
         ) from exc
+    return opened
 
 
 def wrap_data_key(

@@ -12,11 +12,11 @@ what is sealed after never opens with any of them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
 
 from core import clock, store
 from core.store.db import Database, write_txn
 
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: ~3 ms of start-up)
 if TYPE_CHECKING:  # loaded when something is sealed or opened: `pitstop locate` never does
     from core.security import crypto
 

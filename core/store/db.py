@@ -24,14 +24,19 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from core.errors import DiskFullError, NotFoundError, StoreError
 from core.paths import ensure_private_file
 
 BUSY_TIMEOUT_MS = 30_000
 
-Parameters = Sequence[Any] | Mapping[str, Any]
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: ~3 ms of start-up)
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+
+    Parameters = Sequence[Any] | Mapping[str, Any]
+else:
+    from core.records import NamedTuple
 
 
 def _quote(identifier: str) -> str:
@@ -70,20 +75,15 @@ def _unique_keys(keys: Iterable[str]) -> list[str]:
     return unique
 
 
-# Made by call, not by a class body: this module's string annotations would each cost a
-# `ForwardRef` compile on every command's start-up (issue 22; see `core.models`).
-Column = NamedTuple(  # noqa: UP014
-    "Column",
-    [
-        ("cid", int),
-        ("name", str),
-        ("type", str),
-        ("notnull", int),
-        ("default_value", Any),
-        ("is_pk", int),
-    ],
-)
-"""One column of a table, as `PRAGMA table_info` describes it (sqlite-utils' `Column`)."""
+class Column(NamedTuple):
+    """One column of a table, as `PRAGMA table_info` describes it (sqlite-utils' `Column`)."""
+
+    cid: int
+    name: str
+    type: str
+    notnull: int
+    default_value: Any
+    is_pk: int
 
 
 class Table:

@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
 
 from core.errors import SchemaTooNewError, StoreError
 from core.store.db import Database, write_txn
 
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22)
 if TYPE_CHECKING:  # migrations run on sqlite-utils, loaded only when one is pending
     import sqlite_utils
 
     from core.store.sealed_text import TextKeys
 
 TextKeysFactory = Callable[[Database], "TextKeys"]
+Migration = Callable[["sqlite_utils.Database"], None]
 
 MIGRATION_SET = "pitstop"
 MIGRATIONS_TABLE = "_sqlite_migrations"  # where sqlite-utils' Migrations records what it applied
-Migration = TypeVar("Migration", bound=Callable[["sqlite_utils.Database"], None])
 
 
 class MigrationSet:

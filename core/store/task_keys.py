@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from core.store.db import Database
 
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: ~3 ms of start-up)
 if TYPE_CHECKING:  # migrations run on sqlite-utils, loaded only when one is pending
     import sqlite_utils
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from core.errors import ConflictError, NotFoundError
 from core.models import Budget, NamedVersion, Task, TaskStatus
@@ -25,6 +24,10 @@ from core.store.sealed_text import (
     task_item,
 )
 from core.store.values import stored_enum
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: ~3 ms of start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _named(name: str | None, version: str | None) -> NamedVersion | None:

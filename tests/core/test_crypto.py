@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import os
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -66,7 +67,28 @@ def test_the_cipher_is_cryptographys_public_aesgcm() -> None:
     class the public module exports, or that module's own when the binding is laid out otherwise."""
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-    assert crypto.AESGCM is AESGCM
+    assert type(crypto.aesgcm(crypto.generate_key())) is AESGCM
+
+
+def test_cryptography_loads_only_when_something_is_sealed_or_opened() -> None:
+    """Importing the module (every command does) loads no cryptography; sealing loads the
+    cipher but not `cryptography.exceptions` (it loads `typing`), a failed open does (issue 22)."""
+    probe = """
+import sys
+from core.security import crypto
+before = sorted(m for m in sys.modules if m.startswith(("cryptography", "typing")))
+key = crypto.generate_key()
+sealed = crypto.seal(key, b"text", b"aad")
+assert crypto.open_envelope(key, sealed, b"aad", "it") == b"text"
+after_use = "cryptography.exceptions" in sys.modules, "typing" in sys.modules
+try:
+    crypto.open_envelope(key, sealed, b"other", "it")
+except crypto.DecryptError:
+    pass
+print(before, after_use, "cryptography.exceptions" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["[]", "(False,", "False)", "True"], done.stdout
 
 
 def test_envelope_round_trip_and_format() -> None:
