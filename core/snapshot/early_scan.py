@@ -23,6 +23,8 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.snapshot.scratch import new_scratch_directory
+
 if TYPE_CHECKING:
     import subprocess
 
@@ -57,10 +59,6 @@ class EarlyScan:
         self.git_dir = git_dir
         self.directory = directory  # the scratch directory; `index` in it is the copy
         self.process = process
-
-    @property
-    def index(self) -> Path:
-        return self.directory / "index"
 
     def close(self) -> None:
         """Stop the scan if it still runs and remove the copy."""
@@ -98,14 +96,12 @@ def start(cwd: str | None, scratch_parent: Path) -> None:
         if not index.is_file():
             return
         scratch_parent.mkdir(mode=0o700, exist_ok=True)
-        directory = scratch_parent / f"{SCRATCH_PREFIX}{os.getpid()}-{os.urandom(6).hex()}"
-        directory.mkdir(mode=0o700)
+        directory = new_scratch_directory(scratch_parent, SCRATCH_PREFIX)
     except OSError:
         return
     try:
         copy = directory / "index"
-        shutil.copy2(index, copy)  # its times too: git's racy-index checks read them
-        os.chmod(copy, 0o600)  # not the user's 0644: a killed writer's copy stays private
+        copy_index(index, copy)
         from core.git.run import start_git
 
         process = start_git(STATUS_ARGS, cwd=toplevel, env={"GIT_INDEX_FILE": str(copy)})
@@ -113,6 +109,12 @@ def start(cwd: str | None, scratch_parent: Path) -> None:
         shutil.rmtree(directory, ignore_errors=True)
         return
     _pending = EarlyScan(toplevel, git_dir, directory, process)
+
+
+def copy_index(index: Path, copy: Path) -> None:
+    """A private copy of a user's index, for git to read and refresh instead of the user's."""
+    shutil.copy2(index, copy)  # its times too: git's racy-index checks read them
+    os.chmod(copy, 0o600)  # not the user's 0644: a killed writer's copy stays private
 
 
 def claim(source: SourceRepo) -> EarlyScan | None:

@@ -19,14 +19,19 @@ def scratch_directory(parent: Path, prefix: str) -> Iterator[Path]:
 
     Its name carries the process id (`<prefix><pid>-<hex>`), so `pitstop doctor` can tell the
     directory of a killed process from one still in use."""
-    while True:
-        path = parent / f"{prefix}{os.getpid()}-{os.urandom(6).hex()}"
-        try:
-            path.mkdir(mode=0o700)
-            break
-        except FileExistsError:
-            continue
+    path = new_scratch_directory(parent, prefix)
     try:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def new_scratch_directory(parent: Path, prefix: str) -> Path:
+    """A new private directory `<prefix><pid>-<hex>` under `parent`; the caller removes it."""
+    while True:
+        path = parent / f"{prefix}{os.getpid()}-{os.urandom(6).hex()}"
+        try:
+            path.mkdir(mode=0o700)
+            return path
+        except FileExistsError:
+            continue

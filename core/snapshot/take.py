@@ -15,8 +15,6 @@ store's objects never hold it in clear. That costs git processes only when a sec
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -213,8 +211,7 @@ def _temporary_index_env(
     made it already), objects written into the store, the user's objects readable as an
     alternate."""
     if not copied and source.index_file.exists():
-        shutil.copy2(source.index_file, index)  # its times too: git's racy-index checks read them
-        os.chmod(index, 0o600)  # not the user's 0644: a killed writer's copy stays private
+        early_scan.copy_index(source.index_file, index)
     return {
         "GIT_INDEX_FILE": str(index),
         "GIT_OBJECT_DIRECTORY": str(store_repo / "objects"),
