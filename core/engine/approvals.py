@@ -105,7 +105,9 @@ def wait_for_decision(session: Session, approval_id: str, seconds: float) -> App
     anywhere — dashboard, CLI, another machine's sync.
 
     Waiting costs no CPU worth measuring: the store's write-ahead log is watched (inotify) and
-    the approval read again only when another process commits (`core.store.watch`).
+    the approval read again only when another process commits (`core.store.watch`), and
+    once as the watch arms: a decision committed between the first read and then would
+    otherwise go unheard until the wait ran out.
     """
     import threading
 
@@ -123,7 +125,7 @@ def wait_for_decision(session: Session, approval_id: str, seconds: float) -> App
     timer.daemon = True
     timer.start()
     try:
-        for _version in store_commits(session.paths.database, stop):
+        for _version in store_commits(session.paths.database, stop, armed=True):
             current = get_approval(session, approval_id)
             if current.state is not ApprovalState.PENDING:
                 return current

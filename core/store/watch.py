@@ -39,16 +39,23 @@ def _database_filter(database: Path) -> watchfiles.BaseFilter:
     return DatabaseFilter()
 
 
-def store_commits(database: Path, stop: threading.Event) -> Iterator[int]:
+def store_commits(database: Path, stop: threading.Event, *, armed: bool = False) -> Iterator[int]:
     """Yield the new `data_version` after each commit another connection makes, until `stop`.
 
     Blocks between commits; meant for a thread worker. The first version is read before the
     watch starts, and it is checked again at least every `RECHECK_MS` without any file event,
     so a commit made while the watcher arms (or whose event was lost) is still reported.
+
+    A commit made before that first read is no change to this connection, so a caller that
+    read the store before calling would never hear of it. With `armed`, the first version is
+    yielded at once, after it is read: the caller reads again then, and from there on misses
+    nothing (a permission hook whose approval was decided while it started to wait).
     """
     db = open_database(database)
     try:
         seen = data_version(db)
+        if armed:
+            yield seen
         for _changes in watchfiles.watch(
             database.parent,
             watch_filter=_database_filter(database),
