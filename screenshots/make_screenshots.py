@@ -29,6 +29,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "tui"), str(HERE)]
 
 from demo_env import FROZEN_NOW, TERMINAL_SIZE, build_reproducible_demo, isolated_env  # noqa: E402
 from remote_env import build_remote_scene, environment  # noqa: E402
+from settling import settle  # noqa: E402
 
 from core.demo import INVOICE_CURRENCY, RATE_LIMIT, RELEASE  # noqa: E402
 
@@ -85,26 +86,19 @@ SHOTS = (
 )
 
 
-async def _settle(pilot) -> None:  # type: ignore[no-untyped-def]
-    for _ in range(3):
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-
-
 async def render(shot: Shot, store: Path) -> str:
     """The SVG of the real app after the shot's steps."""
     from tui.app import PitstopApp
 
     app = PitstopApp(store, theme=shot.theme)
     async with app.run_test(size=shot.size) as pilot:
-        await _settle(pilot)
+        await settle(pilot)
         if shot.task:
             app.open_task(shot.task)
-            await _settle(pilot)
+            await settle(pilot)
         for key in shot.keys:
             await pilot.press(key)
-            await _settle(pilot)
+            await settle(pilot)
         svg = app.export_screenshot(title=shot.title)
     # Spaces are significant in a terminal; some SVG renderers collapse them otherwise.
     return svg.replace("<svg ", '<svg xml:space="preserve" ', 1)

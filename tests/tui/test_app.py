@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from settling import settle
 from textual.command import CommandPalette
 from textual.message import Message
 from textual.pilot import Pilot
@@ -31,14 +32,6 @@ from tui.widgets.timeline import CheckpointTimeline
 pytestmark = pytest.mark.usefixtures("tui_environment")
 
 SIZE = (120, 34)
-
-
-async def settle(pilot: Pilot[None]) -> None:
-    """Let workers finish and their messages land."""
-    for _ in range(3):
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def table_ids(app: PitstopApp) -> list[str]:

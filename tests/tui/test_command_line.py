@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from settling import settle
 from textual.pilot import Pilot
 
 from core.engine import Engine
@@ -93,13 +94,6 @@ def store_with_q_task(demo_store: Path, tmp_path: Path) -> Path:
     with Engine(demo_store) as engine:
         engine.start_task(repo=repo, objective="fix the query", task_id="fix-q")
     return demo_store
-
-
-async def settle(pilot: Pilot[None]) -> None:
-    for _ in range(3):
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 async def type_line(pilot: Pilot[None], text: str) -> None:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from settling import settle
 from textual.pilot import Pilot
 
 from core.engine import Engine
@@ -50,13 +51,6 @@ def suite(store_root: Path, tmp_path: Path, tests: str) -> None:
             engine.checkpoint(TASK)
     finally:
         os.close(devnull)
-
-
-async def settle(pilot: Pilot[None]) -> None:
-    for _ in range(4):
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 async def validation_tab(pilot: Pilot[None]) -> ValidationView:

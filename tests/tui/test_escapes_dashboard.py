@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from textual.pilot import Pilot
+from settling import settle
 
 from core.engine import CheckpointRequest, Engine
 from core.models import Interface
@@ -39,13 +39,6 @@ def hostile_store(tmp_path: Path) -> Path:
         )
         engine.checkpoint("esc", CheckpointRequest(note=HOSTILE))
     return store
-
-
-async def settle(pilot: Pilot[None]) -> None:
-    for _ in range(3):
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def assert_shown_as_text(app: PitstopApp, where: str) -> None:

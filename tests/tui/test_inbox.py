@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from settling import settle
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
@@ -22,14 +23,6 @@ from tui.widgets.task_table import TaskTable
 pytestmark = pytest.mark.usefixtures("tui_environment")
 
 SIZE = (120, 34)
-
-
-async def settle(pilot: Pilot[None]) -> None:
-    """Let workers finish and their messages land."""
-    for _ in range(3):
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def request(

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from settling import settle
 from textual.pilot import Pilot
 from textual.widgets import Footer, Input, Static
 
@@ -26,13 +27,6 @@ pytestmark = pytest.mark.usefixtures("tui_environment")
 SIZE = (120, 34)
 NOW = "2026-03-02T15:04:05Z"
 LONG_TASK = "a-long-task-identifier-past-the-column-1"  # 40: the longest id
-
-
-async def settle(pilot: Pilot[None]) -> None:
-    for _ in range(3):
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def ask(

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from demo_env import FROZEN_NOW, TERMINAL_SIZE
 from remote_env import build_remote_scene
+from settling import settle
 from textual.pilot import Pilot
 
 from core.demo import BUMP_DEPENDENCIES, INVOICE_CURRENCY
@@ -21,14 +22,6 @@ from tui.app import PitstopApp
 pytestmark = pytest.mark.usefixtures("tui_environment")
 
 SnapCompare = Callable[..., bool]
-
-
-async def settle(pilot: Pilot[None]) -> None:
-    """Wait until every worker has finished and its message has been handled."""
-    for _ in range(3):
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def steps(*keys: str) -> Callable[[Pilot[None]], Awaitable[None]]:

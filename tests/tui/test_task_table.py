@@ -317,9 +317,9 @@ async def test_the_dashboard_paints_a_first_screen_then_the_whole_list(
         # The store-wide counts stand in for the whole list until it arrives.
         assert sum(first_counts.values()) == 7 and whole_counts is None
         # The first screen holds the head of the triage order (the table orders it itself).
-        assert [s.task.id for s in triage_order(first)] == [
-            s.task.id for s in triage_order(whole)
-        ][:2]
+        assert [s.task.id for s in triage_order(first)] == [s.task.id for s in triage_order(whole)][
+            :2
+        ]
         # The whole list came from the worker, once; the first screen was shown on mount.
         (loaded,) = of_type(posted, TasksLoaded)
         assert loaded.status_counts is None and len(loaded.summaries) == 7
