@@ -35,3 +35,18 @@ def demo_store(tui_environment: None, demo_template: Path, tmp_path: Path) -> Pa
     store = tmp_path / "store"
     shutil.copytree(demo_template, store, symlinks=True)
     return store
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed snapshot says what differs in the test's own output, row by row: CI keeps only
+    its log, not the HTML report the snapshot plugin writes on the machine that ran it."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.when != "call" or not report.failed:
+        return
+    from snapshot_text import difference_of_report
+
+    difference = difference_of_report(item)
+    if difference:
+        report.sections.append(("snapshot difference (text rows)", difference))
