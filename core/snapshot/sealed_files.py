@@ -127,7 +127,7 @@ def _reusable(store_repo: Path, sealing: Sealing, plain_blob: str) -> str | None
 def put_stand_ins(cwd: Path, env: Mapping[str, str], entries: Iterable[SealedFile]) -> None:
     """Point the scratch index's entries at their stand-ins (one `update-index`)."""
     lines = b"".join(
-        f"{_tree_mode(e.mode)} {e.blob}\t".encode()
+        f"{stand_in_mode(e.mode)} {e.blob}\t".encode()
         + e.path.encode("utf-8", errors="surrogateescape")
         + b"\0"
         for e in entries
@@ -136,7 +136,7 @@ def put_stand_ins(cwd: Path, env: Mapping[str, str], entries: Iterable[SealedFil
         run_git(["update-index", "-z", "--index-info"], cwd=cwd, env=env, input=lines)
 
 
-def _tree_mode(mode: str) -> str:
+def stand_in_mode(mode: str) -> str:
     """The mode a stand-in has in the tree: the real file's, a symbolic link's as a file (its
     stand-in is an envelope, not a link target)."""
     return "100644" if mode == SYMLINK_MODE else mode
