@@ -12,14 +12,9 @@ import hashlib
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core import clock, numbers, store
-from core.engine.checkpoint_secrets import (
-    allowed_secret_paths,
-    record_allowed_secrets,
-    sealing_for,
-)
+from core.engine.checkpoint_secrets import allowed_secret_paths, record_allowed_secrets, sealing_for
 from core.engine.checkpoints import open_checkpoint
 from core.engine.integrity import refuse_reused_seq
 from core.engine.ledgers import ledger_sections
@@ -37,8 +32,13 @@ from core.models import (
 from core.session import Session
 from core.store.db import write_txn
 
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 if TYPE_CHECKING:  # snapshot pulls in git plumbing: loaded only when a checkpoint is taken
+    from typing import Any, NamedTuple
+
     from core import snapshot
+else:
+    from core.records import NamedTuple
 
 # What a checkpoint's reason does to its task's status.
 _STATUS_AFTER = {

@@ -11,7 +11,6 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
 
 from core import clock, store
 from core.engine.approvals import list_approvals
@@ -23,6 +22,12 @@ from core.errors import NotFoundError, PitstopError, SchemaTooNewError
 from core.models import Checkpoint, CheckpointState, Task
 from core.session import Session
 from core.store.db import write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 if TYPE_CHECKING:  # the checks and the snapshot reader load only when a validation runs
     from core import snapshot

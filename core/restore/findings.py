@@ -12,10 +12,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
 from core.models import Approval, Checkpoint, SideEffect, Task
 from core.snapshot import SourceRepo
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Status(StrEnum):

@@ -12,7 +12,10 @@ import hmac
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 KEY_BYTES = 32
 

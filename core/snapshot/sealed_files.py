@@ -19,13 +19,18 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from core.errors import DamagedCheckpointError
 from core.git.objects import write_object
 from core.git.reader import read_objects
 from core.git.run import run_git
 from core.security.crypto import peek_key_id
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from core.records import NamedTuple
 
 STAND_IN_MAGIC = b"pitstop-sealed-file/1\n"
 WORKTREE = "worktree"

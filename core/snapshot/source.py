@@ -12,12 +12,17 @@ import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 from core.errors import GitError, NotAGitRepoError
 from core.git.objects import EMPTY_TREE
 from core.git.run import run_git, start_git
 from core.snapshot.gitpython_adapter import work_tree_of
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 # The value types here are named tuples, not frozen dataclasses: immutable all the same, and
 # defined in a fraction of the time (~1.5 ms less for every hook process that takes a snapshot).

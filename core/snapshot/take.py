@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
 
 import core.snapshot.early_scan as early_scan
 import core.snapshot.store_repos as store_repos
@@ -51,6 +50,12 @@ from core.snapshot.selection import (
 )
 from core.snapshot.source import HeadFacts, Located, RepoFacts, SourceRepo, head_facts
 from core.snapshot.staged import staged_to_seal
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 if TYPE_CHECKING:
     import subprocess
@@ -126,15 +131,9 @@ def take_snapshot(
             source, store_repo, env, staged, sealing, clean.first_secret
         )
         worktree_sealed = seal_candidates(store_repo, chosen.to_seal, sealing)
+        plain = _plain(located, source, staged.scan, temp / "index")
         worktree_tree = _write_worktree_tree(
-            source,
-            store_repo,
-            env,
-            index_tree,
-            chosen.include,
-            worktree_sealed,
-            plain=bool(located and located.plain_config)
-            and plain_repository(source, True, staged.scan, temp / "index"),
+            source, store_repo, env, index_tree, chosen.include, worktree_sealed, plain=plain
         )
         # a sealed staged file the work tree does not change is sealed in the work tree too
         taken = {*chosen.include, *(entry.path for entry in worktree_sealed)}
@@ -176,6 +175,12 @@ def take_snapshot(
             tuple(worktree_changes) if previous_trees and worktree_changes is not None else None
         ),
     )
+
+
+def _plain(located: Located | None, source: SourceRepo, scan: StatusScan, index: Path) -> bool:
+    """Whether git would store the work tree's files as they are (`plain_tree`): its config,
+    read by `locate`, and its attributes files."""
+    return bool(located and located.plain_config) and plain_repository(source, True, scan, index)
 
 
 def _seal_staged(
