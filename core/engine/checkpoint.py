@@ -8,12 +8,12 @@ re-read, and only then the flip to `complete` in one transaction with its audit 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from pathlib import Path
 
 from core import clock, numbers, store
+from core.digests import sha256_hex
 from core.engine.checkpoint_secrets import allowed_secret_paths, record_allowed_secrets, sealing_for
 from core.engine.checkpoints import open_checkpoint
 from core.engine.integrity import refuse_reused_seq
@@ -481,7 +481,7 @@ def _write_commit(
     sealed_manifest = session.keys.seal(
         task.id, f"checkpoint/{seq}/manifest", manifest.encode(document)
     )
-    manifest_sha256 = hashlib.sha256(sealed_manifest).hexdigest()
+    manifest_sha256 = sha256_hex(sealed_manifest)
     header = manifest.build_header(
         task_id=task.id,
         seq=seq,

@@ -18,6 +18,8 @@ import os
 import struct
 import zlib
 
+from core.digests import sha1_hex
+
 TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: ~3 ms of start-up)
 if TYPE_CHECKING:
     from typing import NamedTuple
@@ -196,10 +198,8 @@ class PackedObjects:
             kind, body = rebuilt
         if body is None:
             return None
-        import hashlib  # loaded when a packed object is read
-
         header = f"{kind} {len(body)}\0".encode()
-        if hashlib.sha1(header + body, usedforsecurity=False).hexdigest() != oid:
+        if sha1_hex(header + body) != oid:
             return None
         return kind, body
 

@@ -26,6 +26,7 @@ import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from core.digests import sha1_hex
 from core.git.objects import EMPTY_TREE, GITLINK_MODE, write_object
 
 TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22)
@@ -265,9 +266,7 @@ def beyond_a_link(toplevel: Path, path: str) -> bool:
 
 def _write(store_repo: Path, reader: ObjectReader, kind: str, body: bytes) -> str:
     """The object's id, written loose unless the store holds it already."""
-    import hashlib
-
-    oid = hashlib.sha1(f"{kind} {len(body)}\0".encode() + body, usedforsecurity=False).hexdigest()
+    oid = sha1_hex(f"{kind} {len(body)}\0".encode() + body)
     if reader.listed_here(oid):
         return oid
     return write_object(store_repo, kind, body)

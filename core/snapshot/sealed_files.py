@@ -16,7 +16,6 @@ nothing new is still a no-op; one sealed under a key since rotated is sealed aga
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -87,7 +86,9 @@ def sealed_file_item(plain_blob: str) -> str:
 def git_blob_id(data: bytes) -> str:
     """The id git gives a blob of `data` (computed, nothing written)."""
     header = f"blob {len(data)}\0".encode()
-    return hashlib.sha1(header + data, usedforsecurity=False).hexdigest()
+    from core.digests import sha1_hex
+
+    return sha1_hex(header + data)
 
 
 def seal_candidates(

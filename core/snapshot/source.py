@@ -8,11 +8,11 @@ as git allows: one `rev-parse` for the repository's paths, HEAD and its upstream
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from core.digests import sha256_hex
 from core.errors import GitError, NotAGitRepoError
 from core.git.objects import EMPTY_TREE
 from core.git.run import run_git, start_git
@@ -40,7 +40,7 @@ class SourceRepo(NamedTuple):
     @property
     def store_repo_name(self) -> str:
         """A stable, readable name for this repository's bare repo inside the store."""
-        digest = hashlib.sha256(str(self.common_dir).encode()).hexdigest()[:12]
+        digest = sha256_hex(str(self.common_dir).encode())[:12]
         slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in self.toplevel.name)
         return f"{slug[:40] or 'repo'}-{digest}.git"
 

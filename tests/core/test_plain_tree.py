@@ -316,5 +316,5 @@ def test_an_attributes_file_still_gets_gits_conversion_in_a_checkpoint(
         write(repo / "a.txt", b"one\r\ntwo\r\n")
         made = engine.checkpoint(task_id, CheckpointRequest(force=True)).checkpoint
         assert made is not None and made.worktree_tree
-        store = next((engine.paths.root / "repos").glob(f"{repo.name}-*.git"))
+        store = engine.paths.repos / engine.get_task(task_id).store_repo
         assert blob_at(store, made.worktree_tree, "a.txt") == (expected or b"one\r\ntwo\r\n")
