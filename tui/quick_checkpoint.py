@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, NamedTuple
 
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 if TYPE_CHECKING:
+    from typing import NamedTuple
+
     from core.engine import CheckpointRequest, Engine
+else:
+    from core.records import NamedTuple
 
 
 class Asked(NamedTuple):
