@@ -8,7 +8,6 @@ after git changed.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from core.git.run import run_git
@@ -23,7 +22,7 @@ def git_version(cache_dir: Path | None = None) -> str:
     """
     if cache_dir is None:
         return _ask_git_version()
-    found = shutil.which("git")
+    found = _which("git")
     try:
         info = Path(found).resolve().stat() if found else None
     except OSError:
@@ -58,3 +57,13 @@ def _write_cache(cache: Path, text: str) -> None:
         os.replace(temp, cache)
     except OSError:
         temp.unlink(missing_ok=True)
+
+
+def _which(name: str) -> str | None:
+    """The first executable `name` on PATH, as `shutil.which` finds it (without loading
+    shutil, ~1 ms of every hook)."""
+    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(directory or os.curdir, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None

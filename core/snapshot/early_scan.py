@@ -19,10 +19,9 @@ scans itself; only the moment is a few tens of milliseconds earlier.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
-from core.snapshot.scratch import new_scratch_directory
+from core.snapshot.scratch import new_scratch_directory, remove_tree
 
 TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 
@@ -70,7 +69,7 @@ class EarlyScan:
         for stream in (process.stdout, process.stderr):
             if stream is not None:
                 stream.close()
-        shutil.rmtree(self.directory, ignore_errors=True)
+        remove_tree(self.directory)
 
 
 _pending: EarlyScan | None = None
@@ -107,15 +106,22 @@ def start(cwd: str | None, scratch_parent: Path) -> None:
 
         process = start_git(STATUS_ARGS, cwd=toplevel, env={"GIT_INDEX_FILE": str(copy)})
     except Exception:
-        shutil.rmtree(directory, ignore_errors=True)
+        remove_tree(directory)
         return
     _pending = EarlyScan(toplevel, git_dir, directory, process)
 
 
 def copy_index(index: Path, copy: Path) -> None:
     """A private copy of a user's index, for git to read and refresh instead of the user's."""
-    shutil.copy2(index, copy)  # its times too: git's racy-index checks read them
-    os.chmod(copy, 0o600)  # not the user's 0644: a killed writer's copy stays private
+    status = os.stat(index)
+    with open(index, "rb") as source:
+        data = source.read()
+    fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # private, not the user's 0644
+    with os.fdopen(fd, "wb") as target:
+        target.write(data)
+    os.chmod(copy, 0o600)  # an existing copy keeps no other mode
+    # its times too: git's racy-index checks compare entries' times with the index file's
+    os.utime(copy, ns=(status.st_atime_ns, status.st_mtime_ns))
 
 
 def claim(source: SourceRepo) -> EarlyScan | None:

@@ -434,6 +434,8 @@ heavy = ['git', 'sqlite_utils', 'click', 'textual', 'rich', 'tui', 'core.securit
          'typing',
          # OpenSSL's hashes (~2 ms to load): a checkpoint's digests are small, built-in ones
          '_hashlib', 'hmac',
+         # shutil loads bz2 and lzma (~1 ms): scratch directories are removed without it
+         'shutil', 'bz2', 'lzma',
          'core.harness.install', 'core.harness.codex', 'core.harness.guard',
          # the engine's use-cases load on first use (issue 22): none of these on a hook's path
          'core.engine.resume', 'core.engine.validate', 'core.engine.sharing',
