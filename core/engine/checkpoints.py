@@ -102,8 +102,16 @@ def store_repo_for(session: Session, task_id: str) -> Path:
 
 
 def verify(session: Session, checkpoint: Checkpoint, *, deep: bool = True) -> list[str]:
-    """Problems found re-reading a checkpoint from the store (empty when it is sound)."""
+    """Problems found re-reading a checkpoint from the store (empty when it is sound).
+
+    The commit, its root entries and the manifest are read back every time. Every object of
+    both trees is walked (present, and each loose one hashing to its id) unless this checkpoint
+    was found complete before and no object file of the store has changed since
+    (`core.snapshot.verified`): a diff or validation of a checkpoint costs what its root reads
+    cost, not what its tree holds. A complete deep walk is recorded for the next reader.
+    """
     from core import snapshot
+    from core.snapshot.verified import objects_fingerprint, still_verified
 
     if checkpoint.state is not CheckpointState.COMPLETE:
         return [
@@ -111,14 +119,21 @@ def verify(session: Session, checkpoint: Checkpoint, *, deep: bool = True) -> li
             f"{checkpoint.failure or 'not complete'}"
         ]
     assert checkpoint.commit and checkpoint.worktree_tree and checkpoint.index_tree
-    return snapshot.verify_checkpoint(
-        store_repo_for(session, checkpoint.task_id),
+    store_repo = store_repo_for(session, checkpoint.task_id)
+    verified = still_verified(store_repo, checkpoint.commit)
+    before = None if verified or not deep else objects_fingerprint(store_repo)
+    problems = snapshot.verify_checkpoint(
+        store_repo,
         commit=checkpoint.commit,
         worktree_tree=checkpoint.worktree_tree,
         index_tree=checkpoint.index_tree,
         manifest_sha256=checkpoint.manifest_sha256,
         deep=deep,
+        objects_present=verified,
     ).problems()
+    if before and not problems:  # walked whole and sound while the objects were as `before`
+        snapshot.record_verified(store_repo, checkpoint.commit, before)
+    return problems
 
 
 def _require_sound(session: Session, checkpoint: Checkpoint, *, deep: bool = True) -> Path:
@@ -151,7 +166,7 @@ def _comparison_tree(
     if against == "base":
         if not checkpoint.base_commit:
             return snapshot.EMPTY_TREE
-        return snapshot.tree_of_commit(store_repo, checkpoint.base_commit)
+        return _tree_of_commit(store_repo, checkpoint.base_commit)
     if against == "previous":
         earlier = [
             c
@@ -162,6 +177,18 @@ def _comparison_tree(
             return _comparison_tree(session, checkpoint, "base", store_repo)
         return earlier[-1].worktree_tree
     raise UsageError(f"invalid --against {against!r}: use base or previous")
+
+
+def _tree_of_commit(store_repo: Path, commit: str) -> str:
+    """A commit's tree id, read from the store's files when they hold the commit whole (no git
+    process: a diff starts just the one that makes the text); else asked of git."""
+    from core import snapshot
+    from core.git.reader import read_objects
+
+    body = read_objects(store_repo, [commit]).get(commit) or b""
+    if body[:5] == b"tree " and body[45:46] == b"\n":
+        return body[5:45].decode("ascii")
+    return snapshot.tree_of_commit(store_repo, commit)
 
 
 def changed_files(session: Session, ref: str, against: str = "base") -> list[Any]:

@@ -4,11 +4,17 @@ Every checkpoint is verified before it counts as complete (a checkpoint that can
 restored is marked incomplete, never trusted). The cheap reads go through the operation's
 `cat-file` session; the walk of every object of both trees, the costly part, runs in the
 background while the checkpoint goes on, and is waited for only when its answer is asked.
+The walk finds every missing object, and every loose object whose content no longer hashes to
+its id (git itself never rehashes what it reads); a packed object is left to the pack's own
+checks. Once a checkpoint is found complete, `core.snapshot.verified` remembers it with a
+fingerprint of the store's object files, so it is walked again only after one of them changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from core.digests import sha256
@@ -28,9 +34,19 @@ TREE_MODE, GITLINK_MODE = "40000", "160000"
 class TreeWalk:
     """A `git rev-list --objects --missing=print` over some trees, running until asked."""
 
-    def __init__(self, missing: int, process: subprocess.Popen[bytes] | None) -> None:
+    def __init__(
+        self,
+        missing: int,
+        process: subprocess.Popen[bytes] | None,
+        store_repo: Path | None = None,
+        seen: Iterable[str] = (),
+    ) -> None:
         self._missing = missing
         self._process = process
+        self._store_repo = store_repo
+        self._seen = list(seen)
+        self.damaged: list[str] = []
+        self.unreadable = False
 
     @classmethod
     def start(
@@ -46,8 +62,12 @@ class TreeWalk:
             presence = held_objects(store_repo, trees)
         missing = sum(1 for tree in dict.fromkeys(trees) if not presence[tree])
         present_trees = [tree for tree in dict.fromkeys(trees) if presence[tree]]
-        if not present_trees or (not exclude and _held_here(store_repo, present_trees)):
+        if not present_trees:
             return cls(missing, None)
+        if not exclude:
+            seen = _held_here(store_repo, present_trees)
+            if seen is not None:
+                return cls(missing, None, store_repo, [*present_trees, *seen])
         args = [
             "rev-list",
             "--objects",
@@ -56,14 +76,22 @@ class TreeWalk:
             *present_trees,
             *[f"^{tree}" for tree in exclude],
         ]
-        return cls(missing, start_git(args, cwd=store_repo, env={"GIT_DIR": str(store_repo)}))
+        process = start_git(args, cwd=store_repo, env={"GIT_DIR": str(store_repo)})
+        return cls(missing, process, store_repo, present_trees)
 
     def missing(self) -> int:
-        """How many objects the store cannot produce (waits for the walk to end)."""
+        """How many objects the store cannot produce (waits for the walk to end); the walked
+        objects whose loose file is damaged are then in `damaged`."""
         if self._process is not None:
             process, self._process = self._process, None
             out = finish_git(process, "rev-list", ok_codes=(0, 128))
-            self._missing += sum(1 for line in out.decode().split() if line.startswith("?"))
+            listed = out.decode().split()
+            found = sum(1 for line in listed if line.startswith("?"))
+            self._missing += found
+            self.unreadable = process.returncode != 0 and not found  # a tree git cannot parse
+            self._seen += [line for line in listed if not line.startswith("?")]
+        if self._store_repo is not None:
+            self.damaged, self._seen = damaged_loose(self._store_repo, self._seen), []
         return self._missing
 
 
@@ -71,9 +99,9 @@ _HERE_LIMIT = 256
 """Objects a walk reads from the repository's files before leaving the rest to `rev-list`."""
 
 
-def _held_here(store_repo: Path, trees: list[str]) -> bool:
-    """True when every object `trees` reach is seen in the repository's files (loose, or whole
-    in a pack): a small checkpoint is verified with no git process. False is not "missing",
+def _held_here(store_repo: Path, trees: list[str]) -> set[str] | None:
+    """Every object `trees` reach, when each is seen in the repository's files (loose, or whole
+    in a pack): a small checkpoint is verified with no git process. None is not "missing",
     only "not sure here" (a delta, an alternate, a big tree): `rev-list` then decides."""
     reader = ObjectReader(store_repo)
     try:
@@ -82,20 +110,50 @@ def _held_here(store_repo: Path, trees: list[str]) -> bool:
         while queue:
             found = reader.read_here(queue.pop())
             if found is None or found[0] != "tree":
-                return False
+                return None
             for mode, _name, oid in parse_tree(found[1]):
                 if oid in seen or mode == GITLINK_MODE:  # rev-list skips submodule commits
                     continue
                 seen.add(oid)
                 if len(seen) > _HERE_LIMIT:
-                    return False
+                    return None
                 if mode == TREE_MODE:
                     queue.append(oid)
                 elif not reader.held_here(oid):
-                    return False
-        return True
+                    return None
+        return seen
     finally:
         reader.close()
+
+
+def damaged_loose(store_repo: Path, oids: Iterable[str]) -> list[str]:
+    """Those of `oids` stored as a loose object file whose content does not inflate, or does
+    not hash to its id: a file edited in place. Only the loose files are read (one listing
+    of each fan-out directory a walked object lives in), so a walk costs little more."""
+    import hashlib  # only when loose files are rehashed (`show` verifies without loading it)
+
+    objects = store_repo / "objects"
+    wanted: dict[str, set[str]] = {}
+    for oid in oids:
+        wanted.setdefault(oid[:2], set()).add(oid[2:])
+    damaged = []
+    for fan_out, rests in sorted(wanted.items()):
+        try:
+            present = rests.intersection(os.listdir(objects / fan_out))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for rest in sorted(present):
+            try:
+                with open(objects / fan_out / rest, "rb") as handle:
+                    data = zlib.decompress(handle.read())
+            except FileNotFoundError:
+                continue  # gone meanwhile (packed by a gc): rev-list saw it held
+            except (OSError, zlib.error):
+                damaged.append(fan_out + rest)
+                continue
+            if hashlib.sha1(data, usedforsecurity=False).hexdigest() != fan_out + rest:
+                damaged.append(fan_out + rest)
+    return damaged
 
 
 class Verification:
@@ -111,9 +169,16 @@ class Verification:
     def problems(self) -> list[str]:
         """Every problem found (waits for the walk): empty when the checkpoint is sound."""
         if self._walk is not None:
-            self._missing += self._walk.missing()
-            self._walk = None
+            walk, self._walk = self._walk, None
+            self._missing += walk.missing()
             self._state_missing()
+            if walk.damaged:
+                self._problems.append(
+                    f"{len(walk.damaged)} snapshot object(s) are damaged in the store "
+                    f"repository (e.g. {walk.damaged[0][:12]}: its content does not match its id)"
+                )
+            if walk.unreadable:
+                self._problems.append("git cannot read the snapshot's trees in the store")
         return self._problems
 
     def _state_missing(self) -> None:
