@@ -221,14 +221,16 @@ def stale_advice(session: Session, task_id: str) -> str | None:
 
 def _header_schema_error(session: Session, task: Task, checkpoint: Checkpoint) -> str | None:
     """A `pitstop.json` header from a newer Pitstop makes the checkpoint unsupported."""
-    from core import snapshot
+    from core.git.reader import read_objects
     from core.snapshot import manifest
 
     assert checkpoint.commit
-    try:
-        raw = snapshot.read_blob(
-            session.paths.repos / task.store_repo, checkpoint.commit, "pitstop.json"
-        )
+    try:  # read from the store's files (a checkpoint's commit and root are loose): no process
+        raw = read_objects(
+            session.paths.repos / task.store_repo, [f"{checkpoint.commit}:pitstop.json"]
+        ).get(f"{checkpoint.commit}:pitstop.json")
+        if raw is None:
+            return None
         header = json.loads(raw)
     except (PitstopError, ValueError):
         return None  # a missing or unreadable header is damage, reported by `complete`

@@ -111,7 +111,11 @@ def _held_here(store_repo: Path, trees: list[str]) -> set[str] | None:
             found = reader.read_here(queue.pop())
             if found is None or found[0] != "tree":
                 return None
-            for mode, _name, oid in parse_tree(found[1]):
+            try:
+                entries = parse_tree(found[1])
+            except ValueError:  # not a tree's bytes (damaged): `rev-list` and the rehash say so
+                return None
+            for mode, _name, oid in entries:
                 if oid in seen or mode == GITLINK_MODE:  # rev-list skips submodule commits
                     continue
                 seen.add(oid)
@@ -249,7 +253,10 @@ def verify_previous(store_repo: Path, commit: str, trees: tuple[str, str]) -> Ve
 
 def _root_problems(root_tree: bytes, worktree_tree: str, index_tree: str) -> list[str]:
     """What is wrong with the commit's `worktree/` and `index/` entries."""
-    entries = {name: oid for _mode, name, oid in parse_tree(root_tree)}
+    try:
+        entries = {name: oid for _mode, name, oid in parse_tree(root_tree)}
+    except ValueError:
+        return ["the checkpoint commit's tree cannot be read (damaged)"]
     problems = []
     if entries.get("worktree") != worktree_tree:
         problems.append("the commit's worktree/ tree differs from the recorded snapshot tree")

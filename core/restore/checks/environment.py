@@ -27,7 +27,7 @@ def check_runtime(inputs: ValidationInputs) -> list[Finding]:
         "os": platform.system(),
         "arch": platform.machine(),
         "python": platform.python_version(),
-        "git": git_version(),
+        "git": git_version(inputs.scratch),  # the cache checkpoints keep: no `git --version`
     }
     for key in ("os", "arch"):
         if env.get(key) and env[key] != current[key]:
