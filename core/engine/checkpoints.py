@@ -14,7 +14,7 @@ from pathlib import Path
 
 from core import numbers, store
 from core.engine.writers import displayed
-from core.errors import DamagedCheckpointError, NotFoundError, UsageError
+from core.errors import DamagedCheckpointError, NotFoundError, PitstopError, UsageError
 from core.models import Checkpoint, CheckpointState
 from core.session import Session
 
@@ -149,13 +149,28 @@ def _require_sound(session: Session, checkpoint: Checkpoint, *, deep: bool = Tru
 
 def diff(session: Session, ref: str, against: str = "base", paths: Sequence[str] = ()) -> str:
     """A unified diff of a checkpoint's snapshot against its base commit or the previous one."""
-    from core import snapshot
+
+    from core.snapshot.diff import finish_unified_diff, start_unified_diff
 
     checkpoint = get_checkpoint(session, ref, with_content=False)
-    store_repo = _require_sound(session, checkpoint)
-    old_tree = _comparison_tree(session, checkpoint, against, store_repo)
+    if checkpoint.state is not CheckpointState.COMPLETE or not checkpoint.worktree_tree:
+        _require_sound(session, checkpoint)  # raises: it says why
     assert checkpoint.worktree_tree
-    return snapshot.unified_diff(store_repo, old_tree, checkpoint.worktree_tree, paths)
+    store_repo = store_repo_for(session, checkpoint.task_id)
+    try:
+        old_tree = _comparison_tree(session, checkpoint, against, store_repo)
+    except PitstopError:
+        _require_sound(session, checkpoint)  # damage is what is said first
+        raise
+    # git writes the text while the checkpoint is checked; nothing of it is shown unless sound
+    running = start_unified_diff(store_repo, old_tree, checkpoint.worktree_tree, paths)
+    try:
+        _require_sound(session, checkpoint)
+    except BaseException:
+        running.kill()
+        running.communicate()
+        raise
+    return finish_unified_diff(running)
 
 
 def _comparison_tree(

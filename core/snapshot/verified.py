@@ -31,7 +31,7 @@ MAX_COMMITS = 64
 def objects_fingerprint(store_repo: Path) -> str:
     """A digest that changes whenever an object file of the store's repository is added,
     removed, replaced or written to (loose objects and the pack directory's files)."""
-    objects = store_repo / "objects"
+    objects = f"{store_repo}/objects"
     digest = sha256()
     try:
         names = sorted(os.listdir(objects))
@@ -41,7 +41,8 @@ def objects_fingerprint(store_repo: Path) -> str:
         if len(name) != 2 and name not in ("pack", "info"):
             continue
         try:
-            entries = sorted(os.scandir(objects / name), key=lambda entry: entry.name)
+            with os.scandir(f"{objects}/{name}") as listing:
+                entries = sorted(listing, key=_name)
         except (FileNotFoundError, NotADirectoryError):
             continue
         for entry in entries:
@@ -54,6 +55,10 @@ def objects_fingerprint(store_repo: Path) -> str:
                 f"{stat.st_ctime_ns}\n".encode()
             )
     return str(digest.hexdigest())
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
 
 
 def _recorded(store_repo: Path) -> tuple[str, list[str]]:
