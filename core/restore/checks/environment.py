@@ -15,7 +15,6 @@ from typing import Any
 
 from core.agent_env import harness_version
 from core.restore.findings import Finding, Status, ValidationInputs, manifest_of
-from core.security.fingerprint import fingerprint
 from core.snapshot import git_version
 
 
@@ -65,7 +64,7 @@ def _harness_findings(inputs: ValidationInputs) -> list[Finding]:
         return []
     name, recorded = harness["name"], harness.get("version")
     table = inputs.harness_config
-    current = table.get("version") or harness_version(name, inputs.environ)
+    current = table.get("version") or harness_version(name, inputs.environment)
     if not current and table.get("version_command"):
         try:
             out = subprocess.run(
@@ -105,10 +104,12 @@ def check_credentials(inputs: ValidationInputs) -> list[Finding]:
     recorded: list[dict[str, Any]] = manifest_of(inputs).get("credentials", [])
     if not recorded:
         return [Finding("credentials", Status.PASS, "the task names no credentials")]
+    from core.security.fingerprint import fingerprint  # `hmac` loads OpenSSL: only when needed
+
     findings: list[Finding] = []
     for item in recorded:
         name = item["name"]
-        value = inputs.environ.get(name)
+        value = inputs.environment.get(name)
         if value is None:
             findings.append(
                 Finding(
