@@ -181,7 +181,8 @@ def _comparison_tree(
     if against == "base":
         if not checkpoint.base_commit:
             return snapshot.EMPTY_TREE
-        return _tree_of_commit(store_repo, checkpoint.base_commit)
+        # git peels it itself: no process (nor a read of the commit) to ask for the tree id
+        return f"{checkpoint.base_commit}^{{tree}}"
     if against == "previous":
         earlier = [
             c
@@ -192,18 +193,6 @@ def _comparison_tree(
             return _comparison_tree(session, checkpoint, "base", store_repo)
         return earlier[-1].worktree_tree
     raise UsageError(f"invalid --against {against!r}: use base or previous")
-
-
-def _tree_of_commit(store_repo: Path, commit: str) -> str:
-    """A commit's tree id, read from the store's files when they hold the commit whole (no git
-    process: a diff starts just the one that makes the text); else asked of git."""
-    from core import snapshot
-    from core.git.reader import read_objects
-
-    body = read_objects(store_repo, [commit]).get(commit) or b""
-    if body[:5] == b"tree " and body[45:46] == b"\n":
-        return body[5:45].decode("ascii")
-    return snapshot.tree_of_commit(store_repo, commit)
 
 
 def changed_files(session: Session, ref: str, against: str = "base") -> list[Any]:
