@@ -35,7 +35,7 @@ def objects_fingerprint(store_repo: Path) -> str:
     digest = sha256()
     try:
         names = sorted(os.listdir(objects))
-    except FileNotFoundError:
+    except OSError:  # no objects directory (or not readable): nothing can be vouched for
         return ""
     for name in names:
         if len(name) != 2 and name not in ("pack", "info"):
@@ -43,8 +43,10 @@ def objects_fingerprint(store_repo: Path) -> str:
         try:
             with os.scandir(f"{objects}/{name}") as listing:
                 entries = sorted(listing, key=_name)
-        except (FileNotFoundError, NotADirectoryError):
+        except FileNotFoundError:
             continue
+        except OSError:  # a fan-out directory not readable: nothing can be vouched for
+            return ""
         for entry in entries:
             try:
                 stat = entry.stat(follow_symlinks=False)
@@ -65,7 +67,7 @@ def _recorded(store_repo: Path) -> tuple[str, list[str]]:
     """The marker's fingerprint and the commits verified with it ("" and none if unreadable)."""
     try:
         lines = (store_repo / MARKER).read_text().split()
-    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+    except (OSError, UnicodeDecodeError):  # none, or not readable here: walk again
         return "", []
     if len(lines) < 2 or not lines[0].startswith("fingerprint="):
         return "", []  # none, or an older Pitstop's one-line marker: walk once more
@@ -96,4 +98,8 @@ def still_verified(store_repo: Path, commit: str) -> bool:
     """Whether `commit` was verified complete and no object file has changed since (so every
     object of its trees is still there and unchanged, unwalked)."""
     recorded, commits = _recorded(store_repo)
-    return bool(commit) and commit in commits and recorded == objects_fingerprint(store_repo)
+    return (
+        bool(commit and recorded)
+        and commit in commits
+        and recorded == objects_fingerprint(store_repo)
+    )

@@ -17,7 +17,7 @@ from corekit import git_bytes, only_store_repo, write
 
 from core.engine import Engine
 from core.models import Checkpoint, CheckpointState
-from core.snapshot.verified import MARKER, still_verified
+from core.snapshot.verified import MARKER, record_verified, still_verified
 
 
 def pitstop(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -156,3 +156,14 @@ def test_an_older_checkpoint_verified_by_a_diff_stays_verified_beside_the_newest
     assert pitstop("diff", found.ref, cwd=repo).returncode == 0
     assert still_verified(store, found.commit or "")
     assert still_verified(store, newer.commit or "")
+
+
+def test_a_marker_vouches_for_nothing_it_cannot_match(tmp_path: Path) -> None:
+    """No objects directory (or one not readable) has no fingerprint: a marker whose recorded
+    fingerprint is empty too still vouches for nothing, and nothing is recorded there."""
+    store = tmp_path / "store.git"
+    store.mkdir()
+    (store / MARKER).write_text(f"fingerprint=\n{'a' * 40}\n")
+    assert not still_verified(store, "a" * 40)
+    record_verified(store, "b" * 40)
+    assert (store / MARKER).read_text() == f"fingerprint=\n{'a' * 40}\n"
