@@ -149,7 +149,6 @@ def _require_sound(session: Session, checkpoint: Checkpoint, *, deep: bool = Tru
 
 def diff(session: Session, ref: str, against: str = "base", paths: Sequence[str] = ()) -> str:
     """A unified diff of a checkpoint's snapshot against its base commit or the previous one."""
-
     from core.snapshot.diff import finish_unified_diff, start_unified_diff
 
     checkpoint = get_checkpoint(session, ref, with_content=False)

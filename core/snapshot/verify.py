@@ -134,8 +134,6 @@ def damaged_loose(store_repo: Path, oids: Iterable[str]) -> list[str]:
     """Those of `oids` stored as a loose object file whose content does not inflate, or does
     not hash to its id: a file edited in place. Only the loose files are read (one listing
     of each fan-out directory a walked object lives in), so a walk costs little more."""
-    import hashlib  # only when loose files are rehashed (`show` verifies without loading it)
-
     objects = store_repo / "objects"
     wanted: dict[str, set[str]] = {}
     for oid in oids:
@@ -155,9 +153,18 @@ def damaged_loose(store_repo: Path, oids: Iterable[str]) -> list[str]:
             except (OSError, zlib.error):
                 damaged.append(fan_out + rest)
                 continue
-            if hashlib.sha1(data, usedforsecurity=False).hexdigest() != fan_out + rest:
+            if _object_id(data, len(fan_out + rest)) != fan_out + rest:
                 damaged.append(fan_out + rest)
     return damaged
+
+
+def _object_id(data: bytes, length: int) -> str:
+    """The id git gives a loose object's inflated bytes (SHA-1, or SHA-256 for 64-digit ids)."""
+    import hashlib  # only when a loose file is rehashed (`show` of a verified one loads none)
+
+    if length == 64:
+        return hashlib.sha256(data).hexdigest()
+    return hashlib.sha1(data, usedforsecurity=False).hexdigest()
 
 
 class Verification:
