@@ -105,13 +105,13 @@ def verify(session: Session, checkpoint: Checkpoint, *, deep: bool = True) -> li
     """Problems found re-reading a checkpoint from the store (empty when it is sound).
 
     The commit, its root entries and the manifest are read back every time. Every object of
-    both trees is walked (present, and each loose one hashing to its id) unless this checkpoint
-    was found complete before and no object file of the store has changed since
-    (`core.snapshot.verified`): a diff or validation of a checkpoint costs what its root reads
-    cost, not what its tree holds. A complete deep walk is recorded for the next reader.
+    both trees is walked (present, and each loose one hashing to its id) unless a reader walked
+    this checkpoint whole before and every file its objects live in is as it was then
+    (`core.snapshot.verified_reads`): a diff or validation of a checkpoint read before costs
+    what its root reads and its own loose objects cost, not what its tree holds.
     """
     from core import snapshot
-    from core.snapshot.verified import objects_fingerprint, still_verified
+    from core.snapshot import verified_reads
 
     if checkpoint.state is not CheckpointState.COMPLETE:
         return [
@@ -120,19 +120,32 @@ def verify(session: Session, checkpoint: Checkpoint, *, deep: bool = True) -> li
         ]
     assert checkpoint.commit and checkpoint.worktree_tree and checkpoint.index_tree
     store_repo = store_repo_for(session, checkpoint.task_id)
-    verified = still_verified(store_repo, checkpoint.commit)
-    before = None if verified or not deep else objects_fingerprint(store_repo)
-    problems = snapshot.verify_checkpoint(
+    read_before = verified_reads.still_read(store_repo, checkpoint.commit)
+    packs = loose = None
+    if deep and not read_before:  # as the store was before the walk: what a record vouches for
+        packs = verified_reads.packs_state(store_repo)
+        loose = verified_reads.loose_listing(store_repo)
+    verification = snapshot.verify_checkpoint(
         store_repo,
         commit=checkpoint.commit,
         worktree_tree=checkpoint.worktree_tree,
         index_tree=checkpoint.index_tree,
         manifest_sha256=checkpoint.manifest_sha256,
         deep=deep,
-        objects_present=verified,
-    ).problems()
-    if before and not problems:  # walked whole and sound while the objects were as `before`
-        snapshot.record_verified(store_repo, checkpoint.commit, before)
+        objects_present=read_before,
+    )
+    problems = verification.problems()
+    walk = verification.walk
+    # recorded when every object that was loose before the walk was rehashed (its file's state
+    # kept): the others were packed, in packs the record holds as they were
+    if (
+        packs
+        and loose is not None
+        and walk is not None
+        and not problems
+        and all(oid in walk.loose for oid in walk.walked if oid in loose)
+    ):
+        verified_reads.record_read(store_repo, checkpoint.commit, packs, walk.loose)
     return problems
 
 

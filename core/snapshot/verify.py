@@ -13,7 +13,6 @@ fingerprint of the store's object files, so it is walked again only after one of
 from __future__ import annotations
 
 import os
-import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from core.git.reader import ObjectReader, held_objects, read_objects
 from core.git.run import finish_git, start_git
 from core.snapshot.checkpoint import MANIFEST_FILE
 from core.snapshot.verified import still_verified
+from core.snapshot.verified_reads import rehash
 
 TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: ~3 ms of start-up)
 if TYPE_CHECKING:
@@ -46,6 +46,8 @@ class TreeWalk:
         self._store_repo = store_repo
         self._seen = list(seen)
         self.damaged: list[str] = []
+        self.walked: list[str] = []  # every object the walk reached (once it ended)
+        self.loose: dict[str, str] = {}  # the sound loose ones' file states
         self.unreadable = False
 
     @classmethod
@@ -77,7 +79,9 @@ class TreeWalk:
             *[f"^{tree}" for tree in exclude],
         ]
         process = start_git(args, cwd=store_repo, env={"GIT_DIR": str(store_repo)})
-        return cls(missing, process, store_repo, present_trees)
+        # a whole walk rehashes the loose objects it reached; a partial one (beside a restore,
+        # which reads every blob itself) only counts what is missing
+        return cls(missing, process, None if exclude else store_repo, present_trees)
 
     def missing(self) -> int:
         """How many objects the store cannot produce (waits for the walk to end); the walked
@@ -91,7 +95,8 @@ class TreeWalk:
             self.unreadable = process.returncode != 0 and not found  # a tree git cannot parse
             self._seen += [line for line in listed if not line.startswith("?")]
         if self._store_repo is not None:
-            self.damaged, self._seen = damaged_loose(self._store_repo, self._seen), []
+            self.walked, self._seen = self._seen, []
+            self.damaged, self.loose = damaged_loose(self._store_repo, self.walked)
         return self._missing
 
 
@@ -130,15 +135,17 @@ def _held_here(store_repo: Path, trees: list[str]) -> set[str] | None:
         reader.close()
 
 
-def damaged_loose(store_repo: Path, oids: Iterable[str]) -> list[str]:
+def damaged_loose(store_repo: Path, oids: Iterable[str]) -> tuple[list[str], dict[str, str]]:
     """Those of `oids` stored as a loose object file whose content does not inflate, or does
-    not hash to its id: a file edited in place. Only the loose files are read (one listing
-    of each fan-out directory a walked object lives in), so a walk costs little more."""
+    not hash to its id (a file edited in place), and the state of each loose file that was
+    sound (`verified_reads.file_state`, taken as it was opened). Only the loose files are
+    read (one listing of each fan-out directory a walked object lives in)."""
     objects = store_repo / "objects"
     wanted: dict[str, set[str]] = {}
     for oid in oids:
         wanted.setdefault(oid[:2], set()).add(oid[2:])
     damaged = []
+    states: dict[str, str] = {}
     for fan_out, rests in sorted(wanted.items()):
         try:
             present = rests.intersection(os.listdir(objects / fan_out))
@@ -146,25 +153,16 @@ def damaged_loose(store_repo: Path, oids: Iterable[str]) -> list[str]:
             continue
         for rest in sorted(present):
             try:
-                with open(objects / fan_out / rest, "rb") as handle:
-                    data = zlib.decompress(handle.read())
+                state = rehash(f"{objects}/{fan_out}/{rest}", fan_out + rest)
             except FileNotFoundError:
                 continue  # gone meanwhile (packed by a gc): rev-list saw it held
-            except (OSError, zlib.error):
+            except OSError:
+                state = None
+            if state is None:
                 damaged.append(fan_out + rest)
-                continue
-            if _object_id(data, len(fan_out + rest)) != fan_out + rest:
-                damaged.append(fan_out + rest)
-    return damaged
-
-
-def _object_id(data: bytes, length: int) -> str:
-    """The id git gives a loose object's inflated bytes (SHA-1, or SHA-256 for 64-digit ids)."""
-    import hashlib  # only when a loose file is rehashed (`show` of a verified one loads none)
-
-    if length == 64:
-        return hashlib.sha256(data).hexdigest()
-    return hashlib.sha1(data, usedforsecurity=False).hexdigest()
+            else:
+                states[fan_out + rest] = state
+    return damaged, states
 
 
 class Verification:
@@ -174,6 +172,7 @@ class Verification:
         self._problems = problems
         self._missing = missing
         self._walk = walk
+        self.walk: TreeWalk | None = None  # the walk, once ended (None: nothing was walked)
         if walk is None:
             self._state_missing()
 
@@ -181,6 +180,7 @@ class Verification:
         """Every problem found (waits for the walk): empty when the checkpoint is sound."""
         if self._walk is not None:
             walk, self._walk = self._walk, None
+            self.walk = walk
             self._missing += walk.missing()
             self._state_missing()
             if walk.damaged:

@@ -1,7 +1,7 @@
-"""`pitstop diff` and `validate` trust a checkpoint verified complete without walking its trees
-again, but only while no object file of the store has changed: an object deleted, truncated or
-rewritten in place after the verification (its times set back, even) is still found, and both
-commands refuse the checkpoint with one clear line."""
+"""`pitstop diff` and `validate` trust a checkpoint a reader walked whole before without walking
+its trees again, but only while every file its objects live in is as it was: an object deleted,
+truncated or rewritten in place after that (its times set back, even) is still found, and both
+commands refuse the checkpoint with one clear line. The store growing does not undo it."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from corekit import git_bytes, only_store_repo, write
 
 from core.engine import Engine
 from core.models import Checkpoint, CheckpointState
-from core.snapshot.verified import MARKER, record_verified, still_verified
+from core.snapshot.verified_reads import READS, packs_state, record_read, still_read
 
 
 def pitstop(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -97,7 +97,7 @@ def verified(engine: Engine, repo: Path) -> tuple[Checkpoint, Path]:
     write(repo / "src/app.py", "print('changed')\n")
     found = checkpoint(engine)
     assert pitstop("diff", found.ref, cwd=repo).returncode == 0
-    assert still_verified(store_of(engine), found.commit or "")
+    assert still_read(store_of(engine), found.commit or "")
     return found, repo
 
 
@@ -123,47 +123,54 @@ def test_a_damaged_object_after_verification_is_refused_with_one_line(
     assert "✗ complete      damaged: " in validate.stdout
     assert "verdict: blocked" in validate.stdout
     assert validate.stderr == ""
-    assert not still_verified(store, found.commit or "")  # nothing damaged is ever recorded
+    assert not still_read(store, found.commit or "")  # nothing damaged is ever recorded
 
 
-def test_a_verified_checkpoint_is_diffed_again_without_its_trees_walked(
+def test_a_record_that_does_not_match_the_store_buys_nothing(
     engine: Engine, verified: tuple[Checkpoint, Path]
 ) -> None:
-    """The walk is skipped only while the marker vouches for it: a marker naming the commit
-    but another fingerprint (an older one, or a forged line) buys nothing."""
+    """A record naming other pack state (an older one, or a forged line) is walked past, and
+    the walk records the checkpoint again as it is."""
     found, repo = verified
     store = store_of(engine)
+    record = store / READS / (found.commit or "")
     first = pitstop("diff", found.ref, cwd=repo)
-    marker = (store / MARKER).read_text()
-    (store / MARKER).write_text(f"fingerprint={'0' * 64}\n{found.commit}\n")
-    assert not still_verified(store, found.commit or "")
+    kept = record.read_text()
+    record.write_text(f"packs {'0' * 64}\n")
+    assert not still_read(store, found.commit or "")
     again = pitstop("diff", found.ref, cwd=repo)  # walked, sound, recorded again
     assert (again.returncode, again.stdout) == (0, first.stdout)
     assert "+print('changed')" in again.stdout
-    assert (store / MARKER).read_text() == marker
-    assert still_verified(store, found.commit or "")
+    assert record.read_text() == kept
+    assert still_read(store, found.commit or "")
 
 
-def test_an_older_checkpoint_verified_by_a_diff_stays_verified_beside_the_newest(
+def test_a_read_checkpoint_stays_read_while_the_store_grows(
     engine: Engine, verified: tuple[Checkpoint, Path]
 ) -> None:
+    """The record holds the checkpoint's own files only: newer checkpoints and other objects
+    (their loose files, a new fan-out directory) leave it standing, at no cost per object."""
     found, repo = verified
     store = store_of(engine)
     write(repo / "notes.txt", "later\n")
-    newer = checkpoint(engine)  # new objects: a new fingerprint, only the newest vouched for
-    assert still_verified(store, newer.commit or "")
-    assert not still_verified(store, found.commit or "")
-    assert pitstop("diff", found.ref, cwd=repo).returncode == 0
-    assert still_verified(store, found.commit or "")
-    assert still_verified(store, newer.commit or "")
+    newer = checkpoint(engine)
+    for number in range(40):
+        git_bytes(store, "hash-object", "-w", "--stdin", input=f"other {number}\n".encode())
+    assert still_read(store, found.commit or "")
+    lines = (store / READS / (found.commit or "")).read_text().splitlines()
+    assert lines[0].startswith("packs ") and 0 < len(lines) - 1 < 40  # its loose objects only
+    assert pitstop("diff", newer.ref, cwd=repo).returncode == 0
+    assert still_read(store, newer.commit or "") and still_read(store, found.commit or "")
 
 
-def test_a_marker_vouches_for_nothing_it_cannot_match(tmp_path: Path) -> None:
-    """No objects directory (or one not readable) has no fingerprint: a marker whose recorded
-    fingerprint is empty too still vouches for nothing, and nothing is recorded there."""
+def test_a_record_vouches_for_nothing_it_cannot_match(tmp_path: Path) -> None:
+    """No objects directory: nothing is recorded there, and a record found there (or one for
+    a name that is not a commit id) vouches for nothing."""
     store = tmp_path / "store.git"
-    store.mkdir()
-    (store / MARKER).write_text(f"fingerprint=\n{'a' * 40}\n")
-    assert not still_verified(store, "a" * 40)
-    record_verified(store, "b" * 40)
-    assert (store / MARKER).read_text() == f"fingerprint=\n{'a' * 40}\n"
+    (store / READS).mkdir(parents=True)
+    commit = "a" * 40
+    (store / READS / commit).write_text(f"packs {packs_state(store)}\nbb{'c' * 38} 1:2:3:4\n")
+    assert not still_read(store, commit)  # its one loose object is not there
+    record_read(store, "b" * 40, "stale", {})
+    assert not (store / READS / ("b" * 40)).exists()
+    assert not still_read(store, "../" + commit)
