@@ -59,10 +59,14 @@ def test_diff_and_offline_validate_start_few_git_processes(
     assert result.checkpoint is not None and result.checkpoint.state is CheckpointState.COMPLETE
     ref = result.checkpoint.ref
 
+    first, calls = calls_of(logged, "diff", ref, cwd=repo)  # walks the trees, records it
+    assert first.returncode == 0 and "+print('changed')" in first.stdout, first
+    assert len(calls) <= 2, calls  # at most a `rev-list` beside the diff (none on a small tree)
+
     diff, calls = calls_of(logged, "diff", ref, cwd=repo)
-    assert diff.returncode == 0 and "+print('changed')" in diff.stdout, diff
-    # The text itself, and nothing else: the checkpoint was verified complete when it was
-    # taken (no walk of its trees), the base commit's tree is read from the store's files.
+    assert (diff.returncode, diff.stdout) == (0, first.stdout), diff
+    # The text itself, and nothing else: the checkpoint was read whole before and its files
+    # are as they were (no walk of its trees), and git peels the base commit to its tree.
     assert [call.split()[0] for call in calls] == ["diff"], calls
 
     validate, calls = calls_of(logged, "validate", ref, "--offline", cwd=repo)
