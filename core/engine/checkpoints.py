@@ -133,6 +133,7 @@ def verify(session: Session, checkpoint: Checkpoint, *, deep: bool = True) -> li
         manifest_sha256=checkpoint.manifest_sha256,
         deep=deep,
         objects_present=read_before,
+        known_loose=loose,
     )
     problems = verification.problems()
     walk = verification.walk

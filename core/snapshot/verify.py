@@ -49,6 +49,7 @@ class TreeWalk:
         self.walked: list[str] = []  # every object the walk reached (once it ended)
         self.loose: dict[str, str] = {}  # the sound loose ones' file states
         self.unreadable = False
+        self.known_loose: set[str] | None = None  # the store's loose ids, when listed already
 
     @classmethod
     def start(
@@ -96,7 +97,9 @@ class TreeWalk:
             self._seen += [line for line in listed if not line.startswith("?")]
         if self._store_repo is not None:
             self.walked, self._seen = self._seen, []
-            self.damaged, self.loose = damaged_loose(self._store_repo, self.walked)
+            self.damaged, self.loose = damaged_loose(
+                self._store_repo, self.walked, self.known_loose
+            )
         return self._missing
 
 
@@ -135,11 +138,14 @@ def _held_here(store_repo: Path, trees: list[str]) -> set[str] | None:
         reader.close()
 
 
-def damaged_loose(store_repo: Path, oids: Iterable[str]) -> tuple[list[str], dict[str, str]]:
+def damaged_loose(
+    store_repo: Path, oids: Iterable[str], known_loose: set[str] | None = None
+) -> tuple[list[str], dict[str, str]]:
     """Those of `oids` stored as a loose object file whose content does not inflate, or does
     not hash to its id (a file edited in place), and the state of each loose file that was
     sound (`verified_reads.file_state`, taken as it was opened). Only the loose files are
-    read (one listing of each fan-out directory a walked object lives in)."""
+    read: those of `known_loose` (the store's loose ids, listed before the walk), or else
+    those one listing of each fan-out directory a walked object lives in shows."""
     objects = store_repo / "objects"
     wanted: dict[str, set[str]] = {}
     for oid in oids:
@@ -147,10 +153,13 @@ def damaged_loose(store_repo: Path, oids: Iterable[str]) -> tuple[list[str], dic
     damaged = []
     states: dict[str, str] = {}
     for fan_out, rests in sorted(wanted.items()):
-        try:
-            present = rests.intersection(os.listdir(objects / fan_out))
-        except (FileNotFoundError, NotADirectoryError):
-            continue
+        if known_loose is not None:
+            present = {rest for rest in rests if fan_out + rest in known_loose}
+        else:
+            try:
+                present = rests.intersection(os.listdir(objects / fan_out))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
         for rest in sorted(present):
             try:
                 state = rehash(f"{objects}/{fan_out}/{rest}", fan_out + rest)
@@ -208,6 +217,7 @@ def verify_checkpoint(
     manifest_sha256: str | None,
     deep: bool = True,
     objects_present: bool = False,
+    known_loose: set[str] | None = None,
 ) -> Verification:
     """Re-read a checkpoint from the store; `.problems()` lists every problem found (empty
     when sound).
@@ -217,7 +227,8 @@ def verify_checkpoint(
     walks every object of both snapshot trees; without it only what the index tree holds
     beyond the worktree tree is walked (a restore reads every blob anyway and reports any
     missing one itself). `objects_present` (the writer checked every object of both trees as
-    it stored them, see `Snapshot.objects_present`) skips the walk. The walk runs in the
+    it stored them, see `Snapshot.objects_present`) skips the walk; `known_loose` (the store's
+    loose ids, listed by the caller before) spares the walk listing them again. The walk runs in the
     background until `.problems()` is asked: a checkpoint takes its snapshot meanwhile.
     """
     if not (store_repo / "objects").is_dir():
@@ -239,6 +250,7 @@ def verify_checkpoint(
         return Verification(problems, sum(1 for present in presence.values() if not present))
     if deep:
         walk = TreeWalk.start(store_repo, [worktree_tree, index_tree], presence=presence)
+        walk.known_loose = known_loose
     else:  # the restore walks the worktree tree itself; check what only the index holds
         walk = TreeWalk.start(store_repo, [index_tree], exclude=[worktree_tree], presence=presence)
     return Verification(problems, walk=walk)
