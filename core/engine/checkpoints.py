@@ -165,6 +165,7 @@ def diff(session: Session, ref: str, against: str = "base", paths: Sequence[str]
     """A unified diff of a checkpoint's snapshot against its base commit or the previous one."""
     from core.snapshot.diff import finish_unified_diff, start_unified_diff
 
+    _check_against(against)  # before any read: a refusal changes nothing (no record either)
     checkpoint = get_checkpoint(session, ref, with_content=False)
     if checkpoint.state is not CheckpointState.COMPLETE or not checkpoint.worktree_tree:
         _require_sound(session, checkpoint)  # raises: it says why
@@ -184,6 +185,11 @@ def diff(session: Session, ref: str, against: str = "base", paths: Sequence[str]
         running.communicate()
         raise
     return finish_unified_diff(running)
+
+
+def _check_against(against: str) -> None:
+    if against not in ("base", "previous"):
+        raise UsageError(f"invalid --against {against!r}: use base or previous")
 
 
 def _comparison_tree(
@@ -212,6 +218,7 @@ def changed_files(session: Session, ref: str, against: str = "base") -> list[Any
     """Per-file status and line counts of a checkpoint against base or previous."""
     from core import snapshot
 
+    _check_against(against)
     checkpoint = get_checkpoint(session, ref, with_content=False)
     store_repo = _require_sound(session, checkpoint)
     assert checkpoint.worktree_tree
