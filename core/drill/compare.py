@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Set
 from enum import StrEnum
-from typing import Any, NamedTuple
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from core.records import NamedTuple
 
 
 class DrillVerdict(StrEnum):

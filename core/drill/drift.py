@@ -8,7 +8,10 @@ the model is the one the task records now against the one its checkpoint's manif
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 DRIFT_CHECKS = ("runtime", "harness", "transcript")
 

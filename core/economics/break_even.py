@@ -10,11 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any
 
 from core.economics.amounts import MINUTES_PER_HOUR, ONE, ZERO, json_number, non_negative
 from core.economics.decide import weigh
 from core.errors import UsageError
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Decision(StrEnum):

@@ -12,7 +12,6 @@ millisecond (tests/core/test_hooks.py pins what a hook loads).
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, NamedTuple
 
 from core.economics.amounts import (
     MINUTES_PER_HOUR,
@@ -24,6 +23,12 @@ from core.economics.amounts import (
     percent,
 )
 from core.errors import UsageError
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from core.records import NamedTuple
 
 
 class Weighed(NamedTuple):

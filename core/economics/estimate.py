@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
 
 from core.economics.amounts import (
     BYTES_PER_GIB,
@@ -25,6 +24,10 @@ from core.economics.amounts import (
 )
 from core.economics.break_even import BreakEven, CheckpointCost, ReplayCost, Scenario, break_even
 from core.economics.work_kinds import COUNTED_KINDS, WorkKind
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.config import EconomicsSettings

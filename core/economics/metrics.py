@@ -15,7 +15,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
 
 from core import store
 from core.config import Config
@@ -24,6 +23,10 @@ from core.errors import PitstopError
 from core.models import CheckpointState
 from core.security.keys import TaskKeys
 from core.store.db import Database
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 _STALE = "stale"
 # A decision's outcomes when the model itself skipped (not "nothing changed" after it took one).

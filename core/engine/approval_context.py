@@ -9,11 +9,15 @@ is not here) is reported in `problems` and the rest is still shown.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from core.errors import PitstopError
 from core.models import Approval, Interface, SideEffect, Task
 from core.session import Session
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 EVIDENCE_TAIL_LINES = 20
 

@@ -13,10 +13,15 @@ ties. A finished task needs nobody: its score is 0.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, NamedTuple
 
 from core import clock
 from core.models import Task, TaskStatus
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 if TYPE_CHECKING:
     from core.engine.tasks import TaskSummary

@@ -8,18 +8,13 @@ re-read, and only then the flip to `complete` in one transaction with its audit 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core import clock, numbers, store
-from core.engine.checkpoint_secrets import (
-    allowed_secret_paths,
-    record_allowed_secrets,
-    sealing_for,
-)
+from core.digests import sha256_hex
+from core.engine.checkpoint_secrets import allowed_secret_paths, record_allowed_secrets, sealing_for
 from core.engine.checkpoints import open_checkpoint
 from core.engine.integrity import refuse_reused_seq
 from core.engine.ledgers import ledger_sections
@@ -37,8 +32,13 @@ from core.models import (
 from core.session import Session
 from core.store.db import write_txn
 
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 if TYPE_CHECKING:  # snapshot pulls in git plumbing: loaded only when a checkpoint is taken
+    from typing import Any, NamedTuple
+
     from core import snapshot
+else:
+    from core.records import NamedTuple
 
 # What a checkpoint's reason does to its task's status.
 _STATUS_AFTER = {
@@ -481,7 +481,7 @@ def _write_commit(
     sealed_manifest = session.keys.seal(
         task.id, f"checkpoint/{seq}/manifest", manifest.encode(document)
     )
-    manifest_sha256 = hashlib.sha256(sealed_manifest).hexdigest()
+    manifest_sha256 = sha256_hex(sealed_manifest)
     header = manifest.build_header(
         task_id=task.id,
         seq=seq,

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from core.errors import UsageError
 from core.models import Checkpoint
 from core.session import Session
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 
 if TYPE_CHECKING:  # snapshot pulls in git plumbing: loaded only when a checkpoint is taken
     from core import snapshot

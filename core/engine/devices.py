@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import timedelta
-from typing import NamedTuple
 
 from core import clock
 from core.errors import NotAllowedError, NotFoundError, UsageError
@@ -20,6 +19,12 @@ from core.models import Device
 from core.session import Session
 from core.store import devices as rows
 from core.store.db import write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 PAIRING_MINUTES = 10.0
 _TOUCH_EVERY_S = 60.0  # how stale `last_seen_at` may get: one write a minute per device at most

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from typing import Any, NamedTuple
 
 from core import clock
 from core.engine.doctor_database import database_findings
@@ -25,6 +24,12 @@ from core.models import Interface
 from core.paths import StorePaths, resolve_store_root
 from core.session import Session
 from core.store.db import open_database
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from core.records import NamedTuple
 
 
 class DoctorReport(NamedTuple):

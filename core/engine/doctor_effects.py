@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from core import clock, store
 from core.engine.doctor_finding import Finding
@@ -21,6 +20,10 @@ from core.errors import PitstopError
 from core.models import EffectState, SideEffect
 from core.session import Session
 from core.store.db import write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 _LOST_REF = "refs/pitstop/lost/"
 

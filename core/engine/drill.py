@@ -20,7 +20,6 @@ import time
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from core import clock, numbers, store
 from core.drill.compare import DrillVerdict, Observed, differences, verdict_of
@@ -30,6 +29,10 @@ from core.engine.leases import pid_alive
 from core.errors import CommandStartError, ConflictError, PitstopError
 from core.session import Session
 from core.store.db import write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.evidence.items import Evidence

@@ -9,13 +9,18 @@ that fails with an error is reported as that task's failure and the others still
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
 
 from core import clock, store
 from core.engine.drill import DrillReport, drill
 from core.engine.drill_plan import GuardScreen
 from core.errors import PitstopError, UsageError
 from core.session import Session
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 DEFAULT_SINCE = "7d"
 DEFAULT_MAX = 20

@@ -13,13 +13,18 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
 
 from core import store
 from core.engine.workdir import task_workdir
 from core.errors import PitstopError, UsageError
 from core.models import Checkpoint, EffectState, Task
 from core.session import Session
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 if TYPE_CHECKING:
     from core.evidence.items import Evidence

@@ -8,11 +8,12 @@ resume (invariant 3), so `unsettled_effects` is what validation and the dashboar
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from core.engine.ledgers import effect_ledger
 from core.models import EffectState, SideEffect
 from core.session import Session
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 
 if TYPE_CHECKING:
     from core.ledger.checks import CheckVerdict

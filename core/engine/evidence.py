@@ -12,7 +12,6 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import nullcontext, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from core import clock, numbers, store
 from core.engine.checkpoints import parse_checkpoint_ref
@@ -26,6 +25,10 @@ from core.errors import (
 from core.models import Task
 from core.session import Session
 from core.store.db import batch_txn, write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:  # evidence pulls in redaction, zstd and crypto: loaded only when used
     from core.evidence import storage as evidence

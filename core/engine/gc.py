@@ -21,7 +21,6 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from core import store
 from core.config import RetentionSettings
@@ -35,6 +34,10 @@ from core.paths import StorePaths
 from core.security.keys import TaskKeys
 from core.session import Session
 from core.store.db import Database, write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 CHECKPOINT_REF_PREFIX = "refs/pitstop/checkpoints/"
 

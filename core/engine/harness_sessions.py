@@ -9,7 +9,6 @@ for one whose session ended: when exactly one open task there has no live sessio
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from core import clock, store
 from core.engine.workdir import is_task_directory
@@ -18,6 +17,10 @@ from core.models import NamedVersion, Task, TaskStatus
 from core.redaction.free_text import persistable
 from core.session import Session
 from core.store.db import write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def session_task(session: Session, harness: str, session_id: str) -> Task | None:

@@ -12,9 +12,14 @@ and a number the repository already holds is refused with one line pointing at
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NamedTuple
 
 from core.errors import StoreError
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 
 class RefAhead(NamedTuple):

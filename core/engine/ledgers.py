@@ -6,10 +6,12 @@ them in one place gives every use-case the same audit hook, operator and lock di
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from core import store
 from core.session import Session
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:  # the ledger modules load only when a use-case asks for them
     from core.ledger.approvals import Approvals

@@ -6,9 +6,9 @@ change state because they only ever read, and validation asks the estimate for i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from core.session import Session
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 
 if TYPE_CHECKING:  # the economics model is loaded only when a figure is asked for
     from core.economics import model as economics

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
 
 from core import clock, store
 from core.economics.amounts import BYTES_PER_GIB, DAYS_PER_MONTH, MINUTES_PER_HOUR, ZERO
@@ -26,6 +25,10 @@ from core.errors import PitstopError
 from core.models import CheckpointState, Task
 from core.session import Session
 from core.store.db import write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.engine.checkpoint import CheckpointRequest, CheckpointResult

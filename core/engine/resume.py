@@ -12,7 +12,6 @@ import contextlib
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core import clock, store
 from core.engine.approvals import list_approvals
@@ -25,6 +24,12 @@ from core.errors import ConflictError, NotFoundError, PitstopError, ResumeRefuse
 from core.models import Checkpoint, Task, TaskStatus
 from core.session import Session
 from core.store.db import write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from core.records import NamedTuple
 
 if TYPE_CHECKING:  # restore and brief modules load only when a resume runs
     from core import snapshot

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 from core import store
 from core.models import Task
 from core.session import Session
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.ledger.apply import ApplyReport

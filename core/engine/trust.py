@@ -8,12 +8,14 @@ labels, and one line per refused fact.
 
 from __future__ import annotations
 
-from typing import Any
-
 from core import store
 from core.errors import UsageError
 from core.session import Session
 from core.store.db import write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def roster(session: Session, task_id: str) -> dict[str, Any] | None:

@@ -23,9 +23,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any, NamedTuple
 
 from core.errors import CommandStartError, UsageError
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from core.records import NamedTuple
 
 READ_BYTES = 1024 * 1024
 PIPE_BYTES = 1024 * 1024

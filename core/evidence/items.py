@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
 
 from core import numbers, store
 from core.errors import UsageError
@@ -17,6 +16,12 @@ from core.redaction.free_text import persistable
 from core.redaction.redact import redact_argv
 from core.security.keys import TaskKeys
 from core.store.db import Database
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from core.records import NamedTuple
 
 DEFAULT_TAIL_LINES = 200
 DEFAULT_TAIL_BYTES = 64 * 1024

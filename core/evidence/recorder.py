@@ -17,7 +17,6 @@ import queue
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from core import clock, store
 from core.evidence.chunks import Chunk, ChunkWriter, Frame, compress_chunks, new_compressor
@@ -34,6 +33,10 @@ from core.redaction.hyperscan_gate import use_hyperscan_cache
 from core.redaction.redact import RULESET_VERSION, StreamRedactor, redact_text
 from core.security.keys import TaskKeys
 from core.store.db import Database, open_database, write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_PENDING_LINE = 8192
 BATCH_BYTES = 256 * 1024

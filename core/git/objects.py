@@ -13,6 +13,7 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from core.digests import sha1_hex
 from core.errors import GitError
 from core.git.pack_writer import pending_objects
 from core.git.run import PITSTOP_IDENT
@@ -30,10 +31,8 @@ TREE_MODE = "040000"
 def write_object(store_repo: Path, kind: str, body: bytes) -> str:
     """Write one loose object the way git does (zlib of `<kind> <size>\\0<body>`, named by its
     SHA-1, read-only, moved into place whole); return its id."""
-    import hashlib  # loaded when an object is written: reading needs none of it
-
     data = f"{kind} {len(body)}\0".encode() + body
-    oid = hashlib.sha1(data, usedforsecurity=False).hexdigest()
+    oid = sha1_hex(data)
     directory = f"{store_repo}/objects/{oid[:2]}"
     final = f"{directory}/{oid[2:]}"
     pending = pending_objects(store_repo)

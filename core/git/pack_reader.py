@@ -1,10 +1,12 @@
-"""Reading whole objects straight out of a store repository's packs, without a git process.
+"""Reading objects straight out of a store repository's packs, without a git process.
 
 The packs Pitstop writes (`pack_writer`) hold every object whole, and so do many entries of the
-packs git writes. An object stored whole is found through its pack's version-2 index and
-inflated here, and checked against its id before it is believed; a delta, a pack in another
-format, or anything this reader does not follow is left to `cat-file` (None). A pack that
-appears while the operation runs (a fetch, a flushed batch) is found on the next miss.
+packs git writes. An object is found through its pack's version-2 index and inflated here; one
+git stored as a delta (what a fetch brings: the base commit's trees, say) is rebuilt from its
+base in the same pack, to a bounded depth and size. Either way it is checked against its id
+before it is believed. A pack in another format, a delta past the bounds, or anything this
+reader does not follow is left to `cat-file` (None). A pack that appears while the operation
+runs (a fetch, a flushed batch) is found on the next miss.
 """
 
 # String annotations cost nothing: `core.records.NamedTuple` keeps them as written (no
@@ -16,6 +18,8 @@ import os
 import struct
 import zlib
 
+from core.digests import sha1_hex
+
 TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: ~3 ms of start-up)
 if TYPE_CHECKING:
     from typing import NamedTuple
@@ -23,6 +27,11 @@ else:
     from core.records import NamedTuple
 
 _KINDS = {1: "commit", 2: "tree", 3: "blob", 4: "tag"}
+_OFS_DELTA, _REF_DELTA = 6, 7
+# Deltas are rebuilt here only this deep and this large (git packs to depth 50 by default);
+# anything beyond goes to `cat-file`, which streams what this would hold in memory.
+_DELTA_DEPTH = 64
+_DELTA_MAX = 16 << 20
 _IDX_MAGIC = b"\xfftOc\x00\x00\x00\x02"
 _FANOUT = 8  # the fan-out table follows the magic and version
 _CHUNK = 64 << 10
@@ -72,10 +81,17 @@ class _Pack:
 
     def entry(self, offset: int) -> Entry | None:
         """The whole object at `offset`; None for a delta (or a header that makes no sense)."""
+        header = self._header(offset)
+        if header is None or header[0] not in _KINDS:
+            return None
+        return Entry(_KINDS[header[0]], header[1], self.data, header[2])
+
+    def _header(self, offset: int) -> tuple[int, int, int] | None:
+        """The entry's type number, size and the offset just past its header."""
         if offset < 12 or offset >= len(self.data) - 20:
             return None
         byte = self.data[offset]
-        kind = _KINDS.get((byte >> 4) & 7)
+        kind = (byte >> 4) & 7
         size, shift, position = byte & 0x0F, 4, offset + 1
         while byte & 0x80:
             if position >= len(self.data) or shift > 63:
@@ -83,7 +99,38 @@ class _Pack:
             byte = self.data[position]
             size |= (byte & 0x7F) << shift
             shift, position = shift + 7, position + 1
-        return Entry(kind, size, self.data, position) if kind else None
+        return kind, size, position
+
+    def rebuilt(self, offset: int, depth: int = 0) -> tuple[str, bytes] | None:
+        """The object at `offset`, whole or rebuilt from its delta chain; None past the
+        bounds or for anything malformed (the caller checks the result against its id)."""
+        header = self._header(offset)
+        if header is None or depth > _DELTA_DEPTH:
+            return None
+        kind, size, position = header
+        if kind in _KINDS:
+            if size > _DELTA_MAX and depth:
+                return None
+            body = _inflate(Entry(_KINDS[kind], size, self.data, position))
+            return (_KINDS[kind], body) if body is not None else None
+        if size > _DELTA_MAX:
+            return None
+        if kind == _OFS_DELTA:
+            distance, position = _offset_distance(self.data, position)
+            base_offset = offset - distance if distance else 0
+        elif kind == _REF_DELTA:
+            raw = bytes(self.data[position : position + 20])
+            base_offset, position = self.offset(raw) or 0, position + 20
+        else:
+            return None
+        if base_offset <= 0:
+            return None  # no base in this pack (or a distance that makes no sense)
+        base = self.rebuilt(base_offset, depth + 1)
+        delta = _inflate(Entry("delta", size, self.data, position))
+        if base is None or delta is None:
+            return None
+        body = apply_delta(base[1], delta)
+        return (base[0], body) if body is not None else None
 
     def close(self) -> None:
         self.index.close()
@@ -117,19 +164,44 @@ class PackedObjects:
                     return pack.entry(offset)
         return None
 
-    def read(self, oid: str, limit: int | None = None) -> tuple[str, bytes] | None:
-        """The object `oid` from a pack, checked against its id; None when it is not stored
-        whole, is larger than `limit`, or does not hash to `oid`."""
-        entry = self.find(oid)
-        if entry is None or (limit is not None and entry.size > limit):
-            return None
-        body = _inflate(entry)
-        header = f"{entry.kind} {entry.size}\0".encode()
-        import hashlib  # loaded when a packed object is read
+    def locate(self, oid: str) -> tuple[_Pack, int] | None:
+        """The pack and offset of `oid`, whole or a delta; None when no pack lists it."""
+        raw = bytes.fromhex(oid)
+        for attempt in range(2):
+            if (attempt or self._seen is None) and not self._rescan():
+                return None
+            for pack in self._packs.values():
+                if pack is None:
+                    continue
+                offset = pack.offset(raw)
+                if offset is not None:
+                    return pack, offset
+        return None
 
-        if body is None or hashlib.sha1(header + body, usedforsecurity=False).hexdigest() != oid:
+    def read(self, oid: str, limit: int | None = None) -> tuple[str, bytes] | None:
+        """The object `oid` from a pack (whole, or rebuilt from its delta), checked against
+        its id; None when no pack holds it readably here, it is larger than `limit`, or it
+        does not hash to `oid`."""
+        found = self.locate(oid)
+        if found is None:
             return None
-        return entry.kind, body
+        entry = found[0].entry(found[1])
+        if entry is not None:
+            if limit is not None and entry.size > limit:
+                return None
+            body = _inflate(entry)
+            kind = entry.kind
+        else:
+            rebuilt = found[0].rebuilt(found[1])
+            if rebuilt is None or (limit is not None and len(rebuilt[1]) > limit):
+                return None
+            kind, body = rebuilt
+        if body is None:
+            return None
+        header = f"{kind} {len(body)}\0".encode()
+        if sha1_hex(header + body) != oid:
+            return None
+        return kind, body
 
     def _rescan(self) -> bool:
         """List the packs again when the directory changed; False when it did not (or is not)."""
@@ -178,3 +250,71 @@ def _inflate(entry: Entry) -> bytes | None:
         return None
     body = b"".join(parts)
     return body if len(body) == entry.size else None
+
+
+def _offset_distance(data: mmap.mmap, position: int) -> tuple[int, int]:
+    """An OFS_DELTA's distance back to its base (git's offset encoding), and what follows."""
+    if position >= len(data):
+        return 0, position
+    byte = data[position]
+    distance, position = byte & 0x7F, position + 1
+    while byte & 0x80:
+        if position >= len(data) or distance > 1 << 56:
+            return 0, position
+        byte = data[position]
+        distance = ((distance + 1) << 7) | (byte & 0x7F)
+        position += 1
+    return distance, position
+
+
+def _varint(data: bytes, position: int) -> tuple[int, int]:
+    """A delta header's size (7 bits a byte, least significant first), and what follows."""
+    value = shift = 0
+    while position < len(data) and shift <= 63:
+        byte = data[position]
+        value |= (byte & 0x7F) << shift
+        shift, position = shift + 7, position + 1
+        if not byte & 0x80:
+            return value, position
+    return -1, position
+
+
+def apply_delta(base: bytes, delta: bytes) -> bytes | None:
+    """git's delta applied to `base`; None when the delta does not fit it (or is malformed)."""
+    source_size, position = _varint(delta, 0)
+    target_size, position = _varint(delta, position)
+    if source_size != len(base) or not 0 <= target_size <= _DELTA_MAX:
+        return None
+    out = bytearray()
+    end = len(delta)
+    while position < end:
+        op = delta[position]
+        position += 1
+        if op & 0x80:  # copy from the base: offset and size, each byte present by a flag bit
+            offset = size = 0
+            for bit in range(4):
+                if op & (1 << bit):
+                    if position >= end:
+                        return None
+                    offset |= delta[position] << (8 * bit)
+                    position += 1
+            for bit in range(3):
+                if op & (0x10 << bit):
+                    if position >= end:
+                        return None
+                    size |= delta[position] << (8 * bit)
+                    position += 1
+            size = size or 0x10000
+            if offset + size > len(base):
+                return None
+            out += base[offset : offset + size]
+        elif op:  # insert the next `op` bytes
+            if position + op > end:
+                return None
+            out += delta[position : position + op]
+            position += op
+        else:
+            return None  # reserved
+        if len(out) > target_size:
+            return None
+    return bytes(out) if len(out) == target_size else None

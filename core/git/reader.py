@@ -72,7 +72,7 @@ class ObjectReader:
         # reads the same commit and trees several times over. Small ones only, to a total cap.
         self._memo: dict[str, tuple[str, bytes]] = {}
         self._memo_bytes = 0
-        self._packed = PackedObjects(self._objects)  # whole objects in packs, read here too
+        self._packed = PackedObjects(self._objects)  # packed objects, read here too
         self._process: subprocess.Popen[bytes] | None = None
         self._checker: subprocess.Popen[bytes] | None = None
         self._commands = True  # one `--batch-command` answers reads and sizes alike
@@ -312,6 +312,11 @@ class ObjectReader:
         return os.path.exists(self._objects + oid[:2] + "/" + oid[2:]) or bool(
             self._packed.find(oid)
         )
+
+    def listed_here(self, oid: str) -> bool:
+        """Whether `oid` is loose, gathering, or listed by a pack's index (whole or a delta):
+        enough to know that writing it again would only duplicate it."""
+        return self.held_here(oid) or bool(_is_sha1(oid) and self._packed.locate(oid))
 
     def close(self) -> None:
         """End the `cat-file` processes, if any were started, and let go of the packs."""

@@ -24,7 +24,6 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from core.errors import PitstopError
 from core.harness.context import (
@@ -39,6 +38,10 @@ from core.harness.context import (
     sniff_event,
 )
 from core.harness.sessions import task_for, task_status
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.engine import CheckpointRequest, CheckpointResult, Engine

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from core.errors import PitstopError
 from core.harness.context import (
@@ -30,6 +29,10 @@ from core.harness.context import (
     sniff_event,
 )
 from core.harness.sessions import task_for
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def codex_notify(payload: str, context: HookContext, event_hint: str | None = None) -> HookReply:

@@ -15,9 +15,14 @@ import os
 import re
 import shlex
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from core.harness.rules import Rule
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 
 class RuleMatch(NamedTuple):

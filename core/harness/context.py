@@ -16,10 +16,15 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core.errors import UsageError
 from core.harness.rules import Rule, load_rules
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from core.records import NamedTuple
 
 if TYPE_CHECKING:
     from core.engine import Engine

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from core.harness.commands import RuleMatch
 from core.harness.context import HookReply, deny, observed, subagent_words
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 
 if TYPE_CHECKING:
     from core.engine import Engine

@@ -27,10 +27,13 @@ import shlex
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from core.errors import UsageError
 from core.harness.context import CLAUDE_CODE, CODEX
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Every Claude Code event `hook install` subscribes to, with its matcher (None: all).
 CLAUDE_CODE_EVENTS: tuple[tuple[str, str | None], ...] = (

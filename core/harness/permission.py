@@ -17,10 +17,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from core.harness.context import HookContext, HookReply, event_text
 from core.harness.sessions import task_for
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.models import Approval, Risk

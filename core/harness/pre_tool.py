@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
 
 from core.harness.commands import match_command
 from core.harness.context import (
@@ -28,6 +27,10 @@ from core.harness.context import (
 )
 from core.harness.protect import refuse_tool_call
 from core.harness.sessions import task_for
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 HARNESS_LABELS = {"claude-code": "Claude Code", "codex": "Codex"}
 

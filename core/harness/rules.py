@@ -11,9 +11,14 @@ Standard library only at load time: every PreToolUse hook reads this list.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from core.errors import UsageError
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from core.records import NamedTuple
 
 
 class Rule(NamedTuple):

@@ -13,11 +13,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from core.agent_env import harness_version
 from core.errors import NotAGitRepoError
 from core.harness.context import CLAUDE_CODE, HookContext, event_text
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.engine import Engine

@@ -20,7 +20,12 @@ import os
 import re
 import shlex
 from collections.abc import Iterator, Mapping
-from typing import NamedTuple
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 MAX_DEPTH = 5  # nested strings read as commands (`sh -c "bash -c '…'"`)
 SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "|&", ";;", "(", ")", "{", "}", "!"})

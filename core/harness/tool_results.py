@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core.harness.commands import RuleMatch, match_command
 from core.harness.context import (
@@ -33,6 +32,12 @@ from core.harness.context import (
     subagent,
 )
 from core.harness.sessions import task_for, task_status
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from core.records import NamedTuple
 
 if TYPE_CHECKING:
     from core.engine import Engine

@@ -15,10 +15,15 @@ import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from types import FrameType
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core.ledger.checks import kill_group
 from core.models import EffectState
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from core.records import NamedTuple
 
 if TYPE_CHECKING:
     import subprocess

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from core import clock, store
 from core.ledger.approvals import effective
@@ -28,6 +27,10 @@ from core.ledger.merge import ApprovalView, Conflict, EffectView, resume_identit
 from core.ledger.states import MAX_KIND_CHARS
 from core.models import Approval, ApprovalState, Interface, Risk, SideEffect, TaskStatus
 from core.redaction import free_text
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.session import Session

@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Protocol
 
 from core import clock, numbers, store
 from core.errors import ConflictError, NotAllowedError, NotFoundError, UsageError
@@ -27,6 +26,12 @@ from core.models import (
 )
 from core.redaction.free_text import persistable
 from core.store.db import Database, write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Protocol
+else:
+    Protocol = object  # a structural type only mypy checks
 
 APPROVAL_ID = re.compile(r"^(?P<task>[^:\s]+):(?P<seq>\d+)$")
 MAX_ACTION_CHARS = 2000

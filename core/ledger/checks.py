@@ -18,11 +18,16 @@ import signal
 from collections.abc import Mapping
 from contextlib import suppress
 from enum import StrEnum
-from typing import TYPE_CHECKING, NamedTuple
 
 from core import store
 from core.errors import ForeignCheckError, PitstopError
 from core.models import SideEffect
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 if TYPE_CHECKING:
     import subprocess

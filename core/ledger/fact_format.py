@@ -20,10 +20,15 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 from core.errors import StoreError
 from core.models import ApprovalState, EffectState
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+else:
+    Protocol = object  # a structural type only mypy checks
 
 SCHEMA = "pitstop.ledger/2"
 LEGACY_SCHEMA = "pitstop.ledger/1"

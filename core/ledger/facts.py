@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from core import clock, store
 from core.ledger.admission import Admission, Rejection, admit
@@ -40,6 +39,8 @@ from core.ledger.merge import LedgerView, derive, resume_identity
 from core.ledger.roster import Roster, TrustError, resolve
 from core.ledger.trust import ensure_roster, pin_fetched
 from core.store.db import write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 
 if TYPE_CHECKING:
     from core.session import Session

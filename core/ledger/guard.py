@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import NamedTuple
 
 from core import clock, numbers, store
 from core.errors import NeedsSettlingError, NotFoundError, UsageError
@@ -36,6 +35,12 @@ from core.ledger.states import (
 )
 from core.models import EffectState, SideEffect
 from core.store.db import write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 DEFAULT_LOCK_WAIT_S = 300.0
 

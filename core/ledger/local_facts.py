@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
 
 from core import store
 from core.ledger.fact_format import (
@@ -26,6 +25,10 @@ from core.ledger.fact_format import (
     fact_uid,
 )
 from core.models import Approval, ApprovalState, SideEffect
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.session import Session

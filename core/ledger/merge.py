@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from core.ledger.fact_format import (
     DECISION,
@@ -32,6 +31,10 @@ from core.ledger.fact_format import (
     parse_facts,
 )
 from core.models import ApprovalState, EffectState
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 # How much a state knows about whether the action happened; a merge never moves down this order.
 KNOWLEDGE: Mapping[EffectState, int] = {

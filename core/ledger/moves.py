@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 from core import clock, numbers, store
 from core.errors import ApprovalRequiredError, ConflictError, NeedsSettlingError, UsageError
@@ -38,6 +37,12 @@ from core.ledger.states import (
 from core.models import ApprovalState, EffectState, SideEffect, Task
 from core.redaction import free_text
 from core.store.db import Database, write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 
 class ProposeResult(NamedTuple):

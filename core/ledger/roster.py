@@ -24,10 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from core.errors import PitstopError
 from core.ledger.fact_format import ROSTER, SCHEMA, Fact, fact_uid
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_MEMBERS = 256
 

@@ -9,7 +9,6 @@ elsewhere takes its roster from its origin and can only be changed here by one o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from core import clock, store
 from core.errors import NotAllowedError
@@ -24,6 +23,10 @@ from core.ledger.roster import (
     resolve,
 )
 from core.store.db import write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.session import Session

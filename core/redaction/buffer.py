@@ -10,9 +10,12 @@ absolute (``base`` plus an offset into ``buf``).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from core.redaction.ruleset import Finding
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_MATCH = 24 * 1024
 """Upper bound on the length of any rule's match (every quantifier is bounded)."""

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import TYPE_CHECKING
 
 from core.redaction.literal_gate import LITERALS, STARTS
 from core.redaction.ruleset import RULES
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 
 if TYPE_CHECKING:
     from pathlib import Path

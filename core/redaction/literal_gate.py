@@ -16,9 +16,10 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterator
 from functools import cache
-from typing import TYPE_CHECKING
 
 from core.redaction.ruleset import RULES
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 
 if TYPE_CHECKING:
     import ahocorasick_rs

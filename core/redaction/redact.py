@@ -48,13 +48,18 @@ and the machine: :mod:`~core.redaction.buffer` (state), :mod:`~core.redaction.pe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
 
 from core.redaction.buffer import MAX_LINE
 from core.redaction.checks import looks_like_secret, shannon_entropy
 from core.redaction.machine import ACCELERATE_AFTER, Machine
 from core.redaction.pem import PEM_HOLD_CAP
 from core.redaction.ruleset import RULES, RULESET_VERSION, Finding, Rule, rule_names
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 if TYPE_CHECKING:
     from core.redaction.hyperscan_gate import (

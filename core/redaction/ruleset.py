@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
 
 from core.redaction import checks
 from core.redaction.rules import RULE_TABLE, RULESET_VERSION
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 if TYPE_CHECKING:
     from core.redaction.rules import RuleRecord

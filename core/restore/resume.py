@@ -14,9 +14,12 @@ import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from core.models import Approval, ApprovalState, Checkpoint, EffectState, SideEffect, Task
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 BUILTIN_TEMPLATES = {
     # Claude Code continues the recorded conversation when there is one.

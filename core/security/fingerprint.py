@@ -7,12 +7,15 @@ Pitstop ever storing the token (invariant 2). The key is a per-store random secr
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+
+from core.digests import hmac_sha256
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 KEY_BYTES = 32
 
@@ -43,8 +46,8 @@ def load_or_create_key(path: Path) -> bytes:
 
 def fingerprint(key: bytes, value: str) -> str:
     """A short keyed fingerprint of a secret value."""
-    digest = hmac.new(key, value.encode("utf-8", errors="surrogateescape"), hashlib.sha256)
-    return "hmac-sha256:" + digest.hexdigest()[:32]
+    digest = hmac_sha256(key, value.encode("utf-8", errors="surrogateescape"))
+    return "hmac-sha256:" + digest.hex()[:32]
 
 
 def fingerprint_environment(

@@ -20,12 +20,15 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pyrage
 
 from core.errors import PitstopError, UsageError
 from core.security import crypto
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 IDENTITY_ENV = "PITSTOP_IDENTITY"
 KEYRING_SERVICE = crypto.KEYRING_SERVICE

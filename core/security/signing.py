@@ -28,10 +28,13 @@ import hashlib
 import hmac
 import os
 from dataclasses import dataclass, field
-from typing import Any
 
 from core.errors import PitstopError
 from core.security import crypto
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 SIGNING_ENV = "PITSTOP_SIGNING_KEY"
 KEYRING_USERNAME = "signing-key"

@@ -9,7 +9,6 @@ sealed part only, and are redacted before they are stored: what another store wr
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
 
 from core import clock, snapshot, store
 from core.errors import ConflictError
@@ -20,6 +19,10 @@ from core.sharing.key_file import TaskKeySet
 from core.sharing.remote_documents import task_content
 from core.sharing.sealing import open_json
 from core.store.db import write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.session import Session

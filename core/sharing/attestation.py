@@ -21,7 +21,6 @@ import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from core import store
 from core.errors import PitstopError
@@ -32,6 +31,10 @@ from core.ledger.local_facts import plain_fact
 from core.sharing.layout import CHECKPOINT_FILE, NOTE_FILE
 from core.sharing.sealing import open_json
 from core.snapshot.checkpoint import HEADER_FILE, MANIFEST_FILE
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.session import Session

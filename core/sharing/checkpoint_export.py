@@ -12,7 +12,6 @@ A snapshot that holds a detected secret never travels as plain trees: it is seal
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from core import clock, snapshot, store
 from core.errors import ConflictError
@@ -32,6 +31,10 @@ from core.sharing.layout import (
 from core.sharing.sealing import seal_json
 from core.sharing.worktree_secrets import SecretCheck
 from core.store.db import write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.session import Session

@@ -20,7 +20,6 @@ import hashlib
 from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from core import clock, snapshot, store
 from core.errors import ConflictError, PitstopError
@@ -49,6 +48,10 @@ from core.sharing.remote_reads import COMMIT_CAP, read_capped
 from core.sharing.sealing import open_json
 from core.snapshot import manifest
 from core.store.db import write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.session import Session

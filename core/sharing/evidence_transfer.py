@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from core import store
 from core.git import plumbing
@@ -21,6 +20,10 @@ from core.sharing import remote_documents as docs
 from core.sharing.layout import RemoteFormatError, canonical
 from core.sharing.remote_reads import read_capped
 from core.sharing.sealing import open_json, seal_json
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.session import Session

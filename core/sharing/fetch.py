@@ -11,7 +11,6 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from core import clock, snapshot, store
 from core.errors import GitError, NotFoundError, PitstopError
@@ -37,6 +36,10 @@ from core.sharing.roster_reading import roster_in
 from core.sharing.signed_header import header_problem
 from core.sharing.tracking import fetch_task_refs, task_refs, tracking_root
 from core.store.db import batch_txn, write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.session import Session

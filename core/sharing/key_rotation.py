@@ -9,10 +9,10 @@ every key in it, for them alone).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from core import clock, store
 from core.store.db import write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 
 if TYPE_CHECKING:
     from core.session import Session

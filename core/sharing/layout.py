@@ -28,9 +28,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from core.sharing.remote_input import RemoteFormatError as RemoteFormatError
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 TASK_SCHEMA = "pitstop.remote-task/1"
 CHECKPOINT_SCHEMA = "pitstop.remote-checkpoint/1"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from core import clock, store
 from core.errors import UsageError
@@ -34,6 +33,10 @@ from core.sharing.remote_documents import parse_task_header
 from core.sharing.sealing import seal_json
 from core.sharing.signed_header import key_file_digest, sign_header, signature_holds
 from core.store.db import write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.session import Session

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from core import clock, snapshot, store
 from core.errors import PitstopError
@@ -26,6 +25,10 @@ from core.sharing.remote_reads import task_headers
 from core.sharing.remotes import open_remote
 from core.sharing.tracking import task_refs, tracking_root
 from core.store.db import write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from pathlib import Path

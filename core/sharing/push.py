@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from core import clock, snapshot, store
 from core.errors import ConflictError, UsageError
@@ -25,6 +24,10 @@ from core.sharing.remotes import PendingUrl, resolving_url
 from core.sharing.tracking import fetch_task_refs, tracking_ref
 from core.sharing.worktree_secrets import SecretCheck
 from core.store.db import batch_txn, write_txn
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.session import Session

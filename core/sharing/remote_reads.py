@@ -12,12 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
 
 from core.git import plumbing
 from core.sharing import remote_documents as docs
 from core.sharing.layout import FACTS_DIR, KEY_FILE, TASK_FILE
 from core.sharing.remote_input import RemoteFormatError, shown
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 # Files of a ledger commit by path prefix, and their caps; anything else is capped as a fact.
 LEDGER_CAPS = {TASK_FILE: docs.HEADER_CAP, KEY_FILE: docs.KEY_CAP, FACTS_DIR: docs.FACT_CAP}

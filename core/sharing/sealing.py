@@ -9,10 +9,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from typing import TYPE_CHECKING, Any
 
 from core.sharing import remote_input
 from core.sharing.layout import canonical
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.session import Session

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from core import store
 from core.errors import UsageError
 from core.sharing.fetch import fetch
 from core.sharing.push import push
 from core.sharing.remotes import resolve_url
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from core.session import Session

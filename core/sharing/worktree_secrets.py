@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from core.git import plumbing
 from core.git.objects import EMPTY_TREE, GITLINK_MODE, NULL_OID
 from core.git.run import run_git
 from core.models import Checkpoint
 from core.snapshot import first_secret, manifest
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 
 if TYPE_CHECKING:
     from core.session import Session

@@ -21,9 +21,10 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from core.snapshot.scratch import new_scratch_directory
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 
 if TYPE_CHECKING:
     import subprocess

@@ -16,11 +16,11 @@ Anything unreadable or foreign in it is taken as an empty list.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 import core
+from core.digests import blake2b
 from core.snapshot.secret_scan import SecretHit, first_secret
 
 CACHE_NAME = "pitstop-clean-scans"
@@ -36,7 +36,7 @@ _JUDGES = (
 def detectors_digest() -> str:
     """What the judgement depends on: Pitstop's version and the redaction modules and rule
     files as they are on disk (name, size, modification time)."""
-    h = hashlib.blake2b(core.__version__.encode(), digest_size=_DIGEST_BYTES)
+    h = blake2b(core.__version__.encode(), digest_size=_DIGEST_BYTES)
     for judge in _JUDGES:
         entries = os.scandir(judge) if judge.is_dir() else [judge]
         for name, info in sorted((Path(e).name, os.stat(e)) for e in entries):
@@ -47,7 +47,7 @@ def detectors_digest() -> str:
 
 def content_digest(data: bytes) -> str:
     """The digest a file's contents are remembered by."""
-    return hashlib.blake2b(data, digest_size=_DIGEST_BYTES, person=b"pitstop-scan").hexdigest()
+    return blake2b(data, digest_size=_DIGEST_BYTES, person=b"pitstop-scan").hexdigest()
 
 
 class CleanScans:

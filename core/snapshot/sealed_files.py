@@ -16,16 +16,20 @@ nothing new is still a no-op; one sealed under a key since rotated is sealed aga
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from core.errors import DamagedCheckpointError
 from core.git.objects import write_object
 from core.git.reader import read_objects
 from core.git.run import run_git
 from core.security.crypto import peek_key_id
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from core.records import NamedTuple
 
 STAND_IN_MAGIC = b"pitstop-sealed-file/1\n"
 WORKTREE = "worktree"
@@ -82,7 +86,9 @@ def sealed_file_item(plain_blob: str) -> str:
 def git_blob_id(data: bytes) -> str:
     """The id git gives a blob of `data` (computed, nothing written)."""
     header = f"blob {len(data)}\0".encode()
-    return hashlib.sha1(header + data, usedforsecurity=False).hexdigest()
+    from core.digests import sha1_hex
+
+    return sha1_hex(header + data)
 
 
 def seal_candidates(
@@ -127,7 +133,7 @@ def _reusable(store_repo: Path, sealing: Sealing, plain_blob: str) -> str | None
 def put_stand_ins(cwd: Path, env: Mapping[str, str], entries: Iterable[SealedFile]) -> None:
     """Point the scratch index's entries at their stand-ins (one `update-index`)."""
     lines = b"".join(
-        f"{_tree_mode(e.mode)} {e.blob}\t".encode()
+        f"{stand_in_mode(e.mode)} {e.blob}\t".encode()
         + e.path.encode("utf-8", errors="surrogateescape")
         + b"\0"
         for e in entries
@@ -136,7 +142,7 @@ def put_stand_ins(cwd: Path, env: Mapping[str, str], entries: Iterable[SealedFil
         run_git(["update-index", "-z", "--index-info"], cwd=cwd, env=env, input=lines)
 
 
-def _tree_mode(mode: str) -> str:
+def stand_in_mode(mode: str) -> str:
     """The mode a stand-in has in the tree: the real file's, a symbolic link's as a file (its
     stand-in is an envelope, not a link target)."""
     return "100644" if mode == SYMLINK_MODE else mode

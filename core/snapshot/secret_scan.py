@@ -19,7 +19,12 @@ loads only when a file is judged: a hook checkpoint with nothing changed never p
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 # As git decides a file is binary: a NUL among its first 8,000 bytes.
 BINARY_SNIFF_BYTES = 8000

@@ -15,7 +15,6 @@ import os
 import stat
 from collections.abc import Callable, Set
 from pathlib import Path
-from typing import NamedTuple
 
 import core.snapshot.early_scan as early_scan
 from core.config import DEFAULT_MAX_FILE_BYTES
@@ -25,6 +24,12 @@ from core.snapshot.patterns import matches_any
 from core.snapshot.sealed_files import SYMLINK_MODE, WORKTREE, AllowedSecret, Candidate
 from core.snapshot.secret_scan import SecretHit, first_secret
 from core.snapshot.source import SourceRepo
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 Scanner = Callable[[bytes], SecretHit | None]
 """Finds the first secret a file's contents hold (None: none)."""

@@ -8,16 +8,21 @@ as git allows: one `rev-parse` for the repository's paths, HEAD and its upstream
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
 
+from core.digests import sha256_hex
 from core.errors import GitError, NotAGitRepoError
 from core.git.objects import EMPTY_TREE
 from core.git.run import run_git, start_git
 from core.snapshot.gitpython_adapter import work_tree_of
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 # The value types here are named tuples, not frozen dataclasses: immutable all the same, and
 # defined in a fraction of the time (~1.5 ms less for every hook process that takes a snapshot).
@@ -35,7 +40,7 @@ class SourceRepo(NamedTuple):
     @property
     def store_repo_name(self) -> str:
         """A stable, readable name for this repository's bare repo inside the store."""
-        digest = hashlib.sha256(str(self.common_dir).encode()).hexdigest()[:12]
+        digest = sha256_hex(str(self.common_dir).encode())[:12]
         slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in self.toplevel.name)
         return f"{slug[:40] or 'repo'}-{digest}.git"
 
@@ -65,6 +70,9 @@ class Located(NamedTuple):
     remotes: tuple[tuple[str, str], ...]
     any_upstream: bool
     head: HeadFacts | None  # None: asked again when the snapshot is taken
+    # git stores changed files as they are on disk under this config (`plain_tree`); False
+    # when unknown, so the snapshot takes git's own way
+    plain_config: bool = False
 
 
 _REPO_FACTS = (
@@ -78,7 +86,23 @@ _REPO_FACTS = (
     "objects",
 )
 
-_CONFIG_ARGS = ("config", "-z", "--get-regexp", r"^(remote\..*\.url|branch\..*\.merge)$")
+# The remotes and upstreams a manifest records, and the settings under which git stores a
+# changed file's bytes and stat mode as they are (`plain_tree`): names as git prints them.
+_CONFIG_ARGS = (
+    "config",
+    "-z",
+    "--get-regexp",
+    r"^(remote\..*\.url|branch\..*\.merge"
+    r"|core\.(autocrlf|filemode|symlinks|ignorecase|attributesfile|precomposeunicode))$",
+)
+# Each setting, and the value under which files go in as they are on disk (git's default).
+_PLAIN_SETTINGS = {
+    "core.autocrlf": False,
+    "core.filemode": True,
+    "core.symlinks": True,
+    "core.ignorecase": False,
+    "core.precomposeunicode": False,
+}
 
 
 def _path_kind(path: Path) -> str | None:
@@ -140,13 +164,13 @@ def locate(path: str | os.PathLike[str]) -> Located:
     if config.returncode not in (0, 1):  # 1: no remote and no upstream configured
         message = err.decode(errors="replace").strip().splitlines()
         raise GitError(f"git config failed: {message[-1] if message else config.returncode}")
-    remotes, any_upstream = _parse_config_facts(out)
+    remotes, any_upstream, plain = parse_config(out)
     if not plainly_inside:
-        return Located(source, remotes, any_upstream, None)
+        return Located(source, remotes, any_upstream, None, plain)
     head = _parse_head(lines[5:], upstream=True)
     if head is None and len(lines) == 7 and not any_upstream:  # HEAD resolved; no upstream
         head = head_without_upstream(source, commit=lines[5], tree=lines[6])
-    return Located(source, remotes, any_upstream, head)
+    return Located(source, remotes, any_upstream, head, plain)
 
 
 def head_without_upstream(source: SourceRepo, *, commit: str, tree: str) -> HeadFacts | None:
@@ -247,19 +271,43 @@ def _config_facts(cwd: Path) -> tuple[tuple[tuple[str, str], ...], bool]:
 
 
 def _parse_config_facts(raw: bytes) -> tuple[tuple[tuple[str, str], ...], bool]:
-    """What `git config -z --get-regexp` printed for `_CONFIG_ARGS`."""
+    """The remotes and whether any branch has an upstream, from what `git config -z
+    --get-regexp` printed for `_CONFIG_ARGS`."""
+    remotes, any_upstream, _plain = parse_config(raw)
+    return remotes, any_upstream
+
+
+def parse_config(raw: bytes) -> tuple[tuple[tuple[str, str], ...], bool, bool]:
+    """What `git config -z --get-regexp` printed for `_CONFIG_ARGS`: the remotes, whether
+    any branch has an upstream, and whether the settings are plain (`Located.plain_config`)."""
     remotes = []
     any_upstream = False
+    settings: dict[str, bool | None] = {}
     for item in raw.split(b"\0"):
         if not item:
             continue
-        key, _, value = item.decode(errors="replace").partition("\n")
+        key, newline, value = item.decode(errors="replace").partition("\n")
         if key.startswith("remote.") and key.endswith(".url"):
             name = key.removeprefix("remote.").removesuffix(".url")
             remotes.append((name, strip_url_credentials(value)))
-        else:
+        elif key.startswith("branch."):
             any_upstream = True
-    return tuple(remotes), any_upstream
+        elif key == "core.attributesfile":
+            settings[key] = None  # an attributes file of the user's: never plain
+        else:  # the last value wins, as in git; a key without `=` is true
+            settings[key] = _config_bool(value) if newline else True
+    plain = all(settings.get(key, wanted) is wanted for key, wanted in _PLAIN_SETTINGS.items())
+    return tuple(remotes), any_upstream, plain and "core.attributesfile" not in settings
+
+
+def _config_bool(value: str) -> bool | None:
+    """git's boolean, or None for anything else (`autocrlf=input`, a typo): not plain."""
+    lowered = value.strip().lower()
+    if lowered in ("true", "yes", "on", "1"):
+        return True
+    if lowered in ("false", "no", "off", "0", ""):
+        return False
+    return None
 
 
 def _upstream(source: SourceRepo) -> tuple[str | None, str | None]:

@@ -18,16 +18,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
 
 import core.snapshot.early_scan as early_scan
 import core.snapshot.store_repos as store_repos
 from core.errors import GitError, UsageError
 from core.git.objects import GITLINK_MODE
-from core.git.reader import in_session
+from core.git.reader import in_session, session_reader
 from core.git.run import finish_git, run_git, start_git
 from core.models import LeftOut
 from core.snapshot.lockfiles import lockfiles_after
+from core.snapshot.plain_tree import NotPlain, beyond_a_link, plain_repository
+from core.snapshot.plain_tree import worktree_tree as plain_worktree_tree
 from core.snapshot.scan_cache import CleanScans
 from core.snapshot.scratch import scratch_directory
 from core.snapshot.sealed_files import (
@@ -49,6 +50,12 @@ from core.snapshot.selection import (
 )
 from core.snapshot.source import HeadFacts, Located, RepoFacts, SourceRepo, head_facts
 from core.snapshot.staged import staged_to_seal
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from core.records import NamedTuple
 
 if TYPE_CHECKING:
     import subprocess
@@ -124,8 +131,9 @@ def take_snapshot(
             source, store_repo, env, staged, sealing, clean.first_secret
         )
         worktree_sealed = seal_candidates(store_repo, chosen.to_seal, sealing)
+        plain = _plain(located, source, staged.scan, temp / "index")
         worktree_tree = _write_worktree_tree(
-            source, env, index_tree, chosen.include, worktree_sealed
+            source, store_repo, env, index_tree, chosen.include, worktree_sealed, plain=plain
         )
         # a sealed staged file the work tree does not change is sealed in the work tree too
         taken = {*chosen.include, *(entry.path for entry in worktree_sealed)}
@@ -167,6 +175,12 @@ def take_snapshot(
             tuple(worktree_changes) if previous_trees and worktree_changes is not None else None
         ),
     )
+
+
+def _plain(located: Located | None, source: SourceRepo, scan: StatusScan, index: Path) -> bool:
+    """Whether git would store the work tree's files as they are (`plain_tree`): its config,
+    read by `locate`, and its attributes files."""
+    return bool(located and located.plain_config) and plain_repository(source, True, scan, index)
 
 
 def _seal_staged(
@@ -285,22 +299,42 @@ def _head_and_facts(
 
 def _write_worktree_tree(
     source: SourceRepo,
+    store_repo: Path,
     env: Mapping[str, str],
     index_tree: str,
     include: list[str],
     sealed: list[SealedFile],
+    *,
+    plain: bool,
 ) -> str:
     """The work tree's tree: the staged tree with the `include`d paths updated from disk and
-    the `sealed` ones pointing at their stand-ins."""
+    the `sealed` ones pointing at their stand-ins. Written here when the repository is
+    `plain` (git would store the files as they are) and the store's reader is open; else,
+    or when `plain_tree` meets what it does not model, by `update-index` and `write-tree`."""
     if not include and not sealed:
         return index_tree
-    if include:
-        run_git(
-            ["update-index", "--add", "--remove", "-z", "--stdin"],
-            cwd=source.toplevel,
-            env=env,
-            input=b"".join(p.encode("utf-8", errors="surrogateescape") + b"\0" for p in include),
-        )
+    reader = session_reader(store_repo) if plain else None
+    if reader is not None:
+        try:
+            return plain_worktree_tree(
+                store_repo, source.toplevel, index_tree, include, sealed, reader
+            )
+        except NotPlain:
+            pass  # git's own way, below
+    # A file whose directory became a symbolic link is gone from the work tree, as `git add
+    # -A` sees it; `update-index --remove` refuses a path beyond a link, so it is forced out.
+    beyond_links = [path for path in include if beyond_a_link(source.toplevel, path)]
+    for args, paths in (  # out first: the link may be added where they were
+        (["--force-remove"], beyond_links),
+        (["--add", "--remove"], [path for path in include if path not in beyond_links]),
+    ):
+        if paths:
+            run_git(
+                ["update-index", *args, "-z", "--stdin"],
+                cwd=source.toplevel,
+                env=env,
+                input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths),
+            )
     put_stand_ins(source.toplevel, env, sealed)
     return run_git(["write-tree"], cwd=source.toplevel, env=env).decode().strip()
 

@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
-from core.digests import sha256
+from core.digests import sha1_hex, sha256, sha256_hex
 
 READS = "pitstop-verified-reads"
 KEPT = 256
@@ -152,12 +152,6 @@ def rehash(path: str, oid: str) -> str | None:
 
 def object_id(data: bytes, length: int) -> str:
     """The id git gives a loose object's inflated bytes (SHA-1, or SHA-256 for 64-digit ids),
-    from the interpreter's own hashes: `hashlib` loads OpenSSL (~2 ms), and the quick paths
-    (`show`) verify without it (see `core.digests`)."""
-    if length == 64:
-        return str(sha256(data).hexdigest())
-    try:
-        from _sha1 import sha1  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:  # an interpreter built without its own hashes
-        from hashlib import sha1  # type: ignore[assignment, unused-ignore]
-    return str(sha1(data).hexdigest())
+    by `core.digests` (the interpreter's own hashes for small objects: the quick paths, `show`,
+    verify without loading OpenSSL)."""
+    return sha256_hex(data) if length == 64 else sha1_hex(data)

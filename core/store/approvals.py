@@ -7,7 +7,6 @@ one made elsewhere first); the action and the reason are sealed under the reques
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from core.models import Approval, ApprovalState, Risk
 from core.store.db import Database
@@ -20,6 +19,10 @@ from core.store.sealed_text import (
     sealed_value,
 )
 from core.store.values import stored_enum
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _approval_from_row(row: Mapping[str, Any], keys: TextKeys | None) -> Approval:

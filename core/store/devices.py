@@ -8,10 +8,12 @@ so `pitstop serve devices` can still say which device decided what.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from core.models import Device
 from core.store.db import Database
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     import sqlite_utils

@@ -8,10 +8,13 @@ is content, sealed under the task's data key as one JSON document (`drill/<id>/d
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
 
 from core.store.db import Database
 from core.store.sealed_text import TextKeys, opened_value
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     import sqlite_utils

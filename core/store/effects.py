@@ -8,7 +8,6 @@ key (a kind is whatever word its proposer chose: `deploy`, `pr`, `migration`…)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from core.errors import ConflictError, NotFoundError
 from core.models import EffectState, SideEffect
@@ -16,6 +15,10 @@ from core.store.db import Database
 from core.store.filters import where_clause
 from core.store.sealed_text import TextKeys, effect_item, opened_value, sealed_value
 from core.store.values import stored_enum
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     import sqlite_utils

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from core.models import AuditEvent, Interface
 from core.store.db import Database
 from core.store.sealed_text import TextKeys, event_item, opened_value
 from core.store.values import stored_enum
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def add_event(

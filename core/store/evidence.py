@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from core.errors import NotFoundError
 from core.store.db import Database
 from core.store.sealed_text import TextKeys, label_item, opened_value, sealed_value
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 _EVIDENCE_FIELDS = (
     "id, task_id, checkpoint_seq, state, source, label, started_at, duration_ms, exit_code, "

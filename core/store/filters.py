@@ -7,9 +7,12 @@ all": one builder keeps their filtering (and its parameter order) the same.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from core.models import ApprovalState, EffectState
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def where_clause(

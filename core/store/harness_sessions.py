@@ -6,9 +6,11 @@ session finds its task without asking the operator.
 
 from __future__ import annotations
 
-from typing import Any
-
 from core.store.db import Database
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def upsert_harness_session(

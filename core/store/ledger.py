@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 from core.store.db import Database
 from core.store.filters import where_clause
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def ledger_fact_bodies(db: Database, task_id: str, kind: str | None = None) -> dict[str, bytes]:

@@ -6,10 +6,12 @@ commit carries which checkpoint, which task went where, what a remote held last 
 
 from __future__ import annotations
 
-from typing import Any
-
 from core.errors import ConflictError
 from core.store.db import Database
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def add_remote(db: Database, name: str, url: str, repo_root: str, at: str) -> None:

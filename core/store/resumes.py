@@ -7,11 +7,14 @@ another store's history. The accept/reject reason is sealed under the resume's i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from core.store.db import Database
 from core.store.meta import table_columns
 from core.store.sealed_text import TextKeys, opened_value, resume_item
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def insert_resume(db: Database, **columns: Any) -> int:

@@ -7,9 +7,12 @@ not by row id, because a run fetched by sync may be older than one made here.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from core.store.db import Database
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def insert_validation(db: Database, **columns: Any) -> int:

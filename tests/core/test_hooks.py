@@ -430,6 +430,10 @@ heavy = ['git', 'sqlite_utils', 'click', 'textual', 'rich', 'tui', 'core.securit
          'core.ledger.merge', 'core.ledger.apply', 'core.restore.validate',
          'core.economics.model', 'core.restore.resume',
          'dataclasses', 'inspect', 'hyperscan', 'secrets', 'tempfile', 'random',
+         # ~3 ms of start-up (issue 22): on these paths typing is for type checkers only
+         'typing',
+         # OpenSSL's hashes (~2 ms to load): a checkpoint's digests are small, built-in ones
+         '_hashlib', 'hmac',
          'core.harness.install', 'core.harness.codex', 'core.harness.guard',
          # the engine's use-cases load on first use (issue 22): none of these on a hook's path
          'core.engine.resume', 'core.engine.validate', 'core.engine.sharing',
@@ -444,8 +448,10 @@ print(json.dumps({
 @pytest.mark.parametrize(
     ("events", "loaded"),
     [
-        # Observations of a running session: the store is opened, nothing of git.
-        (["UserPromptSubmit", "PostToolUse", "Notification"], []),
+        # Observations of a running session: the store is opened, nothing of git (zstandard,
+        # which compresses the evidence, loads typing itself; the evidence's SHA-256 streams
+        # through OpenSSL's, which a `pitstop run` of 200 MB needs).
+        (["UserPromptSubmit", "PostToolUse", "Notification"], ["typing", "_hashlib"]),
         # A checkpoint runs git itself (GitPython only creates the store's repository, once);
         # validation, resume and economics stay unloaded. None of them loads dataclasses (with
         # inspect, ~9 ms of a hook call): the records on these paths are named tuples.

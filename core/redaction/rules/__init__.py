@@ -37,9 +37,9 @@ Whatever a rule selects is extended over the token characters that follow it
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from core.redaction.rules.table import RULE_TABLE as _TABLE
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 
 RULESET_VERSION = "2026.12.1"
 """Version of the rule set; callers record it with everything they redact.

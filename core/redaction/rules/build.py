@@ -24,7 +24,12 @@ import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from core.records import NamedTuple
 
 RULES_DIR = Path(__file__).resolve().parent
 TABLE = RULES_DIR / "table.py"
@@ -181,7 +186,9 @@ def render(version: str, directory: Path | None = None) -> str:
         "# ruff: noqa: E501",
         "from __future__ import annotations",
         "",
-        "from typing import Any",
+        "TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)",
+        "if TYPE_CHECKING:",
+        "    from typing import Any",
         "",
         f"BUILT_FOR = ({version!r}, {digest(directory)!r})",
         '"""(RULESET_VERSION, digest of the rule files) this table was built from."""',

@@ -6,7 +6,9 @@ Generated: do not edit. Edit the family's ``.toml`` file and build again.
 # ruff: noqa: E501
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 BUILT_FOR = ('2026.12.1', '96dfd591d913233e')
 """(RULESET_VERSION, digest of the rule files) this table was built from."""

@@ -11,11 +11,14 @@ import platform
 import shlex
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from core.agent_env import harness_version
 from core.restore.findings import Finding, Status, ValidationInputs, manifest_of
 from core.snapshot import git_version
+
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def check_runtime(inputs: ValidationInputs) -> list[Finding]:
