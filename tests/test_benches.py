@@ -98,7 +98,16 @@ def test_the_listing_and_gc_benchmarks_run() -> None:
 
 def test_the_real_repository_benchmark_runs_every_side_in_one_run() -> None:
     report = _report("realrepo.py", "--quick")
-    assert {"git stash create", "shadow git add+commit", "python -c pass"} <= set(
-        report["medians_ms"]
-    )
+    assert {
+        "git stash create",
+        "shadow git add+commit",
+        "python -c pass",
+        "pitstop diff",
+        "git diff HEAD",
+        "pitstop validate --offline",
+        "git status",
+        "pitstop checkout",
+        "git worktree add --detach",
+    } <= set(report["medians_ms"])
+    assert {"diff vs git diff HEAD", "validate --offline vs git status"} <= set(report["ratios"])
     assert report["first"]["store_bytes"] < report["first"]["git_dir_bytes"]

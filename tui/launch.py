@@ -8,9 +8,9 @@ answer is written (every write already committed), the process ends with `os._ex
 connection is not closed, so SQLite does not checkpoint its WAL on every tool call, and the
 interpreter does not tear down the modules it loaded. The commands people type to look around
 (`--help`, `locate`, `task list`, `checkpoints`, `show`) take `tui.quick`, and `checkpoint TASK`
-(what agents and scripts run again and again) `tui.quick_checkpoint`, click-free, ended the
-same way. Any other command line (and one of those with options the fast paths do not know) goes
-to `tui.cli`.
+(what agents and scripts run again and again) `tui.quick_checkpoint`, and `diff TASK@SEQ` and
+`validate TASK@SEQ --offline` `tui.quick_diffval`, click-free, ended the same way. Any other
+command line (and one of those with options the fast paths do not know) goes to `tui.cli`.
 """
 
 from __future__ import annotations
@@ -82,6 +82,12 @@ def main() -> None:
         from tui.quick_checkpoint import run as checkpoint
 
         code = checkpoint(args)
+        if code is not None:
+            _exit_now(code)
+    if args[:1] in (["diff"], ["validate"]) and not wants_help:
+        from tui.quick_diffval import run as diff_or_validate
+
+        code = diff_or_validate(args)
         if code is not None:
             _exit_now(code)
     from tui.quick import run

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from core import numbers, store
 from core.engine.writers import displayed
-from core.errors import DamagedCheckpointError, NotFoundError, UsageError
+from core.errors import DamagedCheckpointError, NotFoundError, PitstopError, UsageError
 from core.models import Checkpoint, CheckpointState
 from core.session import Session
 
@@ -102,8 +102,16 @@ def store_repo_for(session: Session, task_id: str) -> Path:
 
 
 def verify(session: Session, checkpoint: Checkpoint, *, deep: bool = True) -> list[str]:
-    """Problems found re-reading a checkpoint from the store (empty when it is sound)."""
+    """Problems found re-reading a checkpoint from the store (empty when it is sound).
+
+    The commit, its root entries and the manifest are read back every time. Every object of
+    both trees is walked (present, and each loose one hashing to its id) unless a reader walked
+    this checkpoint whole before and every file its objects live in is as it was then
+    (`core.snapshot.verified_reads`): a diff or validation of a checkpoint read before costs
+    what its root reads and its own loose objects cost, not what its tree holds.
+    """
     from core import snapshot
+    from core.snapshot import verified_reads
 
     if checkpoint.state is not CheckpointState.COMPLETE:
         return [
@@ -111,14 +119,35 @@ def verify(session: Session, checkpoint: Checkpoint, *, deep: bool = True) -> li
             f"{checkpoint.failure or 'not complete'}"
         ]
     assert checkpoint.commit and checkpoint.worktree_tree and checkpoint.index_tree
-    return snapshot.verify_checkpoint(
-        store_repo_for(session, checkpoint.task_id),
+    store_repo = store_repo_for(session, checkpoint.task_id)
+    read_before = verified_reads.still_read(store_repo, checkpoint.commit)
+    packs = loose = None
+    if deep and not read_before:  # as the store was before the walk: what a record vouches for
+        packs = verified_reads.packs_state(store_repo)
+        loose = verified_reads.loose_listing(store_repo)
+    verification = snapshot.verify_checkpoint(
+        store_repo,
         commit=checkpoint.commit,
         worktree_tree=checkpoint.worktree_tree,
         index_tree=checkpoint.index_tree,
         manifest_sha256=checkpoint.manifest_sha256,
         deep=deep,
-    ).problems()
+        objects_present=read_before,
+        known_loose=loose,
+    )
+    problems = verification.problems()
+    walk = verification.walk
+    # recorded when every object that was loose before the walk was rehashed (its file's state
+    # kept): the others were packed, in packs the record holds as they were
+    if (
+        packs
+        and loose is not None
+        and walk is not None
+        and not problems
+        and all(oid in walk.loose for oid in walk.walked if oid in loose)
+    ):
+        verified_reads.record_read(store_repo, checkpoint.commit, packs, walk.loose)
+    return problems
 
 
 def _require_sound(session: Session, checkpoint: Checkpoint, *, deep: bool = True) -> Path:
@@ -134,13 +163,33 @@ def _require_sound(session: Session, checkpoint: Checkpoint, *, deep: bool = Tru
 
 def diff(session: Session, ref: str, against: str = "base", paths: Sequence[str] = ()) -> str:
     """A unified diff of a checkpoint's snapshot against its base commit or the previous one."""
-    from core import snapshot
+    from core.snapshot.diff import finish_unified_diff, start_unified_diff
 
+    _check_against(against)  # before any read: a refusal changes nothing (no record either)
     checkpoint = get_checkpoint(session, ref, with_content=False)
-    store_repo = _require_sound(session, checkpoint)
-    old_tree = _comparison_tree(session, checkpoint, against, store_repo)
+    if checkpoint.state is not CheckpointState.COMPLETE or not checkpoint.worktree_tree:
+        _require_sound(session, checkpoint)  # raises: it says why
     assert checkpoint.worktree_tree
-    return snapshot.unified_diff(store_repo, old_tree, checkpoint.worktree_tree, paths)
+    store_repo = store_repo_for(session, checkpoint.task_id)
+    try:
+        old_tree = _comparison_tree(session, checkpoint, against, store_repo)
+    except PitstopError:
+        _require_sound(session, checkpoint)  # damage is what is said first
+        raise
+    # git writes the text while the checkpoint is checked; nothing of it is shown unless sound
+    running = start_unified_diff(store_repo, old_tree, checkpoint.worktree_tree, paths)
+    try:
+        _require_sound(session, checkpoint)
+    except BaseException:
+        running.kill()
+        running.communicate()
+        raise
+    return finish_unified_diff(running)
+
+
+def _check_against(against: str) -> None:
+    if against not in ("base", "previous"):
+        raise UsageError(f"invalid --against {against!r}: use base or previous")
 
 
 def _comparison_tree(
@@ -151,7 +200,8 @@ def _comparison_tree(
     if against == "base":
         if not checkpoint.base_commit:
             return snapshot.EMPTY_TREE
-        return snapshot.tree_of_commit(store_repo, checkpoint.base_commit)
+        # git peels it itself: no process (nor a read of the commit) to ask for the tree id
+        return f"{checkpoint.base_commit}^{{tree}}"
     if against == "previous":
         earlier = [
             c
@@ -168,6 +218,7 @@ def changed_files(session: Session, ref: str, against: str = "base") -> list[Any
     """Per-file status and line counts of a checkpoint against base or previous."""
     from core import snapshot
 
+    _check_against(against)
     checkpoint = get_checkpoint(session, ref, with_content=False)
     store_repo = _require_sound(session, checkpoint)
     assert checkpoint.worktree_tree

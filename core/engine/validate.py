@@ -13,25 +13,24 @@ from collections.abc import Callable
 from pathlib import Path
 
 from core import clock, store
-from core.engine.approvals import list_approvals
 from core.engine.checkpoints import get_checkpoint, parse_checkpoint_ref, verify
 from core.engine.effects import list_effects
 from core.engine.leases import live_leases
+from core.engine.ledgers import approval_book
 from core.engine.measures import estimate
 from core.errors import NotFoundError, PitstopError, SchemaTooNewError
 from core.models import Checkpoint, CheckpointState, Task
 from core.session import Session
 from core.store.db import write_txn
 
-TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from core.records import NamedTuple
-
+TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: ~3 ms of start-up)
 if TYPE_CHECKING:  # the checks and the snapshot reader load only when a validation runs
+    from typing import NamedTuple
+
     from core import snapshot
     from core.restore.validate import Finding, ValidationInputs, ValidationReport
+else:
+    from core.records import NamedTuple
 
 
 def validate(
@@ -43,14 +42,12 @@ def validate(
     progress: Callable[[Finding], None] | None = None,
 ) -> ValidationReport:
     """Run every restore check on a checkpoint; the run is stored and audited."""
-    from dataclasses import replace
-
     from core.restore.validate import Verdict, run_checks
 
     inputs = validation_inputs(session, ref, into, offline)
     report = run_checks(inputs, progress)
     if report.verdict is Verdict.STALE:
-        report = replace(report, advice=stale_advice(session, inputs.task.id))
+        report = report._replace(advice=stale_advice(session, inputs.task.id))
     now = clock.now_iso()
     with write_txn(session.db):
         store.insert_validation(
@@ -134,7 +131,6 @@ def validation_inputs(
     """Everything the restore checks look at, read from the store and the task's repository."""
     from core import snapshot
     from core.restore.validate import ValidationInputs
-    from core.security.fingerprint import load_or_create_key
 
     task_id, seq = parse_checkpoint_ref(ref)
     task = store.get_task(session.db, task_id, session.keys)  # its harness picks the config
@@ -166,14 +162,26 @@ def validation_inputs(
         store_repo=session.paths.repos / task.store_repo,
         scratch=session.paths.tmp,
         effects=list_effects(session, task_id),
-        approvals=list_approvals(session, task_id),
+        # the approval book itself (`list_approvals`' module loads the checkpoint writer)
+        approvals=approval_book(session).find(task_id, False),
         live_leases=live_leases(session, task_id),
-        fingerprint_key=load_or_create_key(session.paths.fingerprint_key),
+        fingerprint_key=_fingerprint_key(session, checkpoint),
         ttl_days=config.checkpoint_ttl_days,
         harness_config=config.harness(task.harness.name) if task.harness else {},
         into=Path(into).expanduser().absolute() if into else None,
         offline=offline,
+        environ=dict(os.environ),
     )
+
+
+def _fingerprint_key(session: Session, checkpoint: Checkpoint | None) -> bytes:
+    """The key credential fingerprints are made with, read (or made) only when the checkpoint
+    names credentials to compare: `hmac` loads OpenSSL, ~3 ms of a validation that needs none."""
+    if not (checkpoint and (checkpoint.manifest or {}).get("credentials")):
+        return b""
+    from core.security.fingerprint import load_or_create_key
+
+    return load_or_create_key(session.paths.fingerprint_key)
 
 
 def _readable_checkpoint(
@@ -226,14 +234,16 @@ def stale_advice(session: Session, task_id: str) -> str | None:
 
 def _header_schema_error(session: Session, task: Task, checkpoint: Checkpoint) -> str | None:
     """A `pitstop.json` header from a newer Pitstop makes the checkpoint unsupported."""
-    from core import snapshot
+    from core.git.reader import read_objects
     from core.snapshot import manifest
 
     assert checkpoint.commit
-    try:
-        raw = snapshot.read_blob(
-            session.paths.repos / task.store_repo, checkpoint.commit, "pitstop.json"
-        )
+    try:  # read from the store's files (a checkpoint's commit and root are loose): no process
+        raw = read_objects(
+            session.paths.repos / task.store_repo, [f"{checkpoint.commit}:pitstop.json"]
+        ).get(f"{checkpoint.commit}:pitstop.json")
+        if raw is None:
+            return None
         header = json.loads(raw)
     except (PitstopError, ValueError):
         return None  # a missing or unreadable header is damage, reported by `complete`

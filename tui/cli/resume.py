@@ -8,20 +8,11 @@ refuses, with the same codes.
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
 from tui.cli.base import Context, emit, json_option, pass_ctx, say
-
-MARKS = {"pass": "✓", "warn": "!", "fail": "✗", "unknown": "?"}
-
-
-def _finding_line(finding: Any) -> str:
-    line = f"{MARKS[finding.status.value]} {finding.check:<13} {finding.message}"
-    if finding.status.value != "pass" and finding.fix:
-        line += f"\n  {'':<13} fix: {finding.shown_fix}"
-    return line
+from tui.quick_diffval import finding_line
 
 
 @click.command()
@@ -35,7 +26,7 @@ def validate(ctx: Context, ref: str, into: str | None, offline: bool, as_json: b
 
     Exit codes: 0 ready or ready_with_warnings, 3 stale, 4 blocked, 5 unsupported.
     """
-    progress = None if as_json else (lambda finding: say(_finding_line(finding)))
+    progress = None if as_json else (lambda finding: say(finding_line(finding)))
     report = ctx.engine().validate(ref, into=into, offline=offline, progress=progress)
     if as_json:
         emit(True, report.as_dict(), "")

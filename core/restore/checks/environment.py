@@ -14,7 +14,6 @@ from pathlib import Path
 
 from core.agent_env import harness_version
 from core.restore.findings import Finding, Status, ValidationInputs, manifest_of
-from core.security.fingerprint import fingerprint
 from core.snapshot import git_version
 
 TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
@@ -30,7 +29,7 @@ def check_runtime(inputs: ValidationInputs) -> list[Finding]:
         "os": platform.system(),
         "arch": platform.machine(),
         "python": platform.python_version(),
-        "git": git_version(),
+        "git": git_version(inputs.scratch),  # the cache checkpoints keep: no `git --version`
     }
     for key in ("os", "arch"):
         if env.get(key) and env[key] != current[key]:
@@ -68,7 +67,7 @@ def _harness_findings(inputs: ValidationInputs) -> list[Finding]:
         return []
     name, recorded = harness["name"], harness.get("version")
     table = inputs.harness_config
-    current = table.get("version") or harness_version(name, inputs.environ)
+    current = table.get("version") or harness_version(name, inputs.environment)
     if not current and table.get("version_command"):
         try:
             out = subprocess.run(
@@ -108,10 +107,12 @@ def check_credentials(inputs: ValidationInputs) -> list[Finding]:
     recorded: list[dict[str, Any]] = manifest_of(inputs).get("credentials", [])
     if not recorded:
         return [Finding("credentials", Status.PASS, "the task names no credentials")]
+    from core.security.fingerprint import fingerprint  # `hmac` loads OpenSSL: only when needed
+
     findings: list[Finding] = []
     for item in recorded:
         name = item["name"]
-        value = inputs.environ.get(name)
+        value = inputs.environment.get(name)
         if value is None:
             findings.append(
                 Finding(

@@ -7,11 +7,12 @@ a symlinked `.gitmodules`, or one name twice (a file and a directory): `git read
 the first kinds halfway through a resume and silently drops one of a duplicate. Paths that
 differ only in case clash on a case-insensitive filesystem (macOS's and Windows's).
 Only what differs from the base commit's tree is listed (`diff-tree`), so a small change in a
-large tree stays cheap.
+large tree stays cheap; both trees are listed by one `diff-tree --stdin`.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -27,10 +28,12 @@ def check_tree_paths(inputs: ValidationInputs) -> list[Finding]:
     cp = inputs.checkpoint
     if cp is None or not cp.worktree_tree or not cp.index_tree:
         return []
-    base = f"{cp.base_commit}^{{tree}}" if cp.base_commit else EMPTY_TREE
+    base = _base_tree(inputs.store_repo, cp.base_commit) if cp.base_commit else EMPTY_TREE
     folding = _case_insensitive()
-    for tree in dict.fromkeys((cp.worktree_tree, cp.index_tree)):
-        problem = refused_path(_changed_entries(inputs.store_repo, base, tree), folding)
+    trees = list(dict.fromkeys((cp.worktree_tree, cp.index_tree)))
+    changed = _changed_entries(inputs.store_repo, base, trees)
+    for tree in trees:
+        problem = refused_path(changed[tree], folding)
         if problem:
             return [
                 Finding(
@@ -43,17 +46,45 @@ def check_tree_paths(inputs: ValidationInputs) -> list[Finding]:
     return [Finding("tree-paths", Status.PASS, "every path is one git checks out")]
 
 
-def _changed_entries(store_repo: Path, base: str, tree: str) -> list[tuple[str, str]]:
-    """(mode, path) of every entry (trees too) of `tree` that `base` does not have as it is."""
+def _base_tree(store_repo: Path, commit: str) -> str:
+    """The base commit's tree id: read from the store's files when they hold the commit whole,
+    else asked of git (`diff-tree --stdin` takes object ids only)."""
+    from core.git.reader import read_objects, tree_of_commit
+
+    body = read_objects(store_repo, [commit]).get(commit) or b""
+    if body[:5] == b"tree " and body[45:46] == b"\n":
+        return body[5:45].decode("ascii")
+    return tree_of_commit(store_repo, commit)
+
+
+_PAIR = re.compile(rb"([0-9a-f]{40,64}) ([0-9a-f]{40,64})\n")
+
+
+def _changed_entries(
+    store_repo: Path, base: str, trees: list[str]
+) -> dict[str, list[tuple[str, str]]]:
+    """For each of `trees`, (mode, path) of every entry (trees too) that `base` does not have
+    as it is. One `diff-tree --stdin`: each pair's records follow a `BASE TREE` line."""
     out = run_git(
-        ["diff-tree", "-r", "-t", "-z", "--no-renames", "--diff-filter=AMT", base, tree],
+        ["diff-tree", "--stdin", "-r", "-t", "-z", "--no-renames", "--diff-filter=AMT"],
         git_dir=store_repo,
+        input="".join(f"{base} {tree}\n" for tree in trees).encode(),
     )
+    entries: dict[str, list[tuple[str, str]]] = {tree: [] for tree in trees}
+    current: list[tuple[str, str]] = entries[trees[0]]
     fields = out.split(b"\0")
-    entries = []
-    for meta, path in zip(fields[::2], fields[1::2], strict=False):
-        if meta.startswith(b":"):
-            entries.append((meta.split()[1].decode(), path.decode("utf-8", "surrogateescape")))
+    position = 0
+    while position < len(fields):
+        field = fields[position]
+        pair = _PAIR.match(field)
+        if pair:
+            current = entries.setdefault(pair.group(2).decode(), [])
+            field = field[pair.end() :]
+        if field.startswith(b":") and position + 1 < len(fields):
+            path = fields[position + 1].decode("utf-8", "surrogateescape")
+            current.append((field.split()[1].decode(), path))
+            position += 1
+        position += 1
     return entries
 
 
