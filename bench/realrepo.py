@@ -252,6 +252,27 @@ def repeat_rounds(
     return times
 
 
+GROWTH_WINDOW = 10  # checkpoints at each end of a growth run whose ratios are compared
+
+
+def growth_rounds(
+    repo: Path, env: dict[str, str], edited: Sequence[str], count: int
+) -> dict[str, float]:
+    """`count` more repeat checkpoints of the task, each beside a `git stash create` of the same
+    state: the ratio at the end against the ratio at the start (the baseline beside each one
+    takes the machine's load out), so growth with the task's checkpoints shows, noise does not."""
+    ratios: list[float] = []
+    for number in range(count):
+        edit_round(repo, edited, 5000 + number)
+        stash = run(["git", "stash", "create"], env, repo)
+        ours = run([*pitstop_program(), "checkpoint", TASK], env, repo)
+        ratios.append(ours / stash)
+    window = max(1, min(GROWTH_WINDOW, count // 4))
+    early = statistics.median(ratios[:window])
+    late = statistics.median(ratios[-window:])
+    return {"checkpoints": float(count), "early": early, "late": late, "growth": late / early}
+
+
 def hook_rounds(
     repo: Path, env: dict[str, str], edited: Sequence[str], runs: int
 ) -> dict[str, list[float]]:
@@ -354,6 +375,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--against", help="Pitstop sources (e.g. a `git archive` of main) to time beside these"
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument(
+        "--growth",
+        type=int,
+        default=0,
+        help="then N more checkpoints: the ratio to `git stash create` at the end vs the start",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.files, args.history, args.runs = 300, 3, 1
@@ -386,7 +413,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         times = {**repeat_rounds(repo, env, work, edited, args.runs, against)}
         times.update(hook_rounds(repo, env, edited, args.runs))
         times.update(read_rounds(repo, env, work, args.runs))
-        report(count, args.runs, first, times)
+        growth = growth_rounds(repo, env, edited, args.growth) if args.growth else None
+        report(count, args.runs, first, times, growth)
     finally:
         if args.keep:
             keep = {k: v for k, v in env.items() if k.startswith(("PITSTOP_", "GIT_", "PYTHON"))}
@@ -397,7 +425,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def report(count: int, runs: int, first: dict[str, float], times: dict[str, list[float]]) -> None:
+def report(
+    count: int,
+    runs: int,
+    first: dict[str, float],
+    times: dict[str, list[float]],
+    growth: dict[str, float] | None = None,
+) -> None:
     """Medians and ratios beside their targets, then one JSON line."""
     medians = {name: statistics.median(spent) * 1000 for name, spent in times.items()}
     ratios = {
@@ -422,6 +456,10 @@ def report(count: int, runs: int, first: dict[str, float], times: dict[str, list
         "diff vs git diff HEAD": 2.0,
         "validate --offline vs git status": 2.0,
     }
+    if growth is not None:
+        # "no growth beyond noise": the end's ratio within 15% of the start's
+        ratios["growth over the extra checkpoints (late/early)"] = growth["growth"]
+        targets["growth over the extra checkpoints (late/early)"] = 1.15
     print(f"{count} tracked files; {runs} interleaved rounds; medians")
     for name, value in medians.items():
         print(f"  {name:<28}{value:9.1f} ms")
@@ -437,7 +475,12 @@ def report(count: int, runs: int, first: dict[str, float], times: dict[str, list
             continue
         verdict = "met" if value <= targets[name] else "NOT met"
         print(f"  {name:<44}{value:6.2f}x  target <= {targets[name]:.1f}x  {verdict}")
-    print(json.dumps({"medians_ms": medians, "first": first, "ratios": ratios}))
+    if growth is not None:
+        print(
+            f"  {growth['checkpoints']:.0f} more checkpoints: ratio to git stash create "
+            f"{growth['early']:.2f}x at the start, {growth['late']:.2f}x at the end"
+        )
+    print(json.dumps({"medians_ms": medians, "first": first, "ratios": ratios, "growth": growth}))
 
 
 if __name__ == "__main__":

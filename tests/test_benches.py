@@ -97,7 +97,7 @@ def test_the_listing_and_gc_benchmarks_run() -> None:
 
 
 def test_the_real_repository_benchmark_runs_every_side_in_one_run() -> None:
-    report = _report("realrepo.py", "--quick")
+    report = _report("realrepo.py", "--quick", "--growth", "4")
     assert {
         "git stash create",
         "shadow git add+commit",
@@ -111,3 +111,4 @@ def test_the_real_repository_benchmark_runs_every_side_in_one_run() -> None:
     } <= set(report["medians_ms"])
     assert {"diff vs git diff HEAD", "validate --offline vs git status"} <= set(report["ratios"])
     assert report["first"]["store_bytes"] < report["first"]["git_dir_bytes"]
+    assert report["growth"]["checkpoints"] == 4 and report["growth"]["growth"] > 0
