@@ -13,6 +13,7 @@ Default 200 examples (a few seconds); `PITSTOP_FUZZ_EXAMPLES=2000` for a long ru
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -58,6 +59,16 @@ _LEFT_OUT = {
 _VERDICTS = {"validate": {3, 4, 5}, "resume": {3, 4, 5}, "doctor": {1}, "drill": {1, 3}}
 # A drill's verdict is on stdout; an exit 1 or 3 without one is a refusal like any other.
 _DRILL_VERDICT = re.compile(r"^drill \S+: (drifted|not-replayable|failed-to-restore)$", re.M)
+
+
+def _drill_verdict_in_json(stdout: str) -> bool:
+    """Whether `drill --json` printed a verdict (the JSON form of `_DRILL_VERDICT`'s line)."""
+    try:
+        document = json.loads(stdout)
+    except ValueError:
+        return False
+    verdicts = ("drifted", "not-replayable", "failed-to-restore")
+    return isinstance(document, dict) and document.get("verdict") in verdicts
 
 
 def _leaves(
@@ -283,6 +294,8 @@ def test_the_command_tree_is_fuzzed_broadly() -> None:
 @example(argv=["task", "approver", "add", "t1", ""])
 # Found in CI: a drill's recorded not-replayable verdict (exit 3) was taken for a refusal.
 @example(argv=["drill", "t1"])
+# Found in CI: the same verdict as JSON (`--json`) was taken for a refusal too.
+@example(argv=["drill", "t1", "--json"])
 def test_any_command_line_gets_one_clear_outcome(busy_store: Path, argv: list[str]) -> None:
     places = {"{repo}": "../repo", "{file}": "../out.txt", "{dir}": "."}
     for placeholder, path in places.items():
@@ -295,7 +308,7 @@ def test_any_command_line_gets_one_clear_outcome(busy_store: Path, argv: list[st
     assert code in DOCUMENTED_EXIT_CODES, shown
     verdict = code in _VERDICTS.get(argv[0], set())
     if verdict and argv[0] == "drill":
-        verdict = bool(_DRILL_VERDICT.search(stdout))
+        verdict = bool(_DRILL_VERDICT.search(stdout)) or _drill_verdict_in_json(stdout)
     refused = code != 0 and not verdict
     if refused:
         assert stderr.strip(), shown  # a refusal says why
