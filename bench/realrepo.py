@@ -474,7 +474,7 @@ def report(
             print(f"  {name:<44}{value:6.2f}x")
             continue
         verdict = "met" if value <= targets[name] else "NOT met"
-        print(f"  {name:<44}{value:6.2f}x  target <= {targets[name]:.1f}x  {verdict}")
+        print(f"  {name:<44}{value:6.2f}x  target <= {targets[name]:g}x  {verdict}")
     if growth is not None:
         print(
             f"  {growth['checkpoints']:.0f} more checkpoints: ratio to git stash create "
