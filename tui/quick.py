@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import sys
 
+from tui.quick_output import write, writes_utf8
+
 TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: ~3 ms of start-up)
 if TYPE_CHECKING:
     from typing import Any
@@ -187,7 +189,7 @@ def help_columns() -> int:
 def run(args: list[str]) -> int | None:
     """Answer `args` on this path and return the exit code; None: leave it to click."""
     parsed = parse(args)
-    if parsed is None or not _writes_utf8():
+    if parsed is None or not writes_utf8():
         return None
     command, argument, as_json = parsed
     if command == "--help":
@@ -195,30 +197,30 @@ def run(args: list[str]) -> int | None:
             return None
         from tui.help_text import ROOT_HELP
 
-        return _write(ROOT_HELP, None, 0)
+        return write(ROOT_HELP, None, 0)
     usable, store = store_option()
     if not usable:
         return None
     try:
         return _answer(command, argument, as_json, store)
     except (EOFError, KeyboardInterrupt):  # click ends its line and says "aborted"
-        return _write(None, "\npitstop: aborted", 130)
+        return write(None, "\npitstop: aborted", 130)
     except BaseException as exc:  # every failure as one line, as `tui.cli.main` words it
         line, code = failure_line(exc)
-        return _write(None, line, code)
+        return write(None, line, code)
 
 
 def _answer(command: str, argument: str | None, as_json: bool, store: str | None) -> int:
     opened = engine(store)
     if command == "locate":
-        return _write(locate_text(opened, as_json), None, 0)
+        return write(locate_text(opened, as_json), None, 0)
     if command == "task list":
-        return _write(task_list_text(opened, (), as_json), None, 0)
+        return write(task_list_text(opened, (), as_json), None, 0)
     assert argument is not None
     if command == "checkpoints":
-        return _write(checkpoints_text(opened, argument, as_json), None, 0)
+        return write(checkpoints_text(opened, argument, as_json), None, 0)
     text, damaged = show_text(opened, argument, as_json)
-    return _write(text, damaged, 1 if damaged else 0)
+    return write(text, damaged, 1 if damaged else 0)
 
 
 def failure_line(exc: BaseException) -> tuple[str | None, int]:
@@ -238,21 +240,3 @@ def failure_line(exc: BaseException) -> tuple[str | None, int]:
         f"pitstop: internal error ({type(exc).__name__}: {exc}); "
         "rerun with PITSTOP_DEBUG=1 for details and please report it"
     ), 1
-
-
-def _writes_utf8() -> bool:
-    """Whether stdout takes any text as it is; click rewraps a stream set to another encoding,
-    so such a terminal is left to click to write to."""
-    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("_", "-")
-    return encoding in ("utf-8", "utf8")
-
-
-def _write(text: str | None, error: str | None, code: int) -> int:
-    """Print as `click.echo` does (the text, a newline, flushed), stdout first."""
-    if text is not None:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-    if error is not None:
-        sys.stderr.write(error + "\n")
-        sys.stderr.flush()
-    return code

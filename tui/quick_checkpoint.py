@@ -12,7 +12,8 @@ and exit with the same code (tests/tui/test_quick_checkpoint.py runs both on one
 from __future__ import annotations
 
 import os
-import sys
+
+from tui.quick_output import write, writes_utf8
 
 TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def run(args: list[str]) -> int | None:
     from tui.quick import store_option
 
     usable, store = store_option()
-    if not usable or not _writes_utf8():
+    if not usable or not writes_utf8():
         return None
     from core.paths import StorePaths, resolve_store_root
     from core.snapshot import early_scan
@@ -114,29 +115,14 @@ def run(args: list[str]) -> int | None:
         )
         human, document = checkpoint_output(engine(store), asked.task_id, request)
         if asked.as_json:
-            return _write(document, None, 0)
+            return write(document, None, 0)
         from core.terminal_text import printable
 
-        return _write(printable(human), None, 0)
+        return write(printable(human), None, 0)
     except (EOFError, KeyboardInterrupt):  # click ends its line and says "aborted"
-        return _write(None, "\npitstop: aborted", 130)
+        return write(None, "\npitstop: aborted", 130)
     except BaseException as exc:  # every failure as one line, as `tui.cli.main` words it
         line, code = failure_line(exc)
-        return _write(None, line, code)
+        return write(None, line, code)
     finally:
         early_scan.discard()  # a scan the checkpoint did not take (skipped, another directory)
-
-
-def _writes_utf8() -> bool:
-    """Whether stdout takes any text as it is (click rewraps a stream in another encoding)."""
-    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("_", "-")
-    return encoding in ("utf-8", "utf8")
-
-
-def _write(text: str | None, error: str | None, code: int) -> int:
-    """Print as `click.echo` does (the text, a newline, flushed), stdout first."""
-    for stream, line in ((sys.stdout, text), (sys.stderr, error)):
-        if line is not None:
-            stream.write(line + "\n")
-            stream.flush()
-    return code

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 
 from tui.quick import engine, failure_line, store_option
+from tui.quick_output import write, writes_utf8
 
 TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: ~3 ms of start-up)
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ def parse(args: list[str]) -> Asked | None:
 def run(args: list[str]) -> int | None:
     """Answer `args` and return the exit code; None: leave it to click."""
     asked = parse(args)
-    if asked is None or not _writes_utf8():
+    if asked is None or not writes_utf8():
         return None
     usable, store = store_option()
     if not usable:
@@ -89,10 +90,10 @@ def run(args: list[str]) -> int | None:
             return _diff(opened.diff(asked.ref, asked.against))
         return _validate(opened, asked)
     except (EOFError, KeyboardInterrupt):  # click ends its line and says "aborted"
-        return _write(None, "\npitstop: aborted", 130)
+        return write(None, "\npitstop: aborted", 130)
     except BaseException as exc:  # every failure as one line, as `tui.cli.main` words it
         line, code = failure_line(exc)
-        return _write(None, line, code)
+        return write(None, line, code)
 
 
 def _diff(text: str) -> int:
@@ -113,7 +114,7 @@ def _validate(opened: Any, asked: Asked) -> int:
     from core.terminal_text import printable
 
     def say(text: str) -> None:
-        _write(printable(text), None, 0)
+        write(printable(text), None, 0)
 
     report = opened.validate(
         asked.ref, into=None, offline=asked.offline, progress=lambda f: say(finding_line(f))
@@ -122,18 +123,3 @@ def _validate(opened: Any, asked: Asked) -> int:
         say(f"\nadvice:  {report.advice}")
     say(f"\nverdict: {report.verdict.value}  ({report.duration_ms} ms)")
     return int(report.verdict.exit_code)
-
-
-def _writes_utf8() -> bool:
-    """Whether stdout takes any text as it is (click rewraps a stream in another encoding)."""
-    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("_", "-")
-    return encoding in ("utf-8", "utf8")
-
-
-def _write(text: str | None, error: str | None, code: int) -> int:
-    """Print as `click.echo` does (the text, a newline, flushed), stdout first."""
-    for stream, line in ((sys.stdout, text), (sys.stderr, error)):
-        if line is not None:
-            stream.write(line + "\n")
-            stream.flush()
-    return code
