@@ -9,7 +9,6 @@ the same checkpoint is taken twice, and only the milliseconds it took may differ
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -18,23 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.tui.test_quick_paths import GIT_ENV, git, pitstop
+from tests.tui.test_quick_paths import git, pitstop, quick_env
 from tui.quick_checkpoint import Asked, parse
 
 
 @pytest.fixture()
 def env(tmp_path: Path) -> dict[str, str]:
-    found = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PITSTOP_"))}
-    found.pop("COLUMNS", None)
-    return {
-        **found,
-        **GIT_ENV,
-        "PITSTOP_HOME": str(tmp_path / "store"),
-        "PITSTOP_CONFIG_DIR": str(tmp_path / "config"),
-        "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
-        "PITSTOP_KEY": os.environ["PITSTOP_KEY"],
-        "PITSTOP_FROZEN_NOW": "2030-01-01T00:00:00Z",
-    }
+    return quick_env(tmp_path, PITSTOP_FROZEN_NOW="2030-01-01T00:00:00Z")
 
 
 @pytest.fixture()

@@ -28,8 +28,9 @@ GIT_ENV = {
 }
 
 
-@pytest.fixture()
-def env(tmp_path: Path) -> dict[str, str]:
+def quick_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment the quick-path tests run `pitstop` in: a private store and config, git
+    identity and config of its own, no terminal width; `extra` on top."""
     found = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PITSTOP_"))}
     found.pop("COLUMNS", None)
     return {
@@ -39,7 +40,13 @@ def env(tmp_path: Path) -> dict[str, str]:
         "PITSTOP_CONFIG_DIR": str(tmp_path / "config"),
         "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
         "PITSTOP_KEY": os.environ["PITSTOP_KEY"],
+        **extra,
     }
+
+
+@pytest.fixture()
+def env(tmp_path: Path) -> dict[str, str]:
+    return quick_env(tmp_path)
 
 
 def pitstop(
