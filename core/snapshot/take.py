@@ -50,6 +50,7 @@ from core.snapshot.selection import (
 )
 from core.snapshot.source import HeadFacts, Located, RepoFacts, SourceRepo, head_facts
 from core.snapshot.staged import staged_to_seal
+from core.snapshot.staged_tree import index_key, remember, remembered_tree
 
 TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 if TYPE_CHECKING:
@@ -125,7 +126,8 @@ def take_snapshot(
     early = early_scan.claim(source)  # a scan an entry point started before the engine loaded
     with _scratch(scratch_dir, early) as temp:
         env = _temporary_index_env(source, store_repo, temp / "index", copied=early is not None)
-        staged = _scan_and_stage(source, store_repo, env, located, early)
+        previous_index = previous_trees[1] if previous_trees else None
+        staged = _scan_and_stage(source, store_repo, env, located, early, previous_index)
         chosen = select_paths(source, staged.scan, limits, sealing.allowed, clean.first_secret)
         index_tree, sealed, allowed = _seal_staged(
             source, store_repo, env, staged, sealing, clean.first_secret
@@ -239,10 +241,12 @@ def _scan_and_stage(
     env: Mapping[str, str],
     located: Located | None,
     early: early_scan.EarlyScan | None = None,
+    previous_index: str | None = None,
 ) -> _Staged:
     """Scan the work tree with `git status` (or take the `early` scan of the same index copy)
-    while HEAD is read, the base commit fetched when needed and the staged tree written;
-    refuse unresolved conflicts and a damaged index."""
+    while HEAD is read, the base commit fetched when needed and the staged tree written (or
+    taken as `previous_index`, the previous checkpoint's, when the index is the same bytes:
+    `staged_tree`); refuse unresolved conflicts and a damaged index."""
     # The directory walk is the slow part: run it while the cheap steps happen beside it.
     # (Writing the staged tree beside it too gained nothing measurable on two cores.)
     status = early.process if early else start_git(STATUS_ARGS, cwd=source.toplevel, env=env)
@@ -256,7 +260,14 @@ def _scan_and_stage(
             if head.commit and not ask_base_later
             else 0
         )
-        staged_tree = run_git(["write-tree"], cwd=source.toplevel, env=env, ok_codes=(0, 128))
+        key = index_key(Path(env["GIT_INDEX_FILE"]))
+        staged_tree = (remembered_tree(store_repo, key, previous_index) or "").encode()
+        if not staged_tree:
+            staged_tree = run_git(
+                ["write-tree"], cwd=source.toplevel, env=env, ok_codes=(0, 128)
+            ).strip()
+            if staged_tree:
+                remember(store_repo, key, staged_tree.decode())
     finally:
         raw_status = _finish_status(status, source, env, early)
     scan = parse_status(raw_status)
