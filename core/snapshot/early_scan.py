@@ -6,7 +6,8 @@ it (loading the engine, opening the store and the keys, reading the previous che
 as much again. So the entry points that are about to checkpoint call `start` first: it finds
 the repository around the agent's directory the way git does, copies its index privately into
 the store's scratch directory, as the snapshot would, and starts the same `git status` on that
-copy. The snapshot takes the running scan over (`claim`) when it snapshots that very repository
+copy, and beside it the config and `rev-parse` calls `source.locate` reads (taken by `locate`
+when it asks about the very same directory; else stopped). The snapshot takes the running scan over (`claim`) when it snapshots that very repository
 and index; a scan of anything else is killed and its copy removed, and the snapshot scans for
 itself as before (`discard`, also called by whoever started it once the checkpoint is done).
 
@@ -48,9 +49,10 @@ STATUS_ARGS = (
 
 
 class EarlyScan:
-    """A `git status` running on a private index copy of one repository."""
+    """A `git status` running on a private index copy of one repository, and beside it the
+    two git calls `source.locate` reads, started in the directory `cwd` names."""
 
-    __slots__ = ("directory", "git_dir", "process", "toplevel")
+    __slots__ = ("cwd", "directory", "git_dir", "locating", "process", "toplevel")
 
     def __init__(
         self, toplevel: Path, git_dir: Path, directory: Path, process: subprocess.Popen[bytes]
@@ -59,17 +61,24 @@ class EarlyScan:
         self.git_dir = git_dir
         self.directory = directory  # the scratch directory; `index` in it is the copy
         self.process = process
+        self.cwd: Path | None = None
+        self.locating: tuple[subprocess.Popen[bytes], ...] = ()
 
     def close(self) -> None:
-        """Stop the scan if it still runs and remove the copy."""
-        process = self.process
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
+        """Stop the scan (and locating calls nobody took) if still running; remove the copy."""
+        for process in (self.process, *self.locating):
+            _stop(process)
+        self.locating = ()
         remove_tree(self.directory)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            stream.close()
 
 
 _pending: EarlyScan | None = None
@@ -109,6 +118,26 @@ def start(cwd: str | None, scratch_parent: Path) -> None:
         remove_tree(directory)
         return
     _pending = EarlyScan(toplevel, git_dir, directory, process)
+    try:
+        from core.snapshot.source import start_locate
+
+        _pending.locating = start_locate(Path(cwd))
+        _pending.cwd = Path(cwd)
+    except Exception:
+        return  # `locate` starts its own
+
+
+def located(
+    directory: Path,
+) -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]] | None:
+    """The config and `rev-parse` calls started early in `directory`, handed over to
+    `source.locate` (None: none were, or in another directory; it starts its own)."""
+    scan = _pending
+    if scan is None or scan.cwd != directory or len(scan.locating) != 2:
+        return None
+    config, facts = scan.locating
+    scan.locating = ()
+    return config, facts
 
 
 def copy_index(index: Path, copy: Path) -> None:

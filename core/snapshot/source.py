@@ -15,11 +15,13 @@ from pathlib import Path
 from core.digests import sha256_hex
 from core.errors import GitError, NotAGitRepoError
 from core.git.objects import EMPTY_TREE
-from core.git.run import run_git, start_git
+from core.git.run import finish_git, run_git, start_git
+from core.snapshot import early_scan
 from core.snapshot.gitpython_adapter import work_tree_of
 
 TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 if TYPE_CHECKING:
+    import subprocess
     from typing import NamedTuple
 else:
     from core.records import NamedTuple
@@ -142,21 +144,35 @@ def resolve_source_repo(path: str | os.PathLike[str]) -> SourceRepo:
     return _source_from(lines)
 
 
+def start_locate(directory: Path) -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]:
+    """The two git calls `locate` reads, started in `directory`: the config, and `rev-parse`
+    for the repository's paths, HEAD and its upstream. An entry point about to checkpoint
+    starts them early, beside the work tree's scan (`early_scan`)."""
+    config = start_git(_CONFIG_ARGS, cwd=directory, env={})
+    try:
+        facts = start_git(["rev-parse", *_REPO_FACTS, *_head_args(upstream=True)], cwd=directory)
+    except BaseException:
+        config.kill()
+        config.wait()
+        raise
+    return config, facts
+
+
 def locate(path: str | os.PathLike[str]) -> Located:
     """`resolve_source_repo`, plus the remotes and HEAD a snapshot records, from two git calls
-    run side by side: the config, and one `rev-parse` for the repository's paths, HEAD and its
-    upstream. Without an upstream, that `rev-parse` stops after HEAD's tree; the branch is then
-    read from the repository's HEAD file, as git reads it."""
+    run side by side (`start_locate`, or the same two an entry point started earlier): the
+    config, and one `rev-parse` for the repository's paths, HEAD and its upstream. Without an
+    upstream, that `rev-parse` stops after HEAD's tree; the branch is then read from the
+    repository's HEAD file, as git reads it."""
     candidate = Path(path).expanduser()
     kind = _path_kind(candidate)
     if kind == "file":
         candidate, kind = candidate.parent, _path_kind(candidate.parent)
     if kind != "dir":
         return Located(resolve_source_repo(path), (), False, None)  # explains the refusal
-    config = start_git(_CONFIG_ARGS, cwd=candidate, env={})
+    config, facts = early_scan.located(candidate) or start_locate(candidate)
     try:
-        args = ["rev-parse", *_REPO_FACTS, *_head_args(upstream=True)]
-        lines = run_git(args, cwd=candidate, ok_codes=(0, 128)).decode().splitlines()
+        lines = finish_git(facts, "rev-parse", ok_codes=(0, 128)).decode().splitlines()
     finally:
         out, err = config.communicate()
     plainly_inside = len(lines) >= 5

@@ -151,3 +151,59 @@ def test_the_command_line_leaves_no_scan_behind(
     assert (
         blob_at(store, latest.worktree_tree or "", "docs/guide.txt") == b"line 1\nline 2 edited\n"
     )
+
+
+def _git_starts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every git subcommand this process starts from now on."""
+    calls: list[str] = []
+    original = subprocess.Popen.__init__
+
+    def spy(self: object, args: object, *rest: object, **kw: object) -> None:
+        if isinstance(args, list) and args[:1] == ["git"]:
+            calls.append(str(args[1]))
+        original(self, args, *rest, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", spy)
+    return calls
+
+
+def test_locate_takes_the_calls_started_beside_the_scan(
+    repo: Path, store_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core import snapshot
+
+    _tmp(store_root).parent.mkdir(parents=True, exist_ok=True)
+    git(repo, "remote", "add", "origin", "https://example.invalid/repo.git")
+    fresh = snapshot.locate(repo)
+    early_scan.start(str(repo), _tmp(store_root))
+    scan = early_scan._pending
+    assert scan is not None and len(scan.locating) == 2
+    config, facts = scan.locating
+    calls = _git_starts(monkeypatch)
+    taken = snapshot.locate(repo)
+    assert calls == []  # no config or rev-parse of its own
+    assert taken == fresh and taken.remotes  # the same facts the calls give when run then
+    assert config.returncode == 0 and facts.returncode == 128  # read: 128, no upstream here
+    assert scan.locating == ()
+    early_scan.discard()
+    assert _scratch(store_root) == []
+
+
+def test_locate_elsewhere_starts_its_own_and_the_early_calls_are_stopped(
+    repo: Path, store_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core import snapshot
+
+    _tmp(store_root).parent.mkdir(parents=True, exist_ok=True)
+    fresh = snapshot.locate(repo)
+    early_scan.start(str(repo / "src"), _tmp(store_root))  # a subdirectory: another question
+    scan = early_scan._pending
+    assert scan is not None and len(scan.locating) == 2
+    early_calls = scan.locating
+    calls = _git_starts(monkeypatch)
+    assert snapshot.locate(repo) == fresh
+    assert sorted(calls) == ["config", "rev-parse"]
+    assert scan.locating == early_calls  # not taken
+    early_scan.discard()
+    assert all(process.returncode is not None for process in early_calls)  # none left running
+    assert _scratch(store_root) == []
