@@ -7,9 +7,10 @@ as much again. So the entry points that are about to checkpoint call `start` fir
 the repository around the agent's directory the way git does, copies its index privately into
 the store's scratch directory, as the snapshot would, and starts the same `git status` on that
 copy, and beside it the config and `rev-parse` calls `source.locate` reads (taken by `locate`
-when it asks about the very same directory; else stopped). The snapshot takes the running scan over (`claim`) when it snapshots that very repository
-and index; a scan of anything else is killed and its copy removed, and the snapshot scans for
-itself as before (`discard`, also called by whoever started it once the checkpoint is done).
+when it asks about the very same directory; else stopped). The snapshot takes the running
+scan over (`claim`) when it snapshots that very repository and index; a scan of anything else
+is killed and its copy removed, and the snapshot scans for itself as before (`discard`, also
+called by whoever started it once the checkpoint is done).
 
 The scan changes nothing in the user's repository: git runs on the copied index, with optional
 locks off (`core.git.run.clean_env`), and `status` writes no objects (invariant 8). The index
