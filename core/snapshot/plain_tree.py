@@ -162,15 +162,20 @@ def _all_gone(reader: ObjectReader, tree: str, gone: Mapping[str, Any]) -> bool:
 def _rewrite(
     store_repo: Path, reader: ObjectReader, oid: str | None, changes: Mapping[str, Any]
 ) -> str | None:
-    """The tree `oid` (None: a new one) with `changes` applied, written; None when empty."""
-    entries: dict[str, tuple[str, str]] = {}
+    """The tree `oid` (None: a new one) with `changes` applied, written; None when empty.
+
+    The entries are kept as git wrote them (raw bytes) and only the changed names are decoded
+    and encoded: the directories on a changed path can hold thousands of entries."""
+    entries: dict[bytes, tuple[bytes, bytes]] = {}  # name → (mode, entry as in the tree)
     if oid is not None:
         found = reader.read(oid)
         if found is None or found[0] != "tree":
             raise NotPlain(f"the store does not hold tree {oid}")
-        entries = {name: (mode, child) for mode, name, child in _parse(found[1])}
+        entries = _raw_entries(found[1])
     for name, change in changes.items():
-        existing = entries.get(name)
+        raw_name = name.encode("utf-8", "surrogateescape")
+        held = entries.get(raw_name)
+        existing = (held[0].decode(), held[1][-20:].hex()) if held is not None else None
         if isinstance(change, _Leaf):
             if existing is not None and existing[0] == TREE:
                 if change.replaced is None or not _all_gone(reader, existing[1], change.replaced):
@@ -178,26 +183,49 @@ def _rewrite(
             elif (existing is not None and existing[0] == GITLINK_MODE) or change.replaced:
                 raise NotPlain(f"{name} is a submodule, or no directory, in the staged tree")
             if change.change is None:
-                entries.pop(name, None)
+                entries.pop(raw_name, None)
             else:
-                entries[name] = change.change
+                entries[raw_name] = _entry(change.change[0], raw_name, change.change[1])
             continue
         if existing is not None and existing[0] != TREE:
             raise NotPlain(f"{name} is a file in the staged tree")
         subtree = _rewrite(store_repo, reader, existing[1] if existing else None, change)
         if subtree is None:
-            entries.pop(name, None)
+            entries.pop(raw_name, None)
         else:
-            entries[name] = (TREE, subtree)
+            entries[raw_name] = _entry(TREE, raw_name, subtree)
     if not entries:
         return None
-    lines = []
-    for name, (mode, child) in entries.items():
-        raw = name.encode("utf-8", "surrogateescape")
-        key = raw + b"/" if mode == TREE else raw
-        lines.append((key, mode.encode() + b" " + raw + b"\0" + bytes.fromhex(child)))
-    body = b"".join(line for _key, line in sorted(lines))
-    return _write(store_repo, reader, "tree", body)
+    # git's order: by name, a tree's as if it ended in "/"
+    ordered = sorted(
+        (name + b"/" if mode == _TREE_BYTES else name, entry)
+        for name, (mode, entry) in entries.items()
+    )
+    return _write(store_repo, reader, "tree", b"".join(entry for _key, entry in ordered))
+
+
+_TREE_BYTES = TREE.encode()
+
+
+def _raw_entries(body: bytes) -> dict[bytes, tuple[bytes, bytes]]:
+    """A tree object's entries by name: (mode, the entry's bytes as they are in `body`)."""
+    entries: dict[bytes, tuple[bytes, bytes]] = {}
+    find = body.find
+    position, size = 0, len(body)
+    while position < size:
+        space = find(b" ", position)
+        nul = find(b"\0", space)
+        end = nul + 21
+        if space < 0 or nul < 0 or end > size:
+            raise NotPlain("a tree of the staged tree is damaged")
+        entries[body[space + 1 : nul]] = (body[position:space], body[position:end])
+        position = end
+    return entries
+
+
+def _entry(mode: str, raw_name: bytes, oid: str) -> tuple[bytes, bytes]:
+    encoded = mode.encode()
+    return encoded, encoded + b" " + raw_name + b"\0" + bytes.fromhex(oid)
 
 
 def _parse(body: bytes) -> list[tuple[str, str, str]]:

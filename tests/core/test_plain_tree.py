@@ -318,3 +318,20 @@ def test_an_attributes_file_still_gets_gits_conversion_in_a_checkpoint(
         assert made is not None and made.worktree_tree
         store = engine.paths.repos / engine.get_task(task_id).store_repo
         assert blob_at(store, made.worktree_tree, "a.txt") == (expected or b"one\r\ntwo\r\n")
+
+
+def test_raw_entries_are_the_trees_own_bytes_and_damage_is_not_plain(repo: Path) -> None:
+    tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    body = subprocess.run(
+        ["git", "cat-file", "tree", tree], cwd=repo, capture_output=True, check=True
+    ).stdout
+    entries = plain_tree._raw_entries(body)
+    assert b"".join(entry for _mode, entry in entries.values()) == body  # in git's order
+    listed = git(repo, "ls-tree", tree).splitlines()
+    assert [name.decode() for name in entries] == [line.split("\t")[1] for line in listed]
+    assert [mode.decode().rjust(6, "0") for mode, _ in entries.values()] == [
+        line.split()[0] for line in listed
+    ]
+    for damaged in (body[:-1], body[:-21] + b"100644 no-nul", b"100644"):
+        with pytest.raises(plain_tree.NotPlain):
+            plain_tree._raw_entries(damaged)

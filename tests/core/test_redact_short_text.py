@@ -3,6 +3,7 @@ building the automaton; both ways must find exactly the same occurrences: the sa
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -86,3 +87,31 @@ def test_the_generic_rule_is_tried_after_every_key_name_its_regex_accepts() -> N
     assert {lit.strip("-") for lit, _ in generic.starts if lit.startswith("-")} == {
         name + blank for name in GENERIC_KEY_NAMES for blank in " \t"
     }
+
+
+def _hits(gate: object, low: bytes) -> set[tuple[int, int]]:
+    found = gate.find_matches_as_indexes(low, overlapping=True)  # type: ignore[attr-defined]
+    return {(literal, at) for literal, at, _ in found}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(short_texts(), min_size=1, max_size=8))
+def test_the_nfa_and_the_dfa_find_the_same_occurrences(blocks: list[bytes]) -> None:
+    """A snapshot's few kilobytes go through the quick-to-build NFA, a long stream through the
+    DFA: the same literals at the same offsets either way."""
+    low = b"\n".join(blocks)
+    assert _hits(literal_gate.automaton(dfa=False), low) == _hits(literal_gate.automaton(), low)
+
+
+def test_the_dfa_is_built_once_a_process_has_scanned_enough(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    literal_gate.automaton.cache_clear()
+    monkeypatch.setattr(literal_gate, "_scanned", 0)
+    block = b"x = 1  # password: hunter2hunter2 " * 40  # past SHORT_TEXT: the automaton
+    first = set(literal_gate.literal_hits(block))
+    assert first and literal_gate.automaton.cache_info().currsize == 1  # the NFA alone
+    while literal_gate._scanned <= literal_gate.DFA_AFTER:
+        assert set(literal_gate.literal_hits(block)) == first
+    assert set(literal_gate.literal_hits(block)) == first
+    assert literal_gate.automaton.cache_info().currsize == 2  # now the DFA as well
