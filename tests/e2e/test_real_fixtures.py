@@ -36,6 +36,10 @@ def test_every_real_payload_is_answered(tmp_path: Path) -> None:
     git(repo, "commit", "-q", "-m", "initial")
     transcript = tmp_path / "transcript.jsonl"
     transcript.write_text('{"type":"user","message":{"role":"user","content":"go"}}\n')
+    # Nobody answers the permission prompt: it is handed back after a second, not the default
+    # minute (this test's own config directory)
+    config = Path(os.environ["PITSTOP_CONFIG_DIR"])
+    (config / "config.toml").write_text("[hooks]\npermission_wait_seconds = 1\n")
     places = {
         "$TRANSCRIPT": str(transcript),
         "$CLAUDE_TMP": str(tmp_path / "claude"),
@@ -45,6 +49,7 @@ def test_every_real_payload_is_answered(tmp_path: Path) -> None:
         "$TMP": str(tmp_path),
     }
     answers = {}
+    told = {}
     for name in ORDER:
         text = (REAL / f"{name}.json").read_text()
         for placeholder, value in places.items():
@@ -63,6 +68,9 @@ def test_every_real_payload_is_answered(tmp_path: Path) -> None:
         assert out.returncode == 0, (name, out.stderr)
         assert "Traceback" not in out.stderr, (name, out.stderr)
         answers[name] = json.loads(out.stdout) if out.stdout.strip() else {}
+        told[name] = out.stderr
+    assert answers["permission_request"] == {}  # no decision: Claude Code asks the user itself
+    assert "nobody answered" in told["permission_request"], told["permission_request"]
     denied = answers["pre_tool_use_write_config"]["hookSpecificOutput"]
     assert denied["permissionDecision"] == "deny"
     # A push needs approval by default: the guard asks for it and refuses the call meanwhile.
