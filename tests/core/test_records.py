@@ -7,12 +7,16 @@ with a record must then behave as it did with typing's.
 
 from __future__ import annotations
 
+import collections
+import copy
 import pickle
 import subprocess
 import sys
 import typing
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core import records
 
@@ -100,3 +104,65 @@ def test_importing_the_records_of_every_command_loads_no_typing() -> None:
     probe = f"import sys, {modules}; print('typing' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+FIELD_NAMES = st.lists(
+    st.sampled_from(["name", "size", "tags", "path", "mode", "oid", "when", "x"]),
+    min_size=1,
+    max_size=6,
+    unique=True,
+)
+
+
+def _outcome(make: object) -> tuple[str, object]:
+    """What a call gives: ("ok", the tuple and its repr) or ("error", the exception's type)."""
+    try:
+        made = make()  # type: ignore[operator]
+    except Exception as exc:  # the type is what is compared
+        return "error", type(exc)
+    return "ok", (tuple(made), repr(made).split("(", 1)[1])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    fields=FIELD_NAMES,
+    defaults=st.integers(min_value=0, max_value=6),
+    positional=st.lists(st.integers(), max_size=7),
+    keywords=st.dictionaries(
+        st.sampled_from(["name", "size", "tags", "path", "nope"]), st.integers(), max_size=3
+    ),
+)
+def test_a_record_is_built_as_namedtuple_builds_it(
+    fields: list[str], defaults: int, positional: list[int], keywords: dict[str, int]
+) -> None:
+    """Every call, right or wrong, gives what collections.namedtuple's class gives."""
+    given_defaults = list(range(100, 100 + min(defaults, len(fields))))
+    ours = records._build("Rec", fields, given_defaults, __name__)
+    theirs = collections.namedtuple("Rec", fields, defaults=given_defaults, module=__name__)
+    for attribute in ("_fields", "_field_defaults", "__match_args__", "__doc__", "__module__"):
+        assert getattr(ours, attribute) == getattr(theirs, attribute), attribute
+    assert ours.__new__.__doc__ == theirs.__new__.__doc__
+    assert _outcome(lambda: ours(*positional, **keywords)) == _outcome(
+        lambda: theirs(*positional, **keywords)
+    )
+    full = list(range(len(fields)))
+    mine, reference = ours(*full), theirs(*full)
+    assert tuple(mine) == tuple(reference) and repr(mine).endswith(repr(reference)[3:])
+    assert mine._asdict() == reference._asdict()
+    assert _outcome(lambda: mine._replace(**keywords)) == _outcome(
+        lambda: reference._replace(**keywords)
+    )
+    assert _outcome(lambda: ours._make(positional)) == _outcome(lambda: theirs._make(positional))
+    assert copy.copy(mine) == mine and copy.deepcopy(mine) == mine
+    for index, field in enumerate(fields):
+        assert getattr(mine, field) == index
+        with pytest.raises(AttributeError):
+            setattr(mine, field, 0)
+
+
+def test_field_names_namedtuple_refuses_are_refused() -> None:
+    for fields in (["_private"], ["not an identifier"], ["twice", "twice"]):
+        with pytest.raises(ValueError):
+            collections.namedtuple("Rec", fields)
+        with pytest.raises(ValueError):
+            records._build("Rec", fields, [], __name__)
