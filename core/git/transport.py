@@ -103,11 +103,23 @@ def maintain_if_due(store_repo: Path) -> None:
         run_git_process(["maintenance", "run", "--auto", "--quiet"], git_dir=store_repo)
 
 
-def push(store_repo: Path, url: str, updates: Mapping[str, tuple[str, str | None]]) -> None:
+def push(
+    store_repo: Path,
+    url: str,
+    updates: Mapping[str, tuple[str, str | None]],
+    *,
+    known_objects: Sequence[Path] = (),
+) -> None:
     """Update remote refs atomically: ref → (new id, the id it must still have, or None if new).
 
     The expected old value makes the push a compare-and-set: a ref someone else moved since we
     read it fails the whole push with RemoteMovedError instead of losing their work.
+
+    `known_objects` are object directories (the user's repository's) that git may read, for
+    this push only, to learn what the remote's advertised tips hold: a store holds its base
+    commit alone, so a remote whose branch moved past it would otherwise be sent the base's
+    whole tree again. Only objects reachable from what is pushed are sent; the store's
+    repository never comes to depend on them.
     """
     if not updates:
         return
@@ -117,8 +129,10 @@ def push(store_repo: Path, url: str, updates: Mapping[str, tuple[str, str | None
     args.append(url)
     # no "+" on the refspecs: a forced refspec would override the lease
     args += [f"{new}:{ref}" for ref, (new, _old) in sorted(updates.items())]
+    usable = [str(path) for path in known_objects if ":" not in str(path) and path.is_dir()]
+    env = {"GIT_ALTERNATE_OBJECT_DIRECTORIES": ":".join(usable)} if usable else None
     try:
-        _network(args, store_repo, url)
+        _network(args, store_repo, url, env)
     except NetworkError as exc:
         text = exc.stderr.lower()
         if "stale info" in text or "fetch first" in text or "non-fast-forward" in text:
@@ -135,9 +149,11 @@ def push(store_repo: Path, url: str, updates: Mapping[str, tuple[str, str | None
         raise
 
 
-def _network(args: list[str], store_repo: Path, url: str) -> bytes:
+def _network(
+    args: list[str], store_repo: Path, url: str, env: Mapping[str, str] | None = None
+) -> bytes:
     """Run a git command that talks to a remote; its failure names the remote."""
-    proc = run_git_process(args, git_dir=store_repo)
+    proc = run_git_process(args, git_dir=store_repo, env=env)
     if proc.returncode != 0:
         lines = [
             line.strip()
