@@ -149,6 +149,26 @@ def daemon_url(project: dict[str, Path]) -> Iterator[str]:
         yield f"git://127.0.0.1:{port}/{project['remote'].name}"
 
 
+def test_the_remote_never_sees_the_users_objects(project: dict[str, Path]) -> None:
+    """The alternate is the pushing side's alone: the remote's receive-pack (a local path
+    remote is started by the push itself) checks what it received against its own objects,
+    never the user's, so a missing object could not pass as present."""
+    log = project["tmp"] / "receive-env.log"
+    hook = project["remote"] / "hooks" / "pre-receive"
+    # (a value the receiving side inherited would show here: its quarantine appends to it)
+    echo = f'echo "alternates=$GIT_ALTERNATE_OBJECT_DIRECTORIES" >> "{log}"'
+    hook.write_text(f"#!/bin/sh\n{echo}\ncat >/dev/null\n")
+    hook.chmod(0o755)
+    _advance_remote(project)
+    log.unlink(missing_ok=True)
+    _base, received, _size = _first_push(project)
+    assert len(received) < 40
+    seen = log.read_text()
+    assert "alternates=" in seen
+    assert str(project["author"]) not in seen, seen
+    _assert_remote_whole_and_readable(project)
+
+
 def test_first_push_through_git_daemon_sends_no_base_blob(
     project: dict[str, Path], daemon_url: str
 ) -> None:
