@@ -119,7 +119,8 @@ def push(
     this push only, to learn what the remote's advertised tips hold: a store holds its base
     commit alone, so a remote whose branch moved past it would otherwise be sent the base's
     whole tree again. Only objects reachable from what is pushed are sent; the store's
-    repository never comes to depend on them.
+    repository never comes to depend on them, and a push they spoil (a damaged object in the
+    user's repository) is made once more without them.
     """
     if not updates:
         return
@@ -132,21 +133,36 @@ def push(
     usable = [str(path) for path in known_objects if ":" not in str(path) and path.is_dir()]
     env = {"GIT_ALTERNATE_OBJECT_DIRECTORIES": ":".join(usable)} if usable else None
     try:
-        _network(args, store_repo, url, env)
+        try:
+            _network(args, store_repo, url, env)
+        except NetworkError as exc:
+            if env is None or _moved(exc) or _refused(exc):
+                raise
+            _network(args, store_repo, url)  # an atomic push that failed changed nothing
     except NetworkError as exc:
-        text = exc.stderr.lower()
-        if "stale info" in text or "fetch first" in text or "non-fast-forward" in text:
+        if _moved(exc):
             raise RemoteMovedError(
                 f"the remote {url} changed while pushing (someone else pushed); "
                 "run `pitstop sync` to merge and push again"
             ) from exc
-        if any(hint in text for hint in _REFUSED_REF_HINTS):
+        if _refused(exc):
             raise RemoteRefusedError(
                 f"the remote {url} refused refs/pitstop/* ({exc}); this host only accepts "
                 "branches and tags, so share checkpoints through another remote "
                 "(`pitstop remote add NAME URL`)"
             ) from exc
         raise
+
+
+def _moved(exc: NetworkError) -> bool:
+    """A push refused because a leased ref moved since it was read."""
+    text = exc.stderr.lower()
+    return "stale info" in text or "fetch first" in text or "non-fast-forward" in text
+
+
+def _refused(exc: NetworkError) -> bool:
+    """A push refused because the host takes no refs outside branches and tags."""
+    return any(hint in exc.stderr.lower() for hint in _REFUSED_REF_HINTS)
 
 
 def _network(

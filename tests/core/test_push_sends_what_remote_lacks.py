@@ -193,3 +193,21 @@ def test_a_remote_without_the_base_gets_all_of_it(tmp_path: Path) -> None:
     base, received, _size = _first_push(project)
     assert _blobs(author, base) <= received
     _assert_remote_whole_and_readable(project)
+
+
+def test_a_damaged_object_in_the_users_repository_does_not_stop_the_push(
+    project: dict[str, Path],
+) -> None:
+    """The user's objects only ever save bytes: when one of them is damaged and spoils the
+    push, it is made again without them, whole, and the user's repository is left as it was."""
+    _advance_remote(project)
+    author = project["author"]
+    tree = git(author, "rev-parse", "origin/main^{tree}").strip()
+    loose = author / ".git" / "objects" / tree[:2] / tree[2:]
+    assert loose.exists()  # the fetch left the remote tip's root tree loose
+    loose.chmod(0o644)
+    loose.write_bytes(b"not a zlib stream")
+    base, received, _size = _first_push(project)
+    assert _blobs(author, base) <= received  # sent whole, as with no help from the user
+    assert loose.read_bytes() == b"not a zlib stream"
+    _assert_remote_whole_and_readable(project)
