@@ -6,7 +6,7 @@ sharing the same change as a branch costs. This script measures, in one run on o
 - push:   `Engine.push` of a new checkpoint (20 files changed)  vs  `git push` of a branch
           holding the same change                                (target <= 1.5x)
 - fetch:  `Engine.fetch` of it into a second store              vs  `git fetch` of that branch
-          into a second clone                                    (target <= 1.5x)
+          into a second clone                                    (target <= 1.3x, issue 22)
 - list:   `Engine.list_remote` with 2,000 tasks on the remote   vs  `git ls-remote` + `git fetch`
           of the same ledger refs (the floor of any listing)     (information)
 
@@ -59,7 +59,7 @@ from bench.snapshot import (  # noqa: E402
 )
 
 PUSH_TARGET = 1.5
-FETCH_TARGET = 1.5
+FETCH_TARGET = 1.3  # issue 22 (issue 7 had 1.5)
 BRANCH = "feature"
 STATUSES = ("running", "waiting", "paused", "done", "done", "cancelled")
 

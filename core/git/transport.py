@@ -103,11 +103,24 @@ def maintain_if_due(store_repo: Path) -> None:
         run_git_process(["maintenance", "run", "--auto", "--quiet"], git_dir=store_repo)
 
 
-def push(store_repo: Path, url: str, updates: Mapping[str, tuple[str, str | None]]) -> None:
+def push(
+    store_repo: Path,
+    url: str,
+    updates: Mapping[str, tuple[str, str | None]],
+    *,
+    known_objects: Sequence[Path] = (),
+) -> None:
     """Update remote refs atomically: ref → (new id, the id it must still have, or None if new).
 
     The expected old value makes the push a compare-and-set: a ref someone else moved since we
     read it fails the whole push with RemoteMovedError instead of losing their work.
+
+    `known_objects` are object directories (the user's repository's) that git may read, for
+    this push only, to learn what the remote's advertised tips hold: a store holds its base
+    commit alone, so a remote whose branch moved past it would otherwise be sent the base's
+    whole tree again. Only objects reachable from what is pushed are sent; the store's
+    repository never comes to depend on them, and a push they spoil (a damaged object in the
+    user's repository) is made once more without them.
     """
     if not updates:
         return
@@ -117,16 +130,22 @@ def push(store_repo: Path, url: str, updates: Mapping[str, tuple[str, str | None
     args.append(url)
     # no "+" on the refspecs: a forced refspec would override the lease
     args += [f"{new}:{ref}" for ref, (new, _old) in sorted(updates.items())]
+    usable = [str(path) for path in known_objects if ":" not in str(path) and path.is_dir()]
+    env = {"GIT_ALTERNATE_OBJECT_DIRECTORIES": ":".join(usable)} if usable else None
     try:
-        _network(args, store_repo, url)
+        try:
+            _network(args, store_repo, url, env)
+        except NetworkError as exc:
+            if env is None or _moved(exc) or _refused(exc):
+                raise
+            _network(args, store_repo, url)  # an atomic push that failed changed nothing
     except NetworkError as exc:
-        text = exc.stderr.lower()
-        if "stale info" in text or "fetch first" in text or "non-fast-forward" in text:
+        if _moved(exc):
             raise RemoteMovedError(
                 f"the remote {url} changed while pushing (someone else pushed); "
                 "run `pitstop sync` to merge and push again"
             ) from exc
-        if any(hint in text for hint in _REFUSED_REF_HINTS):
+        if _refused(exc):
             raise RemoteRefusedError(
                 f"the remote {url} refused refs/pitstop/* ({exc}); this host only accepts "
                 "branches and tags, so share checkpoints through another remote "
@@ -135,9 +154,22 @@ def push(store_repo: Path, url: str, updates: Mapping[str, tuple[str, str | None
         raise
 
 
-def _network(args: list[str], store_repo: Path, url: str) -> bytes:
+def _moved(exc: NetworkError) -> bool:
+    """A push refused because a leased ref moved since it was read."""
+    text = exc.stderr.lower()
+    return "stale info" in text or "fetch first" in text or "non-fast-forward" in text
+
+
+def _refused(exc: NetworkError) -> bool:
+    """A push refused because the host takes no refs outside branches and tags."""
+    return any(hint in exc.stderr.lower() for hint in _REFUSED_REF_HINTS)
+
+
+def _network(
+    args: list[str], store_repo: Path, url: str, env: Mapping[str, str] | None = None
+) -> bytes:
     """Run a git command that talks to a remote; its failure names the remote."""
-    proc = run_git_process(args, git_dir=store_repo)
+    proc = run_git_process(args, git_dir=store_repo, env=env)
     if proc.returncode != 0:
         lines = [
             line.strip()

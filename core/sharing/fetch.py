@@ -83,7 +83,8 @@ def fetch(
     expected = signing.normal_fingerprint(expect_owner) if expect_owner else None
     known = _known_store_repo(session, task_ids, repo)
     if known is None and repo is None:
-        local = [t for t in task_ids if t in store.task_ids(session.db)]
+        held = store.known_task_ids(session.db, task_ids)
+        local = [t for t in task_ids if t in held]
         repo = store.get_task(session.db, local[0]).repo_root if local else "."
     source: snapshot.SourceRepo | None = None
     with resolving_url(session, remote, known[0] if known else repo or ".") as pending:
@@ -143,8 +144,7 @@ def _known_store_repo(
     """
     if not task_ids:
         return None
-    local_ids = store.task_ids(session.db)
-    if not all(t in local_ids for t in task_ids):
+    if len(store.known_task_ids(session.db, task_ids)) != len(set(task_ids)):
         return None
     tasks = [store.get_task(session.db, task_id) for task_id in task_ids]
     rows = {(task.repo_root, task.store_repo) for task in tasks}
@@ -177,8 +177,7 @@ def _fetch_refs(
     first by their ledger alone, and their checkpoints only when the header names us.
     """
     root = tracking_root(url)
-    local_ids = store.task_ids(session.db)
-    ours = bool(task_ids) and all(t in local_ids for t in task_ids)
+    ours = bool(task_ids) and len(store.known_task_ids(session.db, task_ids)) == len(set(task_ids))
     tracked = fetch_task_refs(store_repo, url, task_ids, KINDS if ours else ("ledger",))
     available = sorted(task_refs(tracked, f"{root}ledger/")[0])
     wanted = list(task_ids) or available
@@ -191,7 +190,8 @@ def _fetch_refs(
     present = [t for t in wanted if t not in missing]
     if not ours:
         ledgers = {t: tracked[f"{root}ledger/{t}"] for t in present}
-        readable = {t for t in ledgers if t in local_ids} | _recipient_of(store_repo, ledgers, me)
+        held = store.known_task_ids(session.db, ledgers)  # one query for however many
+        readable = held | _recipient_of(store_repo, ledgers, me)
         if readable:
             tracked = fetch_task_refs(store_repo, url, sorted(readable), ("checkpoints",))
     return wanted, present, tracked
@@ -238,7 +238,7 @@ def _import_task(
         raise RemoteFormatError(f"the remote ledger of {task_id} has no task header or key")
     screening = screen_facts(session, task_id, facts_of(files), expect_fingerprint=expected)
     problem = header_problem(task_id, header, screening.roster, files[KEY_FILE])
-    local = task_id in store.task_ids(session.db)
+    local = bool(store.known_task_ids(session.db, [task_id]))
     if problem is not None and not local:
         raise RemoteFormatError(f"task {task_id} was refused: {problem}; nothing of it was taken")
     if me is None or me.recipient not in screening.roster.recipients():

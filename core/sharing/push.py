@@ -136,7 +136,7 @@ def _send(
     plan, result = planned
     for attempt in range(3):
         try:
-            transport.push(store_repo, url, plan.updates)
+            transport.push(store_repo, url, plan.updates, known_objects=_first_pushes(plan, tasks))
             break
         except transport.RemoteMovedError:
             if attempt == 2:
@@ -153,6 +153,43 @@ def _send(
             # sends, or every push would change the ledger and the next push would send again.
             session.record_event(None, "remote", task.id, "push", None, None, None, now)
     return result
+
+
+def _first_pushes(plan: _Plan, tasks: list[Task]) -> list[Path]:
+    """The object directories of the tasks' repositories when a task's checkpoints go to this
+    remote for the first time (issue 21): its first remote commit carries the base commit's
+    tree, which the store holds without history, so git learns from the user's repository what
+    the remote's branches already hold (`transport.push`). Later pushes lean on the previous
+    checkpoint the remote has, and skip the look."""
+    first = any(
+        ref.startswith(f"{PREFIX}checkpoints/") and old is None
+        for ref, (_new, old) in plan.updates.items()
+    )
+    if not first:
+        return []
+    found = (_objects_dir(Path(task.repo_root)) for task in tasks)
+    return list(dict.fromkeys(path for path in found if path is not None))
+
+
+def _objects_dir(repo_root: Path) -> Path | None:
+    """The object directory of the repository at `repo_root`, read from its files (a worktree's
+    `.git` file and `commondir` included); None when it cannot be found that way."""
+    dot_git = repo_root / ".git"
+    try:
+        if dot_git.is_file():
+            text = dot_git.read_text(encoding="utf-8").strip()
+            if not text.startswith("gitdir: "):
+                return None
+            git_dir = (repo_root / text.removeprefix("gitdir: ")).resolve()
+            common = git_dir / "commondir"
+            if common.is_file():
+                git_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
+        else:
+            git_dir = dot_git
+        objects = git_dir / "objects"
+        return objects if objects.is_dir() and repo_root.is_absolute() else None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _plan(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from core import clock, snapshot, store
 from core.errors import GitError, NotFoundError, UsageError
+from core.git.remote_config import configured_remote_url
 from core.git.run import finish_git, start_git
 from core.store.db import write_txn
 
@@ -81,8 +82,9 @@ def resolving_url(
 ) -> Iterator[PendingUrl]:
     """Resolve `--remote NAME|URL` beside the caller's own work.
 
-    A name is looked up among Pitstop's remotes, then taken as a URL or a path; only a git
-    remote of `repo` needs git, whose `remote get-url` then runs while the block goes on (a
+    A name is looked up among Pitstop's remotes, then taken as a URL or a path, then read from
+    `repo`'s config file where it says it plainly (`configured_remote_url`); only then does a
+    git remote need git, whose `remote get-url` then runs while the block goes on (a
     fetch finds its repository meanwhile, a push builds its commits) and is waited for at
     `url()`. A lookup nobody waited for is stopped when the block ends.
     """
@@ -93,6 +95,8 @@ def resolving_url(
     elif _looks_like_url(name) or Path(name).exists():
         path = Path(name).expanduser()
         pending = PendingUrl(name, str(path.resolve()) if path.exists() else name, None)
+    elif (configured := configured_remote_url(Path(repo), name)) is not None:
+        pending = PendingUrl(name, _anchor(configured, Path(repo)), None)  # no process
     elif Path(repo).is_dir():
         process = start_git(["remote", "get-url", name], cwd=Path(repo))
         pending = PendingUrl(name, None, process)

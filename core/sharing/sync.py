@@ -38,7 +38,8 @@ def sync(
         report["fetched"].update(fetched.fetched)
         report["no_key"] += [t for t in fetched.no_key if t not in report["no_key"]]
         report["problems"].update(fetched.problems)
-        pushable = [t for t in ids if t in store.task_ids(session.db) and t not in report["no_key"]]
+        held = store.known_task_ids(session.db, ids)  # one query, not one per task
+        pushable = [t for t in ids if t in held and t not in report["no_key"]]
         if pushable:
             pushed = push(session, pushable, url)
             report["pushed"].update(pushed.tasks)

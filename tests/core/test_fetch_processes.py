@@ -1,6 +1,7 @@
-"""A remote fetch starts few git processes (issue 22: git's own fetch starts one). A task this
+"""A remote fetch starts as many git processes as git's own fetch: one (issue 22). A task this
 store holds already is fetched into the store repository on its record, without a `rev-parse`
-in the user's repository; what comes in is the same as when git is asked."""
+in the user's repository, from the URL its config file says plainly, without a `remote
+get-url`; what comes in is the same as when git is asked."""
 
 from __future__ import annotations
 
@@ -68,18 +69,36 @@ def shared(tmp_path: Path) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("repo_given", [True, False])
-def test_fetching_a_known_task_from_a_git_remote_starts_two_git_processes(
+def test_fetching_a_known_task_from_a_git_remote_starts_only_the_fetch(
     shared: dict[str, Any], git_calls: list[list[str]], repo_given: bool
 ) -> None:
     with Engine(shared["tmp"] / "store-b") as b:
         git_calls.clear()
         result = b.fetch([shared["task"]], repo=shared["other"] if repo_given else None)
-        names = _subcommands(git_calls)
-        # the fetch, and `remote get-url origin` (git's answer: insteadOf, includes); no
+        # no `remote get-url origin`: the clone's config file says the URL plainly; no
         # rev-parse: the task's repository and store repository are on its record
-        assert names == ["remote", "fetch"] or names == ["fetch", "remote"], git_calls
+        assert _subcommands(git_calls) == ["fetch"], git_calls
         assert result.fetched[shared["task"]]["checkpoints"] == 1
         assert [c.seq for c in b.list_checkpoints(shared["task"])] == [1, 2]
+
+
+def test_a_url_git_would_rewrite_is_asked_of_git(
+    shared: dict[str, Any], git_calls: list[list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An `insteadOf` in the global config: the file alone does not say the URL, so git does
+    (`remote get-url`), and the fetch goes where git would send it."""
+    mirror = shared["tmp"] / "mirror.git"
+    subprocess.run(["git", "clone", "-q", "--mirror", str(shared["remote"]), str(mirror)])
+    config = shared["tmp"] / "rewriting.gitconfig"
+    config.write_text(f'[url "{mirror}"]\n\tinsteadOf = {shared["remote"]}\n', encoding="utf-8")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    with Engine(shared["tmp"] / "store-b") as b:
+        git_calls.clear()
+        result = b.fetch([shared["task"]], repo=shared["other"])
+        assert sorted(_subcommands(git_calls)) == ["fetch", "remote"], git_calls
+        fetch_call = next(c for c in git_calls if "fetch" in c)
+        assert str(mirror) in fetch_call and str(shared["remote"]) not in fetch_call
+        assert result.fetched[shared["task"]]["checkpoints"] == 1
 
 
 def test_fetching_a_known_task_from_a_named_remote_starts_only_the_fetch(
