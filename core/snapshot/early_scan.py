@@ -50,10 +50,9 @@ STATUS_ARGS = (
 
 
 class EarlyScan:
-    """A `git status` running on a private index copy of one repository, and beside it the
-    two git calls `source.locate` reads, started in the directory `cwd` names."""
+    """A `git status` running on a private index copy of one repository."""
 
-    __slots__ = ("cwd", "directory", "git_dir", "locating", "process", "toplevel")
+    __slots__ = ("directory", "git_dir", "process", "toplevel")
 
     def __init__(
         self, toplevel: Path, git_dir: Path, directory: Path, process: subprocess.Popen[bytes]
@@ -62,24 +61,21 @@ class EarlyScan:
         self.git_dir = git_dir
         self.directory = directory  # the scratch directory; `index` in it is the copy
         self.process = process
-        self.cwd: Path | None = None
-        self.locating: tuple[subprocess.Popen[bytes], ...] = ()
 
     def close(self) -> None:
-        """Stop the scan (and locating calls nobody took) if still running; remove the copy."""
-        for process in (self.process, *self.locating):
-            _stop(process)
-        self.locating = ()
+        """Stop the scan (and the locating calls nobody took) if still running; remove the
+        copy."""
+        from core.snapshot.locate_calls import discard_early
+
+        discard_early()
+        process = self.process
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
         remove_tree(self.directory)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.kill()
-        process.wait()
-    for stream in (process.stdout, process.stderr):
-        if stream is not None:
-            stream.close()
 
 
 _pending: EarlyScan | None = None
@@ -120,25 +116,11 @@ def start(cwd: str | None, scratch_parent: Path) -> None:
         return
     _pending = EarlyScan(toplevel, git_dir, directory, process)
     try:
-        from core.snapshot.source import start_locate
+        from core.snapshot.locate_calls import start_early
 
-        _pending.locating = start_locate(Path(cwd))
-        _pending.cwd = Path(cwd)
+        start_early(Path(cwd))  # `source.locate` takes them when it asks about `cwd`
     except Exception:
         return  # `locate` starts its own
-
-
-def located(
-    directory: Path,
-) -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]] | None:
-    """The config and `rev-parse` calls started early in `directory`, handed over to
-    `source.locate` (None: none were, or in another directory; it starts its own)."""
-    scan = _pending
-    if scan is None or scan.cwd != directory or len(scan.locating) != 2:
-        return None
-    config, facts = scan.locating
-    scan.locating = ()
-    return config, facts
 
 
 def copy_index(index: Path, copy: Path) -> None:

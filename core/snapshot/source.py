@@ -15,13 +15,18 @@ from pathlib import Path
 from core.digests import sha256_hex
 from core.errors import GitError, NotAGitRepoError
 from core.git.objects import EMPTY_TREE
-from core.git.run import finish_git, run_git, start_git
-from core.snapshot import early_scan
+from core.git.run import finish_git, run_git
 from core.snapshot.gitpython_adapter import work_tree_of
+from core.snapshot.locate_calls import (
+    CONFIG_ARGS,
+    REPO_FACTS,
+    head_args,
+    start_locate,
+    take_early,
+)
 
 TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 if TYPE_CHECKING:
-    import subprocess
     from typing import NamedTuple
 else:
     from core.records import NamedTuple
@@ -77,26 +82,6 @@ class Located(NamedTuple):
     plain_config: bool = False
 
 
-_REPO_FACTS = (
-    "--path-format=absolute",
-    "--show-toplevel",
-    "--git-dir",
-    "--git-common-dir",
-    "--git-path",
-    "index",
-    "--git-path",
-    "objects",
-)
-
-# The remotes and upstreams a manifest records, and the settings under which git stores a
-# changed file's bytes and stat mode as they are (`plain_tree`): names as git prints them.
-_CONFIG_ARGS = (
-    "config",
-    "-z",
-    "--get-regexp",
-    r"^(remote\..*\.url|branch\..*\.merge"
-    r"|core\.(autocrlf|filemode|symlinks|ignorecase|attributesfile|precomposeunicode))$",
-)
 # Each setting, and the value under which files go in as they are on disk (git's default).
 _PLAIN_SETTINGS = {
     "core.autocrlf": False,
@@ -137,25 +122,11 @@ def resolve_source_repo(path: str | os.PathLike[str]) -> SourceRepo:
         candidate = candidate.parent
     try:
         # Inside a work tree (the common case, and every harness hook's): one git call.
-        lines = run_git(["rev-parse", *_REPO_FACTS], cwd=candidate).decode().splitlines()
+        lines = run_git(["rev-parse", *REPO_FACTS], cwd=candidate).decode().splitlines()
     except GitError:
         work_tree = work_tree_of(candidate)  # or explains the refusal
-        lines = run_git(["rev-parse", *_REPO_FACTS], cwd=work_tree).decode().splitlines()
+        lines = run_git(["rev-parse", *REPO_FACTS], cwd=work_tree).decode().splitlines()
     return _source_from(lines)
-
-
-def start_locate(directory: Path) -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]:
-    """The two git calls `locate` reads, started in `directory`: the config, and `rev-parse`
-    for the repository's paths, HEAD and its upstream. An entry point about to checkpoint
-    starts them early, beside the work tree's scan (`early_scan`)."""
-    config = start_git(_CONFIG_ARGS, cwd=directory, env={})
-    try:
-        facts = start_git(["rev-parse", *_REPO_FACTS, *_head_args(upstream=True)], cwd=directory)
-    except BaseException:
-        config.kill()
-        config.wait()
-        raise
-    return config, facts
 
 
 def locate(path: str | os.PathLike[str]) -> Located:
@@ -170,7 +141,7 @@ def locate(path: str | os.PathLike[str]) -> Located:
         candidate, kind = candidate.parent, _path_kind(candidate.parent)
     if kind != "dir":
         return Located(resolve_source_repo(path), (), False, None)  # explains the refusal
-    config, facts = early_scan.located(candidate) or start_locate(candidate)
+    config, facts = take_early(candidate) or start_locate(candidate)
     try:
         lines = finish_git(facts, "rev-parse", ok_codes=(0, 128)).decode().splitlines()
     finally:
@@ -220,24 +191,8 @@ def _source_from(lines: Sequence[str]) -> SourceRepo:
     )
 
 
-def _head_args(*, upstream: bool) -> list[str]:
-    """`rev-parse` arguments for the base commit, its tree and the branch (with `upstream`,
-    the upstream's head and short name too)."""
-    if upstream:  # the upstream's id before the symbolic names: rev-parse has no way back
-        return [
-            "HEAD^{commit}",
-            "HEAD^{tree}",
-            "@{upstream}",
-            "--symbolic-full-name",
-            "HEAD",
-            "--abbrev-ref",
-            "@{upstream}",
-        ]
-    return ["HEAD^{commit}", "HEAD^{tree}", "--symbolic-full-name", "HEAD"]
-
-
 def _parse_head(lines: Sequence[str], *, upstream: bool) -> HeadFacts | None:
-    """What `_head_args` printed, or None when rev-parse stopped short (unborn HEAD, no
+    """What `head_args` printed, or None when rev-parse stopped short (unborn HEAD, no
     upstream for this branch, a gone upstream branch)."""
     if upstream and len(lines) == 5:
         commit, tree, upstream_head, ref, upstream_name = lines
@@ -251,7 +206,7 @@ def _parse_head(lines: Sequence[str], *, upstream: bool) -> HeadFacts | None:
 def head_facts(source: SourceRepo, *, upstream: bool = False) -> HeadFacts:
     """Base commit, its tree and the branch name (with `upstream`, the upstream branch and its
     head too), in one git call; an unborn HEAD or a missing upstream asks again apart."""
-    args = ["rev-parse", *_head_args(upstream=upstream)]
+    args = ["rev-parse", *head_args(upstream=upstream)]
     lines = run_git(args, cwd=source.toplevel, ok_codes=(0, 128)).decode().splitlines()
     parsed = _parse_head(lines, upstream=upstream)
     if parsed is not None:
@@ -283,18 +238,18 @@ def repo_facts(source: SourceRepo) -> RepoFacts:
 def _config_facts(cwd: Path) -> tuple[tuple[tuple[str, str], ...], bool]:
     """The remotes (credentials stripped) and whether any branch has an upstream, from one
     `git config` read (a branch without `branch.<name>.merge` has no upstream)."""
-    return _parse_config_facts(run_git(_CONFIG_ARGS, cwd=cwd, ok_codes=(0, 1)))
+    return _parse_config_facts(run_git(CONFIG_ARGS, cwd=cwd, ok_codes=(0, 1)))
 
 
 def _parse_config_facts(raw: bytes) -> tuple[tuple[tuple[str, str], ...], bool]:
     """The remotes and whether any branch has an upstream, from what `git config -z
-    --get-regexp` printed for `_CONFIG_ARGS`."""
+    --get-regexp` printed for `CONFIG_ARGS`."""
     remotes, any_upstream, _plain = parse_config(raw)
     return remotes, any_upstream
 
 
 def parse_config(raw: bytes) -> tuple[tuple[tuple[str, str], ...], bool, bool]:
-    """What `git config -z --get-regexp` printed for `_CONFIG_ARGS`: the remotes, whether
+    """What `git config -z --get-regexp` printed for `CONFIG_ARGS`: the remotes, whether
     any branch has an upstream, and whether the settings are plain (`Located.plain_config`)."""
     remotes = []
     any_upstream = False

@@ -16,7 +16,7 @@ from corekit import blob_at, dir_state, git, only_store_repo, write
 from core.engine import CheckpointRequest, Engine
 from core.models import Checkpoint
 from core.paths import StorePaths
-from core.snapshot import early_scan
+from core.snapshot import early_scan, locate_calls
 
 
 def _tmp(store_root: Path) -> Path:
@@ -176,15 +176,15 @@ def test_locate_takes_the_calls_started_beside_the_scan(
     git(repo, "remote", "add", "origin", "https://example.invalid/repo.git")
     fresh = snapshot.locate(repo)
     early_scan.start(str(repo), _tmp(store_root))
-    scan = early_scan._pending
-    assert scan is not None and len(scan.locating) == 2
-    config, facts = scan.locating
+    assert early_scan._pending is not None and locate_calls._early is not None
+    started_in, config, facts = locate_calls._early
+    assert started_in == repo
     calls = _git_starts(monkeypatch)
     taken = snapshot.locate(repo)
     assert calls == []  # no config or rev-parse of its own
     assert taken == fresh and taken.remotes  # the same facts the calls give when run then
     assert config.returncode == 0 and facts.returncode == 128  # read: 128, no upstream here
-    assert scan.locating == ()
+    assert locate_calls._early is None
     early_scan.discard()
     assert _scratch(store_root) == []
 
@@ -197,13 +197,13 @@ def test_locate_elsewhere_starts_its_own_and_the_early_calls_are_stopped(
     _tmp(store_root).parent.mkdir(parents=True, exist_ok=True)
     fresh = snapshot.locate(repo)
     early_scan.start(str(repo / "src"), _tmp(store_root))  # a subdirectory: another question
-    scan = early_scan._pending
-    assert scan is not None and len(scan.locating) == 2
-    early_calls = scan.locating
+    assert early_scan._pending is not None and locate_calls._early is not None
+    early_calls = locate_calls._early[1:]
     calls = _git_starts(monkeypatch)
     assert snapshot.locate(repo) == fresh
     assert sorted(calls) == ["config", "rev-parse"]
-    assert scan.locating == early_calls  # not taken
+    assert locate_calls._early is not None  # not taken
     early_scan.discard()
+    assert locate_calls._early is None
     assert all(process.returncode is not None for process in early_calls)  # none left running
     assert _scratch(store_root) == []
