@@ -172,3 +172,14 @@ def finish_git(
         lines = err.decode(errors="replace").strip().splitlines()
         raise GitError(f"git {name} failed: {lines[-1] if lines else process.returncode}")
     return out
+
+
+def stop_git(process: subprocess.Popen[bytes]) -> None:
+    """End a git command `start_git` started whose output nobody will read: killed if still
+    running, waited for, its pipes closed."""
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None:
+            stream.close()

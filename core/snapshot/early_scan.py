@@ -65,16 +65,11 @@ class EarlyScan:
     def close(self) -> None:
         """Stop the scan (and the locating calls nobody took) if still running; remove the
         copy."""
+        from core.git.run import stop_git
         from core.snapshot.locate_calls import discard_early
 
         discard_early()
-        process = self.process
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
+        stop_git(self.process)
         remove_tree(self.directory)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.git.run import start_git
+from core.git.run import start_git, stop_git
 
 TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 if TYPE_CHECKING:
@@ -95,9 +95,4 @@ def discard_early() -> None:
     global _early
     early, _early = _early, None
     for process in early[1:] if early else ():
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
+        stop_git(process)
