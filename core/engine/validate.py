@@ -42,10 +42,14 @@ def validate(
     progress: Callable[[Finding], None] | None = None,
 ) -> ValidationReport:
     """Run every restore check on a checkpoint; the run is stored and audited."""
+    from core.git.run import drop_ahead
     from core.restore.validate import Verdict, run_checks
 
-    inputs = validation_inputs(session, ref, into, offline)
-    report = run_checks(inputs, progress)
+    try:
+        inputs = validation_inputs(session, ref, into, offline, ahead=True)
+        report = run_checks(inputs, progress)
+    finally:
+        drop_ahead()  # a check that did not run leaves its call: stopped here
     if report.verdict is Verdict.STALE:
         report = report._replace(advice=stale_advice(session, inputs.task.id))
     now = clock.now_iso()
@@ -126,14 +130,24 @@ def stored_validation(session: Session, ref: str) -> StoredValidation | None:
 
 
 def validation_inputs(
-    session: Session, ref: str, into: str | os.PathLike[str] | None, offline: bool
+    session: Session,
+    ref: str,
+    into: str | os.PathLike[str] | None,
+    offline: bool,
+    *,
+    ahead: bool = False,
 ) -> ValidationInputs:
-    """Everything the restore checks look at, read from the store and the task's repository."""
+    """Everything the restore checks look at, read from the store and the task's repository;
+    `ahead`: the checks' git calls are started as soon as what they ask is known
+    (`core.restore.ahead`; the caller stops what is left with `core.git.run.drop_ahead`)."""
     from core import snapshot
+    from core.restore import ahead as checks_ahead
     from core.restore.validate import ValidationInputs
 
     task_id, seq = parse_checkpoint_ref(ref)
     task = store.get_task(session.db, task_id, session.keys)  # its harness picks the config
+    if ahead:
+        checks_ahead.locate_ahead(task.repo_root)
     if seq is None:
         seq = store.latest_seq(session.db, task_id)
         if seq is None:
@@ -150,6 +164,9 @@ def validation_inputs(
         source = snapshot.resolve_source_repo(task.repo_root)
     except PitstopError as exc:
         source_error = f"the task's repository is gone: {exc.message}"
+    store_repo = session.paths.repos / task.store_repo
+    if ahead:
+        checks_ahead.checks_ahead(checkpoint, source, store_repo)
     config = session.config
     return ValidationInputs(
         task=task,
@@ -159,7 +176,7 @@ def validation_inputs(
         damage=damage,
         source=source,
         source_error=source_error,
-        store_repo=session.paths.repos / task.store_repo,
+        store_repo=store_repo,
         scratch=session.paths.tmp,
         effects=list_effects(session, task_id),
         # the approval book itself (`list_approvals`' module loads the checkpoint writer)

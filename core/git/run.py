@@ -108,13 +108,19 @@ def run_git_process(
 ) -> subprocess.CompletedProcess[bytes]:
     """Run one git command to its end, whatever its exit code: for callers that read the
     code or all of stderr themselves. `private=False`: it writes the user's files, under the
-    user's umask."""
+    user's umask. The very same call started ahead (`start_ahead`) is taken over instead."""
+    import subprocess
+
+    if _ahead:
+        started = _ahead.pop(_ahead_key(args, cwd, git_dir, env, input, private), None)
+        if started is not None:
+            out, err = started.communicate()
+            return subprocess.CompletedProcess(["git", *args], started.returncode, out, err)
     full_env = clean_env(env)
     if git_dir is not None:
         full_env["GIT_DIR"] = str(git_dir)
     if "GIT_DIR" in full_env:
         flush(full_env["GIT_DIR"])  # objects gathering for a pack: git must find them
-    import subprocess
 
     try:
         return subprocess.run(
@@ -183,3 +189,76 @@ def stop_git(process: subprocess.Popen[bytes]) -> None:
     for stream in (process.stdin, process.stdout, process.stderr):
         if stream is not None:
             stream.close()
+
+
+# Calls started ahead of the `run_git` that will make them (`start_ahead`), by their arguments.
+_ahead: dict[tuple[object, ...], subprocess.Popen[bytes]] = {}
+AHEAD_INPUT_MAX = 4096
+"""Input a call started ahead may take: written whole at once, it must fit in the pipe."""
+
+
+def _ahead_key(
+    args: Sequence[str],
+    cwd: Path | None,
+    git_dir: Path | None,
+    env: Mapping[str, str] | None,
+    input: bytes | None,
+    private: bool,
+) -> tuple[object, ...]:
+    extra = tuple(sorted(env.items())) if env else ()
+    return (tuple(args), str(cwd), str(git_dir), extra, input, private)
+
+
+def start_ahead(
+    args: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    git_dir: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
+    private: bool = True,
+) -> None:
+    """Start now a read-only git call that a `run_git` with the very same arguments is about
+    to make, so that it runs beside the work in between (several such calls run side by side
+    on as many cores). What git answers is what it would have answered a few milliseconds
+    later; a call nobody takes is stopped by `drop_ahead`. Nothing is started for an input too
+    large to hand over at once, or when git cannot be started (the `run_git` says why)."""
+    if input is not None and len(input) > AHEAD_INPUT_MAX:
+        return
+    key = _ahead_key(args, cwd, git_dir, env, input, private)
+    if key in _ahead:
+        return
+    full_env = clean_env(env)
+    if git_dir is not None:
+        full_env["GIT_DIR"] = str(git_dir)
+    if "GIT_DIR" in full_env:
+        flush(full_env["GIT_DIR"])
+    import subprocess
+
+    try:
+        process = subprocess.Popen(
+            ["git", *args],
+            cwd=cwd,
+            env=full_env,
+            stdin=None if input is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            umask=0o077 if private else -1,
+        )
+    except OSError:
+        return
+    if process.stdin is not None:
+        try:
+            process.stdin.write(input or b"")
+            process.stdin.close()
+        except OSError:  # it ended already: its answer says why
+            pass
+        process.stdin = None  # written and closed: `communicate` has nothing more to send
+    _ahead[key] = process
+
+
+def drop_ahead() -> None:
+    """Stop the calls started ahead that nobody took."""
+    while _ahead:
+        _key, process = _ahead.popitem()
+        stop_git(process)

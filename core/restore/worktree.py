@@ -38,7 +38,17 @@ class BranchDrift(NamedTuple):
 
 def has_commit(source: SourceRepo, commit: str) -> bool:
     """True when the user's repository holds `commit`."""
-    return _git_ok(source, ["cat-file", "-e", f"{commit}^{{commit}}"])
+    return _git_ok(source, has_commit_args(commit))
+
+
+def has_commit_args(commit: str) -> list[str]:
+    """The git call `has_commit` makes (also started ahead by `core.restore.ahead`)."""
+    return ["cat-file", "-e", f"{commit}^{{commit}}"]
+
+
+def branch_head_args(branch: str) -> list[str]:
+    """The git call that reads `branch`'s tip (`branch_drift`'s first; also started ahead)."""
+    return ["rev-parse", "-q", "--verify", f"refs/heads/{branch}^{{commit}}"]
 
 
 def _git_ok(source: SourceRepo, args: list[str]) -> bool:
@@ -51,15 +61,7 @@ def _git_ok(source: SourceRepo, args: list[str]) -> bool:
 
 def branch_drift(source: SourceRepo, branch: str, base: str, changed: set[str]) -> BranchDrift:
     """Commits on `branch` since `base` and which of the checkpoint's changed files they touch."""
-    head = (
-        run_git(
-            ["rev-parse", "-q", "--verify", f"refs/heads/{branch}^{{commit}}"],
-            cwd=source.toplevel,
-            ok_codes=(0, 1),
-        )
-        .decode()
-        .strip()
-    )
+    head = run_git(branch_head_args(branch), cwd=source.toplevel, ok_codes=(0, 1)).decode().strip()
     if not head:
         return BranchDrift(False, None, (), (), False)
     if head == base:

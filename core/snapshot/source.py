@@ -110,6 +110,20 @@ def _path_kind(path: Path) -> str | None:
     return "dir" if stat.S_ISDIR(mode) else "file"
 
 
+RESOLVE_ARGS = ("rev-parse", *REPO_FACTS)
+"""The one git call `resolve_source_repo` makes inside a work tree (run in the directory
+`resolve_directory` names; also started ahead by validation)."""
+
+
+def resolve_directory(path: str | os.PathLike[str]) -> Path | None:
+    """The directory `resolve_source_repo(path)` asks git in first (None: none, it refuses)."""
+    candidate = Path(path).expanduser()
+    kind = _path_kind(candidate)
+    if kind is None:
+        return None
+    return candidate if kind == "dir" else candidate.parent
+
+
 def resolve_source_repo(path: str | os.PathLike[str]) -> SourceRepo:
     """Locate the work tree containing `path`, refusing paths that are not inside one."""
     candidate = Path(path).expanduser()
@@ -122,7 +136,7 @@ def resolve_source_repo(path: str | os.PathLike[str]) -> SourceRepo:
         candidate = candidate.parent
     try:
         # Inside a work tree (the common case, and every harness hook's): one git call.
-        lines = run_git(["rev-parse", *REPO_FACTS], cwd=candidate).decode().splitlines()
+        lines = run_git(RESOLVE_ARGS, cwd=candidate).decode().splitlines()
     except GitError:
         work_tree = work_tree_of(candidate)  # or explains the refusal
         lines = run_git(["rev-parse", *REPO_FACTS], cwd=work_tree).decode().splitlines()

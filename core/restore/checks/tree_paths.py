@@ -28,9 +28,8 @@ def check_tree_paths(inputs: ValidationInputs) -> list[Finding]:
     cp = inputs.checkpoint
     if cp is None or not cp.worktree_tree or not cp.index_tree:
         return []
-    base = _base_tree(inputs.store_repo, cp.base_commit) if cp.base_commit else EMPTY_TREE
+    base, trees = _pairs(inputs.store_repo, cp.base_commit, cp.worktree_tree, cp.index_tree)
     folding = _case_insensitive()
-    trees = list(dict.fromkeys((cp.worktree_tree, cp.index_tree)))
     changed = _changed_entries(inputs.store_repo, base, trees)
     for tree in trees:
         problem = refused_path(changed[tree], folding)
@@ -44,6 +43,30 @@ def check_tree_paths(inputs: ValidationInputs) -> list[Finding]:
                 )
             ]
     return [Finding("tree-paths", Status.PASS, "every path is one git checks out")]
+
+
+def _pairs(
+    store_repo: Path, base_commit: str | None, worktree_tree: str, index_tree: str
+) -> tuple[str, list[str]]:
+    """The base tree and the checkpoint's trees (each once) the check diffs against it."""
+    base = _base_tree(store_repo, base_commit) if base_commit else EMPTY_TREE
+    return base, list(dict.fromkeys((worktree_tree, index_tree)))
+
+
+def diff_call(
+    store_repo: Path, base_commit: str | None, worktree_tree: str, index_tree: str
+) -> tuple[list[str], bytes]:
+    """The `diff-tree` the check runs (arguments, input): also started ahead
+    (`core.restore.ahead`)."""
+    base, trees = _pairs(store_repo, base_commit, worktree_tree, index_tree)
+    return list(_DIFF_ARGS), _diff_input(base, trees)
+
+
+def _diff_input(base: str, trees: list[str]) -> bytes:
+    return "".join(f"{base} {tree}\n" for tree in trees).encode()
+
+
+_DIFF_ARGS = ("diff-tree", "--stdin", "-r", "-t", "-z", "--no-renames", "--diff-filter=AMT")
 
 
 def _base_tree(store_repo: Path, commit: str) -> str:
@@ -65,11 +88,7 @@ def _changed_entries(
 ) -> dict[str, list[tuple[str, str]]]:
     """For each of `trees`, (mode, path) of every entry (trees too) that `base` does not have
     as it is. One `diff-tree --stdin`: each pair's records follow a `BASE TREE` line."""
-    out = run_git(
-        ["diff-tree", "--stdin", "-r", "-t", "-z", "--no-renames", "--diff-filter=AMT"],
-        git_dir=store_repo,
-        input="".join(f"{base} {tree}\n" for tree in trees).encode(),
-    )
+    out = run_git(list(_DIFF_ARGS), git_dir=store_repo, input=_diff_input(base, trees))
     entries: dict[str, list[tuple[str, str]]] = {tree: [] for tree in trees}
     current: list[tuple[str, str]] = entries[trees[0]]
     fields = out.split(b"\0")
