@@ -10,7 +10,9 @@ starting from the staged tree; every other subtree is kept by its id.
 That is the same tree git writes only where git would not transform a file on its way in. So
 this path is taken only for a *plain* repository (`plain_repository`): no attributes file
 anywhere git looks (`.gitattributes` tracked or on disk, `info/attributes`, the global and
-system ones, `GIT_ATTR_SOURCE`), and no config that converts or reinterprets what is on disk
+system ones) that sets an attribute git converts files by (`core.snapshot.plain_attributes`:
+`export-ignore`, `diff=`, `linguist-*` leave the bytes alone), no `GIT_ATTR_SOURCE`, and no
+config that converts or reinterprets what is on disk
 (`core.autocrlf`, `core.filemode=false`, `core.symlinks=false`, `core.ignorecase`,
 `core.attributesFile`, `core.precomposeUnicode`; read by `locate`). Anything this module does
 not model exactly (a directory, fifo or submodule at a changed path, a file where the tree has
@@ -28,6 +30,7 @@ from pathlib import Path
 
 from core.digests import sha1_hex
 from core.git.objects import EMPTY_TREE, GITLINK_MODE, write_object
+from core.snapshot.plain_attributes import file_leaves_bytes_alone, tracked_attributes
 
 TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22)
 if TYPE_CHECKING:
@@ -64,13 +67,16 @@ def plain_repository(
     mode its stat gives: no attributes and no converting config (see the module's doc)."""
     if not plain_config or os.environ.get("GIT_ATTR_SOURCE"):
         return False
-    if any(_names_attributes(path) for path in (*scan.untracked, *scan.ignored)):
-        return False
+    top = source.toplevel
+    for path in (*scan.untracked, *scan.ignored):
+        if _names_attributes(path) and not file_leaves_bytes_alone(top / path):
+            return False
     if any(path.endswith("/") for path in scan.ignored):
         return False  # an ignored directory may hide an attributes file for tracked files in it
-    if _exists(source.common_dir / "info" / "attributes") or _exists(_global_attributes()):
-        return False
-    if not os.environ.get("GIT_ATTR_NOSYSTEM") and any(map(_exists, _SYSTEM_ATTRIBUTES)):
+    extra = [source.common_dir / "info" / "attributes", _global_attributes()]
+    if not os.environ.get("GIT_ATTR_NOSYSTEM"):
+        extra.extend(_SYSTEM_ATTRIBUTES)
+    if any(_exists(path) and not file_leaves_bytes_alone(path) for path in extra if path):
         return False
     try:
         with open(index_copy, "rb") as handle:
@@ -81,12 +87,14 @@ def plain_repository(
         return False
     # Versions 2 and 3 end each path with NULs; 4 compresses paths against the previous one,
     # so a name could hide in pieces there: not plain.
-    version = index[4:8]
-    return (
-        index[:4] == b"DIRC"
-        and version in (b"\0\0\0\2", b"\0\0\0\3")
-        and (b".gitattributes\0" not in index)
-    )
+    if index[:4] != b"DIRC" or index[4:8] not in (b"\0\0\0\2", b"\0\0\0\3"):
+        return False
+    if b".gitattributes\0" not in index:
+        return True
+    # git reads a tracked attributes file from the work tree when it is there (else from the
+    # index: not modelled, so one gone from disk is not plain).
+    tracked = tracked_attributes(index)
+    return tracked is not None and all(file_leaves_bytes_alone(top / p) for p in tracked)
 
 
 def worktree_tree(

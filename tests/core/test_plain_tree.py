@@ -263,7 +263,8 @@ def test_what_git_would_convert_makes_a_repository_not_plain(
         write(repo / "other/.gitattributes", "*.txt ident\n")
     elif setup in ("ignored-attributes", "ignored-directory"):
         write(repo / ".git/info/exclude", ".gitattributes\n" if "attr" in setup else "build/\n")
-        write(repo / ("dir/.gitattributes" if "attr" in setup else "build/.gitattributes"), "*\n")
+        where = "dir/.gitattributes" if "attr" in setup else "build/.gitattributes"
+        write(repo / where, "* filter=lfs\n" if "attr" in setup else "*\n")
     elif setup == "info-attributes":
         write(repo / ".git/info/attributes", "*.txt text\n")
     elif setup == "global-attributes":
