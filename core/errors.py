@@ -54,6 +54,10 @@ class GitError(PitstopError):
     """A git command failed in a way Pitstop could not recover from."""
 
 
+class DamagedObjectError(GitError):
+    """git announced an object of a store repository and could not inflate it (exit code 1)."""
+
+
 class ConflictError(PitstopError):
     """The request conflicts with the current state (a finished task, a duplicate id)."""
 

@@ -50,10 +50,15 @@ def failed_writes_discarded(session: Session, task_id: str, store_repo: Path) ->
     writer is between writing its objects and pointing its ref at them: their locks are tried,
     never waited for (a busy repository is left to `pitstop gc` / `pitstop doctor --fix`).
     """
+    from core.git.pack_writer import WRITTEN
+
+    mark = len(WRITTEN)
     try:
         yield
     except BaseException as exc:
-        pruned = _prune_unreferenced(session, task_id, store_repo)
+        packs = [idx for idx in WRITTEN[mark:] if idx.parent.parent.parent == store_repo]
+        del WRITTEN[mark:]
+        pruned = _prune_unreferenced(session, task_id, store_repo, packs)
         said = str(getattr(exc, "message", ""))  # git's words for ENOSPC, in a GitError
         if is_disk_full(exc) or "No space left on device" in said or "Out of diskspace" in said:
             removed = "the objects it wrote were removed" if pruned else "`pitstop gc` removes them"
@@ -61,9 +66,17 @@ def failed_writes_discarded(session: Session, task_id: str, store_repo: Path) ->
         raise
 
 
-def _prune_unreferenced(session: Session, task_id: str, store_repo: Path) -> bool:
-    """Prune the store repository when no other writer of it is at work; True when done."""
+def _prune_unreferenced(
+    session: Session, task_id: str, store_repo: Path, packs: list[Path]
+) -> bool:
+    """Prune the store repository when no other writer of it is at work; True when done.
+
+    The `packs` the failed checkpoint wrote (its snapshot's objects) go too, but only when no
+    other task shares the repository: another task's checkpoint, finished meanwhile, may have
+    found an object there and named it, and a pack is removed whole, not by reachability as
+    `git prune` removes loose objects (`pitstop gc` repacks by reachability)."""
     from core.errors import GitError
+    from core.git.pack_writer import remove_pack
     from core.git.run import run_git
 
     others = [
@@ -79,6 +92,10 @@ def _prune_unreferenced(session: Session, task_id: str, store_repo: Path) -> boo
             descriptors.append(fd)
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         run_git(["prune", "--expire=now"], git_dir=store_repo)
+        if packs and others:
+            return False
+        for idx in packs:
+            remove_pack(idx)
         return True
     except (BlockingIOError, GitError, OSError):
         return False

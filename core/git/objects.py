@@ -28,6 +28,11 @@ GITLINK_MODE = "160000"
 TREE_MODE = "040000"
 
 
+BATCHED_MAX = 1 << 20
+"""Larger objects are written loose even inside `batched()`: a batch holds what it gathers in
+memory until its pack is written."""
+
+
 def write_object(store_repo: Path, kind: str, body: bytes) -> str:
     """Write one loose object the way git does (zlib of `<kind> <size>\\0<body>`, named by its
     SHA-1, read-only, moved into place whole); return its id."""
@@ -38,8 +43,8 @@ def write_object(store_repo: Path, kind: str, body: bytes) -> str:
     pending = pending_objects(store_repo)
     if oid in (pending or ()) or os.path.exists(final):
         return oid
-    if pending is not None:  # inside `batched()`: one pack for all, when the block ends
-        pending[oid] = (kind, body)
+    if pending is not None and len(body) <= BATCHED_MAX:
+        pending[oid] = (kind, body)  # inside `batched()`: one pack for all, when it ends
         return oid
     temp = f"{directory}/tmp_obj_{os.getpid()}_{os.urandom(6).hex()}"
     try:

@@ -19,33 +19,47 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from core.digests import sha1_hex
+
 _TYPE_CODES = {"commit": 1, "tree": 2, "blob": 3, "tag": 4}
 _LARGE_OFFSET = 0x80000000
 
-_PENDING: contextvars.ContextVar[dict[str, dict[str, tuple[str, bytes]]] | None] = (
-    contextvars.ContextVar("pitstop_pending_objects", default=None)
+
+class Batch(dict[str, tuple[str, bytes]]):
+    """The objects gathering for one repository (id → kind, body), and what the packs written
+    for them so far hold: `written`, the bytes of their files; `packed`, the objects' ids."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = 0
+        self.packed: set[str] = set()
+
+
+_PENDING: contextvars.ContextVar[dict[str, Batch] | None] = contextvars.ContextVar(
+    "pitstop_pending_objects", default=None
 )
 
 
 @contextmanager
-def batched(store_repo: Path) -> Iterator[None]:
+def batched(store_repo: Path) -> Iterator[Batch]:
     """Within the block, objects written to `store_repo` gather into one pack, written when
-    the block ends well (an error leaves nothing: the objects were for what failed)."""
+    the block ends well (an error leaves nothing: the objects were for what failed). What it
+    yields counts the bytes written (an inner block shares the outer one's batch)."""
     key = str(store_repo)
     outer = _PENDING.get()
     if outer is not None and key in outer:
-        yield
+        yield outer[key]
         return
-    pending: dict[str, tuple[str, bytes]] = {}
+    pending = Batch()
     token = _PENDING.set({**(outer or {}), key: pending})
     try:
-        yield
+        yield pending
         flush(store_repo)
     finally:
         _PENDING.reset(token)
 
 
-def pending_objects(store_repo: Path | str) -> dict[str, tuple[str, bytes]] | None:
+def pending_objects(store_repo: Path | str) -> Batch | None:
     """The objects gathering for `store_repo` (id → kind, body), or None outside `batched()`."""
     pending = _PENDING.get()
     return pending.get(str(store_repo)) if pending else None
@@ -62,15 +76,14 @@ def flush(store_repo: Path | str) -> None:
     read the repository); the batch goes on gathering from empty."""
     pending = pending_objects(store_repo)
     if pending:
-        write_pack(Path(store_repo), pending)
+        pending.written += write_pack(Path(store_repo), pending)[1]
+        pending.packed.update(pending)
         pending.clear()
 
 
-def write_pack(store_repo: Path, objects: Mapping[str, tuple[str, bytes]]) -> str:
+def write_pack(store_repo: Path, objects: Mapping[str, tuple[str, bytes]]) -> tuple[str, int]:
     """Write `objects` (id → kind, body) as `objects/pack/pack-<sum>.pack` and its `.idx`,
-    whole or not at all; return the pack's checksum."""
-    import hashlib  # loaded when a pack is written
-
+    whole or not at all; return the pack's checksum and the bytes of both files."""
     entries: list[tuple[bytes, int, int]] = []  # (raw id, offset, crc32 of the entry)
     chunks = [b"PACK", struct.pack(">II", 2, len(objects))]
     offset = 12
@@ -80,15 +93,31 @@ def write_pack(store_repo: Path, objects: Mapping[str, tuple[str, bytes]]) -> st
         chunks.append(entry)
         offset += len(entry)
     pack = b"".join(chunks)
-    checksum = hashlib.sha1(pack, usedforsecurity=False).digest()
+    checksum = bytes.fromhex(sha1_hex(pack))
     pack += checksum
     index = _index(entries, checksum)
     directory = store_repo / "objects" / "pack"
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     name = f"pack-{checksum.hex()}"
     _place(directory, f"{name}.pack", pack)
-    _place(directory, f"{name}.idx", index)
-    return checksum.hex()
+    try:
+        _place(directory, f"{name}.idx", index)
+    except BaseException:
+        (directory / f"{name}.pack").unlink(missing_ok=True)  # a pack git cannot find: no use
+        raise
+    WRITTEN.append(directory / f"{name}.idx")
+    return checksum.hex(), len(pack) + len(index)
+
+
+WRITTEN: list[Path] = []
+"""The index of every pack this process wrote, in order: what a failed checkpoint wrote is
+what was added after it began (`core.engine.writers.failed_writes_discarded`)."""
+
+
+def remove_pack(idx: Path) -> None:
+    """Remove a pack this process wrote, index first (git finds a pack by its index)."""
+    idx.unlink(missing_ok=True)
+    idx.with_suffix(".pack").unlink(missing_ok=True)
 
 
 def _entry_header(type_code: int, size: int) -> bytes:
@@ -106,8 +135,6 @@ def _entry_header(type_code: int, size: int) -> bytes:
 
 def _index(entries: list[tuple[bytes, int, int]], pack_checksum: bytes) -> bytes:
     """The version-2 index of a pack: fan-out, sorted ids, CRCs, offsets, both checksums."""
-    import hashlib  # loaded when a pack is written
-
     entries = sorted(entries)
     fanout = [0] * 256
     for raw, _offset, _crc in entries:
@@ -136,7 +163,7 @@ def _index(entries: list[tuple[bytes, int, int]], pack_checksum: bytes) -> bytes
             pack_checksum,
         ]
     )
-    return body + hashlib.sha1(body, usedforsecurity=False).digest()
+    return body + bytes.fromhex(sha1_hex(body))
 
 
 def _place(directory: Path, name: str, data: bytes) -> None:

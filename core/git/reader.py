@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from core.errors import GitError
+from core.errors import DamagedObjectError, GitError
 from core.git.objects import parse_tree
 from core.git.pack_reader import PackedObjects
 from core.git.pack_writer import pending_object
@@ -147,7 +147,7 @@ class ObjectReader:
             self._process.kill()
             self._process.wait()
             self._process = None
-            raise GitError(
+            raise DamagedObjectError(
                 f"the store repository {self.store_repo} holds a damaged object ({spec}); "
                 "run `git fsck` there, and fetch the task again"
             )

@@ -119,8 +119,7 @@ def run_git_process(
     full_env = clean_env(env)
     if git_dir is not None:
         full_env["GIT_DIR"] = str(git_dir)
-    if "GIT_DIR" in full_env:
-        flush(full_env["GIT_DIR"])  # objects gathering for a pack: git must find them
+    _flush_for(full_env)
 
     try:
         return subprocess.run(
@@ -137,6 +136,20 @@ def run_git_process(
         raise GitError(_NO_GIT) from exc
 
 
+def _flush_for(env: Mapping[str, str] | None) -> None:
+    """Write the objects gathering for a pack (`pack_writer.batched`) before a git process
+    reads the repository they are for: named by `GIT_DIR`, or by `GIT_OBJECT_DIRECTORY` (the
+    snapshot's git calls in the user's work tree store their objects in the store's)."""
+    if not env:
+        return
+    git_dir = env.get("GIT_DIR")
+    if git_dir:
+        flush(git_dir)
+    objects = env.get("GIT_OBJECT_DIRECTORY")
+    if objects:
+        flush(objects.rstrip("/").rpartition("/")[0])
+
+
 def start_git(
     args: Sequence[str],
     *,
@@ -150,8 +163,7 @@ def start_git(
     lives; its stderr is dropped, since nothing reads it until the end and a full pipe would
     stall it.
     """
-    if env and "GIT_DIR" in env:
-        flush(env["GIT_DIR"])  # objects gathering for a pack: git must find them
+    _flush_for(env)
     import subprocess
 
     try:
@@ -231,8 +243,7 @@ def start_ahead(
     full_env = clean_env(env)
     if git_dir is not None:
         full_env["GIT_DIR"] = str(git_dir)
-    if "GIT_DIR" in full_env:
-        flush(full_env["GIT_DIR"])
+    _flush_for(full_env)
     import subprocess
 
     try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -206,6 +206,7 @@ def copy_missing_objects(
     oids: list[str],
     base_commit: str | None = None,
     held_before: frozenset[str] | None = None,
+    packed_now: Collection[str] = (),
 ) -> tuple[int, int]:
     """Copy objects only the user's repository holds into the store; return the bytes this
     snapshot added to the store and how many of `oids` the store still lacks afterwards.
@@ -214,8 +215,11 @@ def copy_missing_objects(
     (shallowly) when it does not. The bytes added are real bytes on disk, each counted once:
     the fetch's growth, what was copied, and the loose objects of `oids` not among
     `held_before` (the loose objects before the snapshot wrote any; without it every loose one
-    of `oids` counts). Packed ones were counted by whatever fetched or copied them.
+    of `oids` counts). Packed ones were counted by whatever fetched, copied or packed them:
+    `packed_now`, the snapshot's own pack (`pack_writer.batched`), is known held unasked.
     """
+    if packed_now:
+        oids = [oid for oid in oids if oid not in packed_now]
     sizes = object_sizes(store_repo, [*oids, base_commit] if base_commit else oids)
     fetched = 0
     if base_commit is not None and sizes.pop(base_commit, None) is None:

@@ -6,7 +6,8 @@ lets it rehash only changed files), `GIT_OBJECT_DIRECTORY` pointing at the store
 the user's objects as an alternate: nothing is written into the user's `.git` (invariant 8).
 Afterwards every object the snapshot needs that still lives only in the user's repository is
 copied into the store. Every hook checkpoint runs this, so its git processes are counted
-(`tests/core/test_snapshot_processes.py`).
+(`tests/core/test_snapshot_processes.py`). What the snapshot writes itself (blobs, trees,
+sealed stand-ins) is one pack when it is done (`pack_writer.batched`), not a file per object.
 
 Files that hold a secret never reach git here: an untracked one is left out, a changed or staged
 tracked one is given to the trees as its sealed stand-in (`core.snapshot.sealed_files`), so the
@@ -23,6 +24,7 @@ import core.snapshot.early_scan as early_scan
 import core.snapshot.store_repos as store_repos
 from core.errors import GitError, UsageError
 from core.git.objects import GITLINK_MODE
+from core.git.pack_writer import batched
 from core.git.reader import in_session, session_reader
 from core.git.run import finish_git, run_git, start_git
 from core.models import LeftOut
@@ -120,11 +122,11 @@ def take_snapshot(
     (`Snapshot.facts`); without it they are not read. `sealing` seals the tracked files found
     holding a secret and names the paths the user allowed to keep one.
     """
-    held_before = store_repos.loose_objects(store_repo)  # what is new is counted as added
-    scratch_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    held_before = store_repos.loose_objects(store_repo)  # new loose ones count as added
     clean = CleanScans(store_repo)  # contents judged clean before are not scanned again
     early = early_scan.claim(source)  # a scan an entry point started before the engine loaded
-    with _scratch(scratch_dir, early) as temp:
+    scratch_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with _scratch(scratch_dir, early) as temp, batched(store_repo) as batch:
         env = _temporary_index_env(source, store_repo, temp / "index", copied=early is not None)
         previous_index = previous_trees[1] if previous_trees else None
         staged = _scan_and_stage(source, store_repo, env, located, early, previous_index)
@@ -153,8 +155,9 @@ def take_snapshot(
     needed, worktree_changes = store_repos.new_objects(
         store_repo, [(old_worktree, worktree_tree), (old_index, index_tree)], source
     )
+    ask_base = head.commit if staged.ask_base_later else None
     copied_bytes, unstored = store_repos.copy_missing_objects(
-        store_repo, source, needed, head.commit if staged.ask_base_later else None, held_before
+        store_repo, source, needed, ask_base, held_before, batch.packed
     )
     lockfiles = None
     if previous_trees and previous_lockfiles is not None and worktree_changes is not None:
@@ -166,7 +169,7 @@ def take_snapshot(
         branch=head.branch,
         left_out=tuple(chosen.left_out),
         submodules=tuple(submodules),
-        bytes_added=staged.base_bytes + copied_bytes,
+        bytes_added=staged.base_bytes + copied_bytes + batch.written,
         base_tree=head.tree,
         facts=staged.facts,
         objects_present=previous_trees is not None and unstored == 0,

@@ -3,16 +3,17 @@
 Walking every object of a checkpoint's trees costs as much as the tree is large. A reader that
 walked one and found it sound records, per checkpoint, the state of exactly the files its
 objects live in: each loose object file's size, inode and times (read and rehashed during the
-walk), and the pack directory's files (name, size, inode, times). The next reader of that
+walk), and the pack directory's files then (name, size, inode, times). The next reader of that
 checkpoint stats those files alone: while every one is as recorded, no object of the checkpoint
 was removed, repacked or rewritten in place (a rewrite changes a file's change time, which no one
-can set back), and it is not walked again. The cost is what the checkpoint's own loose objects
-number, not what the store holds: the store's other checkpoints, and its growth, cost nothing.
+can set back), and it is not walked again. Packs added since are not its files (each later
+checkpoint adds one). The cost is what the checkpoint's own loose objects and the packs number,
+not what the store holds: the store's other checkpoints, and its growth, cost nothing.
 
 The writer's cheaper marker (`core.snapshot.verified`, fan-out directories only) is not taken
 for this: it cannot see an object file rewritten in place. What this does not stand against is
-someone who rewrites these records too: whoever can rewrite the store's files can rewrite what
-vouches for them.
+someone who rewrites these records too, or adds a pack holding other bytes under a checkpoint's
+ids: whoever can write the store's files can rewrite what vouches for them.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ def file_state(stat: os.stat_result) -> str:
 
 
 def packs_state(store_repo: Path) -> str:
-    """A digest of the pack and info directories' files (a pack added, removed, replaced or
-    written to, an alternate added): the packed objects of a checkpoint are where they were."""
+    """The pack directory's files, each with its state, and a digest of the info directory's
+    (an alternate added): `INFO NAME=STATE NAME=STATE…`, "" when not readable here."""
     digest = sha256()
+    packs: list[str] = []
     for directory in ("pack", "info"):
         try:
             with os.scandir(f"{store_repo}/objects/{directory}") as listing:
@@ -51,8 +53,23 @@ def packs_state(store_repo: Path) -> str:
         except OSError:
             return ""  # not readable here: nothing can be vouched for
         for name, stat in entries:
-            digest.update(f"{directory}/{name} {file_state(stat)}\n".encode())
-    return str(digest.hexdigest())
+            if directory == "pack":
+                packs.append(f"{name}={file_state(stat)}")
+            else:
+                digest.update(f"{name} {file_state(stat)}\n".encode())
+    return " ".join([digest.hexdigest(), *packs])
+
+
+def packs_still_hold(recorded: str, now: str) -> bool:
+    """Whether every pack file of the `recorded` state is still there as it was (and the info
+    directory unchanged): a checkpoint's packed objects are where they were. Packs added since
+    (every checkpoint writes one) change nothing for it: git never moves an object out of a
+    pack it leaves in place. A removed, replaced or rewritten pack file (a repack, a gc, damage)
+    does."""
+    if not recorded or not now:
+        return False
+    old, new = recorded.split(" "), now.split(" ")
+    return old[0] == new[0] and set(old[1:]) <= set(new[1:])
 
 
 def loose_listing(store_repo: Path) -> set[str] | None:
@@ -79,7 +96,7 @@ def record_read(store_repo: Path, commit: str, packs: str, loose: Mapping[str, s
     """Remember that `commit`'s checkpoint was walked whole and sound with the packs in state
     `packs` (taken before the walk) and its loose objects' files as `loose` (id → state, taken
     as each was rehashed). Not recorded when the packs changed meanwhile."""
-    if not _COMMIT(commit) or not packs or packs != packs_state(store_repo):
+    if not _COMMIT(commit) or not packs_still_hold(packs, packs_state(store_repo)):
         return
     directory = store_repo / READS
     lines = [f"packs {packs}", *(f"{oid} {state}" for oid, state in sorted(loose.items()))]
@@ -114,8 +131,10 @@ def still_read(store_repo: Path, commit: str) -> bool:
         lines = record.read_text().splitlines()
     except (OSError, UnicodeDecodeError):
         return False
-    packs = packs_state(store_repo)
-    if not lines or not lines[0].startswith("packs ") or lines[0][6:] != packs:
+    if not lines or not lines[0].startswith("packs "):
+        return False
+    packs = lines[0][6:]
+    if not packs_still_hold(packs, packs_state(store_repo)):
         return False
     objects = f"{store_repo}/objects"
     loose: dict[str, str] = {}

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from core.digests import sha256
+from core.errors import DamagedObjectError
 from core.git.objects import parse_tree
 from core.git.reader import ObjectReader, held_objects, read_objects
 from core.git.run import finish_git, start_git
@@ -237,7 +238,10 @@ def verify_checkpoint(
     specs = [commit, f"{commit}^{{tree}}", worktree_tree, index_tree]
     if manifest_sha256 is not None:
         specs.append(manifest_spec)
-    found = read_objects(store_repo, list(dict.fromkeys(specs)))
+    try:
+        found = read_objects(store_repo, list(dict.fromkeys(specs)))
+    except DamagedObjectError as exc:  # an object git cannot inflate: damage, said as such
+        return Verification([exc.message])
     if found[commit] is None:
         return Verification(
             [f"checkpoint commit {commit[:12]} is missing from the store repository"]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from corekit import git_bytes, only_store_repo, write
+from corekit import git_bytes, make_objects_loose, only_store_repo, write
 
 from core.engine import Engine
 from core.models import Checkpoint, CheckpointState
@@ -96,6 +96,7 @@ def verified(engine: Engine, repo: Path) -> tuple[Checkpoint, Path]:
     engine.start_task(repo=repo, objective="tamper", task_id="t1")
     write(repo / "src/app.py", "print('changed')\n")
     found = checkpoint(engine)
+    make_objects_loose(store_of(engine))  # a checkpoint packs its objects: one file each here
     assert pitstop("diff", found.ref, cwd=repo).returncode == 0
     assert still_read(store_of(engine), found.commit or "")
     return found, repo
@@ -124,6 +125,40 @@ def test_a_damaged_object_after_verification_is_refused_with_one_line(
     assert "verdict: blocked" in validate.stdout
     assert validate.stderr == ""
     assert not still_read(store, found.commit or "")  # nothing damaged is ever recorded
+
+
+@pytest.mark.parametrize("how", ["deleted", "a byte flipped"])
+def test_a_damaged_pack_after_verification_is_refused_with_one_line(
+    engine: Engine, repo: Path, how: str
+) -> None:
+    """The checkpoint's own objects in the pack its snapshot wrote, read and recorded; the pack
+    then deleted, or a byte of it flipped with its times set back: the next reader walks again
+    and refuses it."""
+    engine.start_task(repo=repo, objective="tamper", task_id="t1")
+    write(repo / "src/app.py", "print('changed, packed')\n")
+    found = checkpoint(engine)
+    store = store_of(engine)
+    assert found.worktree_tree
+    blob = object_at(store, found.worktree_tree, "src/app.py")
+    (pack,) = [
+        path
+        for path in (store / "objects" / "pack").glob("*.pack")
+        if blob
+        in git_bytes(store, "show-index", input=path.with_suffix(".idx").read_bytes()).decode()
+    ]
+    assert pitstop("diff", found.ref, cwd=repo).returncode == 0
+    assert still_read(store, found.commit or "")
+    TAMPERINGS[how](pack)
+
+    diff = pitstop("diff", found.ref, cwd=repo)
+    assert diff.returncode == 1, diff
+    # a pack gone: its objects are missing; a byte flipped: git cannot inflate one of them
+    assert diff.stderr.startswith(f"pitstop: checkpoint {found.ref} is damaged: "), diff.stderr
+    assert len(diff.stderr.splitlines()) == 1 and "Traceback" not in diff.stderr
+    validate = pitstop("validate", found.ref, "--offline", cwd=repo)
+    assert validate.returncode == 4, validate
+    assert "verdict: blocked" in validate.stdout
+    assert not still_read(store, found.commit or "")
 
 
 def test_a_record_that_does_not_match_the_store_buys_nothing(

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from corekit import only_store_repo, write
+from corekit import make_objects_loose, only_store_repo, write
 
 from core.engine import Engine
 from core.errors import DamagedCheckpointError, StoreError
@@ -113,6 +113,7 @@ def test_a_failed_restore_names_the_git_command_not_its_options(
         text=True,
         check=True,
     ).stdout.strip()
+    make_objects_loose(store_repo)  # a checkpoint packs its objects: one file each, to lose one
     (store_repo / "objects" / blob[:2] / blob[2:]).unlink()
     with pytest.raises(DamagedCheckpointError) as refused:
         engine.checkout(checkpoint.ref, tmp_path / "restored")

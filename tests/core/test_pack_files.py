@@ -49,7 +49,7 @@ def test_a_written_pack_is_one_git_verifies_and_reads_back_byte_for_byte(
     repo = _bare(tmp_path_factory.mktemp("p") / "r.git")
     # sizes around the entry header's 4-bit and 7-bit boundaries, and one large blob
     everything = {_oid("blob", b): ("blob", b) for b in [*bodies, os.urandom(big)]}
-    checksum = pack_writer.write_pack(repo, everything)
+    checksum, _size = pack_writer.write_pack(repo, everything)
     pack = repo / "objects" / "pack" / f"pack-{checksum}.pack"
     verified = git_bytes(repo, "verify-pack", "-v", str(pack.with_suffix(".idx"))).decode()
     assert f"pack-{checksum}.pack: ok" in verified
@@ -133,7 +133,7 @@ def test_a_damaged_pack_never_yields_wrong_bytes(tmp_path: Path) -> None:
     repo = _bare(tmp_path / "r.git")
     body = b"the real content\n" * 50
     oid = _oid("blob", body)
-    checksum = pack_writer.write_pack(repo, {oid: ("blob", body)})
+    checksum, _size = pack_writer.write_pack(repo, {oid: ("blob", body)})
     pack = repo / "objects" / "pack" / f"pack-{checksum}.pack"
     pack.chmod(0o600)
     raw = bytearray(pack.read_bytes())
@@ -159,7 +159,7 @@ def test_a_pack_index_naming_an_object_the_pack_does_not_hold_is_not_believed(
     real = b"what the entry holds\n"
     forged_id = _oid("blob", b"what the index claims\n")
     entries = {_oid("blob", real): ("blob", real)}
-    checksum = pack_writer.write_pack(repo, entries)
+    checksum, _size = pack_writer.write_pack(repo, entries)
     index = repo / "objects" / "pack" / f"pack-{checksum}.idx"
     index.chmod(0o600)
     data = bytearray(index.read_bytes())

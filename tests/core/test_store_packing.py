@@ -1,9 +1,11 @@
-"""The store packs as it goes (issue 22): loose objects stay bounded, nothing is ever pruned.
+"""The store packs as it goes (issue 22): small packs and loose objects stay bounded, nothing
+is ever pruned, and a roll-up killed at any moment loses nothing.
 
-Real checkpoints of a real repository fill the store repository with loose objects; past the
-bound, the checkpoint that crosses it packs them (`core/git/upkeep.py`). Every checkpoint must
-still verify and check out exactly afterwards, an object no checkpoint references must survive,
-and the packed store must stay close to what a full repack gives.
+Real checkpoints of a real repository each add a small pack (and a few loose objects) to the
+store repository; past the bounds, the checkpoint that crosses them rolls them into one
+(`core/git/upkeep.py`). Every checkpoint must still verify and check out exactly afterwards, an
+object no checkpoint references must survive, and the packed store must stay close to what a
+full repack gives.
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -63,18 +68,41 @@ def _checkpoints(engine: Engine, repo: Path, rounds: int) -> None:
         assert result.checkpoint is not None, result.skipped
 
 
-def test_loose_objects_stay_bounded_and_every_checkpoint_still_restores(
+def _small_packs(store_repo: Path) -> list[str]:
+    sizes = upkeep.pack_sizes(store_repo)
+    return sorted(name for name, count in sizes.items() if count <= upkeep.SMALL_PACK_OBJECTS)
+
+
+def test_a_checkpoint_writes_its_objects_as_one_pack(
+    engine: Engine, repo: Path, store_root: Path
+) -> None:
+    _checkpoints(engine, repo, 1)
+    store_repo = only_store_repo(store_root)
+    packs, loose = set(upkeep.pack_sizes(store_repo)), _loose(store_repo)
+    _edit(repo, 1)  # 20 files changed: 20 blobs and 2 trees
+    assert engine.checkpoint("t1", CheckpointRequest(note="one pack")).checkpoint
+    (new,) = set(upkeep.pack_sizes(store_repo)) - packs
+    assert upkeep.pack_sizes(store_repo)[new] >= FILES + 2
+    # loose: the checkpoint's commit, its tree and its two documents (header and manifest)
+    assert _loose(store_repo) - loose == 4
+
+
+def test_small_packs_and_loose_objects_stay_bounded_and_every_checkpoint_still_restores(
     engine: Engine, repo: Path, store_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(upkeep, "LOOSE_BOUND", 256)
+    monkeypatch.setattr(upkeep, "SMALL_PACKS", 4)
+    monkeypatch.setattr(upkeep, "LOOSE_BOUND", 16)
     monkeypatch.setattr(upkeep, "SAMPLED", ALL_DIRECTORIES)  # an exact count, not an estimate
-    _checkpoints(engine, repo, 24)
-    store_repo = only_store_repo(store_root)
-    packs = list((store_repo / "objects" / "pack").glob("*.pack"))
-    assert packs, "no checkpoint packed the store"
-    # each checkpoint adds ~23 objects; past 256, they are packed
-    assert _loose(store_repo) <= 256, _loose(store_repo)
-    assert len(packs) <= upkeep.MAX_PACKS, [p.name for p in packs]
+    engine.start_task(repo=repo, objective="packing", task_id="t1")
+    store_repo: Path | None = None
+    for round_ in range(24):
+        _edit(repo, round_)
+        assert engine.checkpoint("t1", CheckpointRequest(note=f"round {round_}")).checkpoint
+        store_repo = only_store_repo(store_root)
+        assert len(_small_packs(store_repo)) <= 4, round_
+        assert _loose(store_repo) <= 16, round_
+    assert store_repo is not None
+    assert upkeep.pack_count(store_repo) <= upkeep.MAX_PACKS
     for seq in range(1, 25):
         assert engine.verify(engine.get_checkpoint(f"t1@{seq}")) == [], seq
     target = tmp_path / "restored"
@@ -83,6 +111,33 @@ def test_loose_objects_stay_bounded_and_every_checkpoint_still_restores(
         assert (target / f"src/module_{n}.py").read_bytes() == (
             repo / f"src/module_{n}.py"
         ).read_bytes()
+
+
+def test_a_roll_up_leaves_the_larger_packs_as_they_are(
+    engine: Engine, repo: Path, store_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _checkpoints(engine, repo, 1)
+    store_repo = only_store_repo(store_root)
+    git(store_repo, "repack", "-a", "-d", "-q")  # the base and the first checkpoint: ~50 objects
+    (large,) = upkeep.pack_sizes(store_repo)
+    for round_ in (1, 2):
+        _edit(repo, round_)
+        assert engine.checkpoint("t1", CheckpointRequest(note=str(round_))).checkpoint
+    sizes = upkeep.pack_sizes(store_repo)
+    loose = _loose(store_repo)
+    assert len(sizes) == 3 and sizes[large] > max(n for p, n in sizes.items() if p != large)
+    monkeypatch.setattr(upkeep, "SMALL_PACK_OBJECTS", sizes[large] - 1)
+    pack = store_repo / "objects" / "pack" / large
+    before = pack.stat()
+    assert upkeep.pack_if_due(store_repo, bound=-1)
+    after = upkeep.pack_sizes(store_repo)
+    assert large in after and len(after) == 2, after  # it, and the roll-up of the others
+    assert (pack.stat().st_ino, pack.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    # no object lost, none twice: the roll-up holds what the small packs and loose objects held
+    assert _loose(store_repo) == 0
+    assert sum(after.values()) == sum(sizes.values()) + loose
+    for seq in range(1, 4):
+        assert engine.verify(engine.get_checkpoint(f"t1@{seq}")) == [], seq
 
 
 def test_packing_prunes_nothing_not_even_an_unreferenced_object(
@@ -111,6 +166,7 @@ def test_many_packs_are_consolidated_keeping_what_nothing_references(
     engine: Engine, repo: Path, store_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(upkeep, "MAX_PACKS", 2)
+    monkeypatch.setattr(upkeep, "SMALL_PACK_OBJECTS", 1)  # every pack is left as it is...
     engine.start_task(repo=repo, objective="packing", task_id="t1")
     store_repo: Path | None = None
     strays = []
@@ -130,7 +186,7 @@ def test_many_packs_are_consolidated_keeping_what_nothing_references(
             .strip()
         )
         assert upkeep.pack_if_due(store_repo, bound=-1)
-        assert upkeep.pack_count(store_repo) <= 2
+        assert upkeep.pack_count(store_repo) <= 2  # ...until there are too many: then all in one
     assert store_repo is not None
     for stray in strays:
         git(store_repo, "cat-file", "-e", stray)
@@ -138,32 +194,30 @@ def test_many_packs_are_consolidated_keeping_what_nothing_references(
         assert engine.verify(engine.get_checkpoint(f"t1@{seq}")) == [], seq
 
 
-def test_below_the_bound_or_with_the_lock_taken_nothing_is_packed(
+def test_below_the_bounds_or_with_the_lock_taken_nothing_is_packed(
     engine: Engine, repo: Path, store_root: Path
 ) -> None:
     _checkpoints(engine, repo, 2)
     store_repo = only_store_repo(store_root)
-    before = _loose(store_repo)
-    assert before > 0
-    assert not upkeep.pack_if_due(store_repo)  # a few dozen objects: far below the bound
+    before = (_loose(store_repo), sorted(upkeep.pack_sizes(store_repo)))
+    assert before[0] > 0 and len(before[1]) == 2
+    assert not upkeep.pack_if_due(store_repo)  # two small packs, a few loose objects
     fd = os.open(store_repo / "pitstop-upkeep.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # another checkpoint packs this repository now
         assert not upkeep.pack_if_due(store_repo, bound=-1)
     finally:
         os.close(fd)
-    assert _loose(store_repo) == before
-    assert not list((store_repo / "objects" / "pack").glob("*.pack"))
+    assert (_loose(store_repo), sorted(upkeep.pack_sizes(store_repo))) == before
     assert upkeep.pack_if_due(store_repo, bound=-1)  # the lock released: it packs
+    assert _loose(store_repo) == 0 and upkeep.pack_count(store_repo) == 1
 
 
 def test_a_packed_store_is_close_to_a_full_repack(
     engine: Engine, repo: Path, store_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 22: store bytes after many checkpoints ≤ 1.2× what a full repack gives."""
-    # ~23 objects a checkpoint: packs of ~22 checkpoints' versions (the default bound, ~90)
-    monkeypatch.setattr(upkeep, "LOOSE_BOUND", 512)
-    monkeypatch.setattr(upkeep, "SAMPLED", ALL_DIRECTORIES)
+    # ~23 objects a checkpoint, a small pack each: rolled up every 17 checkpoints (the default)
     _checkpoints(engine, repo, 66)
     store_repo = only_store_repo(store_root)
     assert upkeep.pack_count(store_repo) > 1  # the checkpoints packed as they went
@@ -175,3 +229,68 @@ def test_a_packed_store_is_close_to_a_full_repack(
     shutil.copytree(store_repo, full)
     git(full, "-c", "repack.writeBitmaps=false", "repack", "-a", "-d", "-f", "-q")
     assert packed <= 1.2 * _bytes(full), (packed, _bytes(full))
+
+
+ROLL_UP = (
+    "import sys; from pathlib import Path; from core.git import upkeep; "
+    "upkeep.pack_if_due(Path(sys.argv[1]), bound=-1)"
+)
+
+
+def test_a_roll_up_killed_at_any_moment_loses_nothing(
+    engine: Engine, repo: Path, store_root: Path
+) -> None:
+    """kill -9 at spread-out moments of a roll-up (git's repack mid-way included): every
+    checkpoint still verifies, the unreferenced object survives, and the next roll-up runs."""
+    _checkpoints(engine, repo, 6)
+    store_repo = only_store_repo(store_root)
+    stray = git(store_repo, "hash-object", "-w", "--stdin", input=b"referenced by nothing\n")
+    root = Path(__file__).resolve().parents[2]
+    for delay in (ms / 1000 for ms in range(0, 100, 8)):  # a roll-up here: ~40-60 ms
+        killed = subprocess.Popen(
+            [sys.executable, "-c", ROLL_UP, str(store_repo)], cwd=root, start_new_session=True
+        )
+        time.sleep(delay)
+        os.killpg(killed.pid, signal.SIGKILL)  # git's repack with it
+        killed.wait()
+        git(store_repo, "cat-file", "-e", stray.strip())
+        for seq in range(1, 7):
+            assert engine.verify(engine.get_checkpoint(f"t1@{seq}")) == [], (delay, seq)
+    assert upkeep.pack_if_due(store_repo, bound=-1)
+    git(store_repo, "cat-file", "-e", stray.strip())
+    for seq in range(1, 7):
+        assert engine.verify(engine.get_checkpoint(f"t1@{seq}")) == [], seq
+
+
+def test_a_failed_checkpoint_takes_its_pack_with_it(
+    engine: Engine, repo: Path, store_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint that fails after its snapshot's pack was written removes it (nothing names
+    it); with another task on the same repository it is left to `pitstop gc`, which packs by
+    reachability (that task may have found an object there)."""
+    from core.engine import checkpoint as checkpoint_module
+
+    _checkpoints(engine, repo, 1)
+    store_repo = only_store_repo(store_root)
+    packs = set(upkeep.pack_sizes(store_repo))
+
+    def fail(*_args: object) -> object:
+        raise RuntimeError("the store refused the row")
+
+    monkeypatch.setattr(checkpoint_module, "_record_checkpoint", fail)
+    write(repo / "failed.txt", "only the failed checkpoint held this\n")
+    blob = git(repo, "hash-object", "failed.txt").strip()
+    with pytest.raises(RuntimeError):
+        engine.checkpoint("t1", CheckpointRequest(force=True))
+    assert set(upkeep.pack_sizes(store_repo)) == packs
+    assert subprocess.run(["git", "cat-file", "-e", blob], cwd=store_repo).returncode != 0
+
+    engine.start_task(repo=repo, objective="shares the store repository", task_id="t2")
+    with pytest.raises(RuntimeError):
+        engine.checkpoint("t1", CheckpointRequest(force=True))
+    assert len(set(upkeep.pack_sizes(store_repo)) - packs) == 1
+    git(store_repo, "cat-file", "-e", blob)
+    monkeypatch.undo()
+    engine.gc()
+    assert subprocess.run(["git", "cat-file", "-e", blob], cwd=store_repo).returncode != 0
+    assert engine.verify(engine.get_checkpoint("t1@1")) == []

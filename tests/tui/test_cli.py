@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.core.corekit import make_objects_loose
 from tests.gitconfig import EMPTY_GITCONFIG
 
 GIT_ENV = {
@@ -294,8 +295,9 @@ def test_damaged_checkpoint_is_reported_by_show(cli_env: dict[str, str], repo: P
     shown = ok_json(cli_env, "show", "dmg@1")
     tree = shown["checkpoint"]["worktree_tree"]  # type: ignore[index]
     store_repo = next((Path(cli_env["PITSTOP_HOME"]) / "repos").glob("*.git"))
+    make_objects_loose(store_repo)  # a checkpoint packs its objects: one file each, to lose one
     loose = store_repo / "objects" / tree[:2] / tree[2:]
-    assert loose.exists(), "the snapshot tree is written as a loose object"
+    assert loose.exists(), "the snapshot tree is now a loose object"
     loose.unlink()
     result = run(cli_env, "show", "dmg@1")
     assert result.returncode == 1

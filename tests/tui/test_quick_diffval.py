@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.core.corekit import make_objects_loose
 from tests.tui.test_quick_paths import git, pitstop, quick_env
 from tui.quick_diffval import Asked, parse
 
@@ -120,6 +121,7 @@ def test_a_damaged_checkpoint_is_refused_the_same_both_ways(
     listed = pitstop(env, "tui.cli", "checkpoints", "quick", "--json")
     tree = json.loads(listed.stdout)[0]["worktree_tree"]
     blob = git(store, {**env, "GIT_DIR": str(store)}, "rev-parse", f"{tree}:notes.txt")
+    make_objects_loose(store)  # a checkpoint packs its objects: one file each, to lose one
     target = store / "objects" / blob[:2] / blob[2:]
     target.chmod(0o600)
     target.unlink()

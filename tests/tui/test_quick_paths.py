@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.core.corekit import make_objects_loose
 from tests.gitconfig import EMPTY_GITCONFIG
 
 GIT_ENV = {
@@ -169,6 +170,7 @@ def test_each_failure_is_the_same_line_and_code(
 def test_a_damaged_checkpoint_is_reported_the_same(env: dict[str, str], store: Path) -> None:
     [store_repo] = (Path(env["PITSTOP_HOME"]) / "repos").glob("*.git")
     blob = git(store, env, "hash-object", "app.py")  # return 3: only the second checkpoint's
+    make_objects_loose(store_repo)  # a checkpoint packs its objects: one file each, to lose one
     (store_repo / "objects" / blob[:2] / blob[2:]).unlink()
     said = assert_same(env, "show", "quick@2", cwd=store)
     assert b"is damaged" in said
