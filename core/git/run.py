@@ -116,11 +116,7 @@ def run_git_process(
         if started is not None:
             out, err = started.communicate()
             return subprocess.CompletedProcess(["git", *args], started.returncode, out, err)
-    full_env = clean_env(env)
-    if git_dir is not None:
-        full_env["GIT_DIR"] = str(git_dir)
-    _flush_for(full_env)
-
+    full_env = _call_env(env, git_dir)
     try:
         return subprocess.run(
             ["git", *args],
@@ -134,6 +130,16 @@ def run_git_process(
         )
     except FileNotFoundError as exc:
         raise GitError(_NO_GIT) from exc
+
+
+def _call_env(env: Mapping[str, str] | None, git_dir: Path | None) -> dict[str, str]:
+    """The environment a git call runs with (`GIT_DIR` set when given), the objects gathering
+    for its repository written first."""
+    full_env = clean_env(env)
+    if git_dir is not None:
+        full_env["GIT_DIR"] = str(git_dir)
+    _flush_for(full_env)
+    return full_env
 
 
 def _flush_for(env: Mapping[str, str] | None) -> None:
@@ -240,10 +246,7 @@ def start_ahead(
     key = _ahead_key(args, cwd, git_dir, env, input, private)
     if key in _ahead:
         return
-    full_env = clean_env(env)
-    if git_dir is not None:
-        full_env["GIT_DIR"] = str(git_dir)
-    _flush_for(full_env)
+    full_env = _call_env(env, git_dir)
     import subprocess
 
     try:
