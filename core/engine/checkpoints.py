@@ -181,8 +181,7 @@ def diff(session: Session, ref: str, against: str = "base", paths: Sequence[str]
     try:
         _require_sound(session, checkpoint)
     except BaseException:
-        running.kill()
-        running.communicate()
+        running.stop()
         raise
     return finish_unified_diff(running)
 

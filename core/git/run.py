@@ -21,6 +21,8 @@ TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: ~3 ms of 
 if TYPE_CHECKING:  # loaded when git runs: a small checkpoint is read and verified without it
     import subprocess
 
+    from core.git.spawn import Spawned
+
 # Who git says made the commits Pitstop writes into its own repositories.
 PITSTOP_IDENT = {
     "GIT_AUTHOR_NAME": "Pitstop",
@@ -186,8 +188,21 @@ def start_git(
         raise GitError(_NO_GIT) from exc
 
 
+def spawn_git(args: Sequence[str], *, env: Mapping[str, str] | None = None) -> Spawned:
+    """`start_git` for a call that only reads a store (no stdin, no working directory),
+    without loading `subprocess` (`core.git.spawn`); `finish_git` reads it, `Spawned.stop`
+    ends it unread."""
+    from core.git.spawn import Spawned
+
+    _flush_for(env)
+    try:
+        return Spawned(args, clean_env(env))
+    except FileNotFoundError as exc:
+        raise GitError(_NO_GIT) from exc
+
+
 def finish_git(
-    process: subprocess.Popen[bytes], name: str, ok_codes: Iterable[int] = (0,)
+    process: subprocess.Popen[bytes] | Spawned, name: str, ok_codes: Iterable[int] = (0,)
 ) -> bytes:
     """Wait for a git command `start_git` started and return its stdout; an unexpected exit
     raises GitError naming the command."""

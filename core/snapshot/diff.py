@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.git.run import finish_git, run_git, start_git
+from core.git.run import finish_git, run_git, spawn_git
 from core.models import ChangedFile
 
 TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: ~3 ms of start-up)
 if TYPE_CHECKING:
-    import subprocess
+    from core.git.spawn import Spawned
 
 # More changed paths than this: the whole diff is asked for (a command line stays short).
 MAX_DELTA_PATHS = 200
@@ -136,13 +136,14 @@ def unified_diff(store_repo: Path, old_tree: str, new_tree: str, paths: Sequence
 
 def start_unified_diff(
     store_repo: Path, old_tree: str, new_tree: str, paths: Sequence[str] = ()
-) -> subprocess.Popen[bytes]:
+) -> Spawned:
     """`unified_diff` started in the background (`pitstop diff` checks the checkpoint while
-    git writes the text); `finish_unified_diff` reads it, or the caller kills it."""
+    git writes the text); `finish_unified_diff` reads it, or the caller `stop`s it. Started
+    without `subprocess` (`core.git.spawn`): the diff's quick path never loads it."""
     args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", old_tree, new_tree]
-    return start_git([*args, "--", *paths], env={"GIT_DIR": str(store_repo)})
+    return spawn_git([*args, "--", *paths], env={"GIT_DIR": str(store_repo)})
 
 
-def finish_unified_diff(process: subprocess.Popen[bytes]) -> str:
+def finish_unified_diff(process: Spawned) -> str:
     """The text of a diff `start_unified_diff` started."""
     return finish_git(process, "diff").decode("utf-8", errors="replace")
