@@ -84,7 +84,11 @@ def run(args: list[str]) -> int | None:
     usable, store = store_option()
     if not usable:
         return None
+    from core.snapshot import early_diff
+
     try:
+        if asked.command == "diff" and asked.against == "base":
+            early_diff.start(store, asked.ref)  # git writes the text while the engine loads
         opened = engine(store)
         if asked.command == "diff":
             return _diff(opened.diff(asked.ref, asked.against))
@@ -94,6 +98,8 @@ def run(args: list[str]) -> int | None:
     except BaseException as exc:  # every failure as one line, as `tui.cli.main` words it
         line, code = failure_line(exc)
         return write(None, line, code)
+    finally:
+        early_diff.drop()
 
 
 def _diff(text: str) -> int:

@@ -163,6 +163,7 @@ def _require_sound(session: Session, checkpoint: Checkpoint, *, deep: bool = Tru
 
 def diff(session: Session, ref: str, against: str = "base", paths: Sequence[str] = ()) -> str:
     """A unified diff of a checkpoint's snapshot against its base commit or the previous one."""
+    from core.snapshot import early_diff
     from core.snapshot.diff import finish_unified_diff, start_unified_diff
 
     _check_against(against)  # before any read: a refusal changes nothing (no record either)
@@ -177,7 +178,8 @@ def diff(session: Session, ref: str, against: str = "base", paths: Sequence[str]
         _require_sound(session, checkpoint)  # damage is what is said first
         raise
     # git writes the text while the checkpoint is checked; nothing of it is shown unless sound
-    running = start_unified_diff(store_repo, old_tree, checkpoint.worktree_tree, paths)
+    started = None if paths else early_diff.take(store_repo, old_tree, checkpoint.worktree_tree)
+    running = started or start_unified_diff(store_repo, old_tree, checkpoint.worktree_tree, paths)
     try:
         _require_sound(session, checkpoint)
     except BaseException:
