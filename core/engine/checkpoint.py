@@ -26,6 +26,7 @@ from core.models import (
     Checkpoint,
     CheckpointReason,
     CheckpointState,
+    Interface,
     Task,
     TaskStatus,
 )
@@ -159,9 +160,12 @@ def checkpoint(
                 session, task, request, located, store_repo, started, workdir, allowed
             )
         if result.checkpoint is not None:  # the store packs as it goes (core/git/upkeep.py)
-            from core.git.upkeep import pack_if_due
+            from core.git import upkeep
 
-            pack_if_due(store_repo)
+            if session.interface not in (Interface.CLI, Interface.HOOK):
+                upkeep.pack_if_due(store_repo)
+            elif upkeep.due(store_repo):  # a command or hook answers first: packed beside
+                upkeep.pack_later(store_repo)
         return result
 
 

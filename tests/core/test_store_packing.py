@@ -294,3 +294,54 @@ def test_a_failed_checkpoint_takes_its_pack_with_it(
     engine.gc()
     assert subprocess.run(["git", "cat-file", "-e", blob], cwd=store_repo).returncode != 0
     assert engine.verify(engine.get_checkpoint("t1@1")) == []
+
+
+def test_a_command_answers_first_and_its_store_packs_beside(
+    engine: Engine, repo: Path, store_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pitstop checkpoint` (a CLI process, as a hook is) that finds the store due does not roll
+    it up itself: a detached process of its own does, and every checkpoint survives it."""
+    from core.digests import sha1_hex
+    from core.git import pack_writer
+
+    _checkpoints(engine, repo, 1)
+    store_repo = only_store_repo(store_root)
+    for number in range(upkeep.SMALL_PACKS + 1):  # the small packs 17 checkpoints leave
+        body = f"filler {number}\n".encode()
+        oid = sha1_hex(f"blob {len(body)}\0".encode() + body)
+        pack_writer.write_pack(store_repo, {oid: ("blob", body)})
+    assert upkeep.due(store_repo)
+    real = shutil.which("git")
+    log = tmp_path / "git-calls.log"
+    bin_dir = tmp_path / "logging-bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(f'#!/bin/sh\necho "$PPID $*" >> "{log}"\nexec "{real}" "$@"\n')
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    _edit(repo, 1)
+    command = subprocess.Popen(
+        [sys.executable, "-m", "tui.launch", "checkpoint", "t1"],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    _out, err = command.communicate(timeout=60)
+    assert command.returncode == 0, err
+    lock = store_repo / "pitstop-upkeep.lock"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # the roll-up ends, and lets its lock go
+        if not upkeep.due(store_repo) and lock.exists():
+            fd = os.open(lock, os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                pass
+            finally:
+                os.close(fd)
+        time.sleep(0.05)
+    assert not upkeep.due(store_repo)
+    repacks = [line.split(" ", 1) for line in log.read_text().splitlines() if " repack " in line]
+    assert repacks and all(ppid != str(command.pid) for ppid, _args in repacks), repacks
+    for seq in (1, 2):
+        assert engine.verify(engine.get_checkpoint(f"t1@{seq}")) == [], seq
