@@ -160,12 +160,9 @@ def checkpoint(
                 session, task, request, located, store_repo, started, workdir, allowed
             )
         if result.checkpoint is not None:  # the store packs as it goes (core/git/upkeep.py)
-            from core.git import upkeep
+            from core.git.upkeep import after_checkpoint
 
-            if session.interface not in (Interface.CLI, Interface.HOOK):
-                upkeep.pack_if_due(store_repo)
-            elif upkeep.due(store_repo):  # a command or hook answers first: packed beside
-                upkeep.pack_later(store_repo)
+            after_checkpoint(store_repo, later=session.interface in (Interface.CLI, Interface.HOOK))
         return result
 
 

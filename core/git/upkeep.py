@@ -111,6 +111,15 @@ def due(store_repo: Path, bound: int | None = None) -> bool:
     return len(small) > SMALL_PACKS or loose_estimate(store_repo) > limit
 
 
+def after_checkpoint(store_repo: Path, *, later: bool) -> None:
+    """Pack what is due after a checkpoint: here, or `later` (a command or a hook answers
+    first, and a detached process packs beside it)."""
+    if not later:
+        pack_if_due(store_repo)
+    elif due(store_repo):
+        pack_later(store_repo)
+
+
 def pack_later(store_repo: Path) -> None:
     """`pack_if_due` in a process of its own, detached (its own session, no terminal, no
     pipes): a hook or a command that found the repository due answers now instead of after
