@@ -99,6 +99,8 @@ def write_pack(store_repo: Path, objects: Mapping[str, tuple[str, bytes]]) -> tu
     directory = store_repo / "objects" / "pack"
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     name = f"pack-{checksum.hex()}"
+    if (directory / f"{name}.idx").exists():  # these very objects, in place already: not ours
+        return checksum.hex(), 0
     _place(directory, f"{name}.pack", pack)
     try:
         _place(directory, f"{name}.idx", index)

@@ -49,8 +49,13 @@ def test_a_written_pack_is_one_git_verifies_and_reads_back_byte_for_byte(
     repo = _bare(tmp_path_factory.mktemp("p") / "r.git")
     # sizes around the entry header's 4-bit and 7-bit boundaries, and one large blob
     everything = {_oid("blob", b): ("blob", b) for b in [*bodies, os.urandom(big)]}
-    checksum, _size = pack_writer.write_pack(repo, everything)
+    checksum, size = pack_writer.write_pack(repo, everything)
     pack = repo / "objects" / "pack" / f"pack-{checksum}.pack"
+    assert size == pack.stat().st_size + pack.with_suffix(".idx").stat().st_size
+    # the very same pack again: already in place, nothing written, nothing it may take back
+    written = list(pack_writer.WRITTEN)
+    assert pack_writer.write_pack(repo, everything) == (checksum, 0)
+    assert written == pack_writer.WRITTEN
     verified = git_bytes(repo, "verify-pack", "-v", str(pack.with_suffix(".idx"))).decode()
     assert f"pack-{checksum}.pack: ok" in verified
     packed = PackedObjects(f"{repo}/objects/")
