@@ -66,6 +66,15 @@ _TEMPLATE = lazy_pattern(TEMPLATE_PATTERN, re.ASCII)
 _URL = lazy_pattern(r"[A-Za-z][A-Za-z0-9+.-]{0,31}://", re.ASCII)
 _REFERENCE = lazy_pattern(REFERENCE_PATTERN, re.ASCII)
 _MASK = lazy_pattern(r"xxxx|\*\*\*\*|####|\.\.\.\.", re.ASCII)
+_MASK_RUNS = lazy_pattern(r"x{4,}|\*{4,}|#{4,}|\.{4,}", re.ASCII)
+
+
+def _masked(lowered: str) -> bool:
+    """A mask the value is made of: short, or its runs of mask characters a quarter of it. A
+    long random value holds four x's (or dots, stars) in a row now and then, and is no mask."""
+    if len(lowered) <= PLACEHOLDER_MAX:
+        return True
+    return 4 * sum(len(run) for run in _MASK_RUNS().findall(lowered)) >= len(lowered)
 _PLACEHOLDER = lazy_pattern("|".join(re.escape(part) for part in PLACEHOLDER_PARTS))
 _TOKEN_MASK = lazy_pattern("|".join(re.escape(part) for part in TOKEN_MASK_PARTS), re.IGNORECASE)
 _HEX = lazy_pattern(r"[0-9a-fA-F]+", re.ASCII)
@@ -183,8 +192,8 @@ def looks_like_secret(value: str, min_len: int = SECRET_MIN_LENGTH) -> bool:
     lowered = v.lower()
     if lowered in PLACEHOLDER_WORDS or _REFERENCE().fullmatch(v) or _TEMPLATE().search(v):
         return False
-    if _MASK().search(lowered):
-        return False  # xxxx, ****: masked, at any length
+    if _MASK().search(lowered) and _masked(lowered):
+        return False  # xxxx, ****: masked
     if len(v) <= PLACEHOLDER_MAX and _PLACEHOLDER().search(lowered):
         return False  # (a long random value holds "token" or "1234" now and then)
     if _URL().match(v) or _is_path(v) or _FILENAME().fullmatch(v):
