@@ -75,6 +75,8 @@ def _masked(lowered: str) -> bool:
     if len(lowered) <= PLACEHOLDER_MAX:
         return True
     return 4 * sum(len(run) for run in _MASK_RUNS().findall(lowered)) >= len(lowered)
+
+
 _PLACEHOLDER = lazy_pattern("|".join(re.escape(part) for part in PLACEHOLDER_PARTS))
 _TOKEN_MASK = lazy_pattern("|".join(re.escape(part) for part in TOKEN_MASK_PARTS), re.IGNORECASE)
 _HEX = lazy_pattern(r"[0-9a-fA-F]+", re.ASCII)
