@@ -33,7 +33,7 @@ from core.redaction.rules import (
     REJECTED_KEY_PARTS,
     SECRET_MIN_LENGTH,
     TEMPLATE_PATTERN,
-    TOKEN_MASK_PARTS,
+    TOKEN_EXAMPLE_PARTS,
     TOKEN_TAIL,
     UNQUALIFIED_KEY_MIN,
     URL_PLACEHOLDER_PARTS,
@@ -69,16 +69,21 @@ _MASK = lazy_pattern(r"xxxx|\*\*\*\*|####|\.\.\.\.", re.ASCII)
 _MASK_RUNS = lazy_pattern(r"x{4,}|\*{4,}|#{4,}|\.{4,}", re.ASCII)
 
 
-def _masked(lowered: str) -> bool:
-    """A mask the value is made of: short, or its runs of mask characters a quarter of it. A
-    long random value holds four x's (or dots, stars) in a row now and then, and is no mask."""
-    if len(lowered) <= PLACEHOLDER_MAX:
-        return True
+def _mask_share(lowered: str) -> bool:
+    """Runs of mask characters make a quarter of the value or more. A long random value holds
+    four x's (or dots, stars) in a row now and then, and is no mask."""
     return 4 * sum(len(run) for run in _MASK_RUNS().findall(lowered)) >= len(lowered)
 
 
+def _masked(lowered: str) -> bool:
+    """A mask the value is made of: short, or its runs of mask characters a quarter of it."""
+    return len(lowered) <= PLACEHOLDER_MAX or _mask_share(lowered)
+
+
 _PLACEHOLDER = lazy_pattern("|".join(re.escape(part) for part in PLACEHOLDER_PARTS))
-_TOKEN_MASK = lazy_pattern("|".join(re.escape(part) for part in TOKEN_MASK_PARTS), re.IGNORECASE)
+_TOKEN_EXAMPLE = lazy_pattern(
+    "|".join(re.escape(part) for part in TOKEN_EXAMPLE_PARTS), re.IGNORECASE
+)
 _HEX = lazy_pattern(r"[0-9a-fA-F]+", re.ASCII)
 _KEY_WORD_SPLIT = lazy_pattern(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])", re.ASCII)
 
@@ -213,11 +218,13 @@ def looks_like_secret(value: str, min_len: int = SECRET_MIN_LENGTH) -> bool:
 
 
 def random_enough(value: str, threshold: float = 3.0) -> bool:
-    """Token bodies of a known format: reject masks like ``xxxx…`` and repeated digits.
+    """Token bodies of a known format: reject examples, masks like ``xxxx…`` and repeated digits.
 
-    The entropy bar scales with length (a random 16-character base32 body can score 2.9).
+    A body is a mask when its runs of x's make a quarter of it: one random body in some
+    thirty thousand holds ``xxxx`` somewhere and is a live token all the same. The entropy bar
+    scales with length (a random 16-character base32 body can score 2.9).
     """
-    if _TOKEN_MASK().search(value):
+    if _TOKEN_EXAMPLE().search(value) or _mask_share(value.lower()):
         return False
     return shannon_entropy(value) >= min(threshold, 0.6 * math.log2(max(2, len(value))))
 

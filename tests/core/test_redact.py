@@ -220,6 +220,30 @@ def test_look_alikes_and_placeholders_are_left_alone(text: str) -> None:
     assert redact_text(text) == (text, [])
 
 
+@pytest.mark.parametrize(
+    "token",
+    [
+        # found by the evidence stream test in CI: a random body holding "xxxx" was a mask
+        "ghp_zw6dk3my2axxxxav68y4ycdw39krsx73fffz",
+        "ghp_2mxxxxrnrudc2h9cme3bhkb8scbytupvf92h",
+        "ghp_xxxx" + "k3my2a9v68y4ycdw39krsx73fffzp45h",
+    ],
+)
+def test_a_random_token_body_holding_four_xs_is_still_a_token(token: str) -> None:
+    assert redact_text(f"token {token} here") == (
+        "token [REDACTED:github-token] here",
+        [Finding("github-token", 6, 6 + len(token))],
+    )
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["ghp_1234567890abcdef" + "x" * 20, "ghp_k3my2a9v68y4ycdw39krsx73" + "X" * 9],
+)
+def test_a_token_body_a_quarter_xs_is_a_mask(token: str) -> None:
+    assert redact_text(token) == (token, [])
+
+
 def test_only_the_secret_part_of_a_context_prefix_is_redacted() -> None:
     token = rand(40)
     out, _ = redact_text(f"Authorization: Bearer {token}\n")

@@ -235,5 +235,6 @@ URL_PLACEHOLDER_PARTS = ("xxx", "***", "${", "{{", "your")
 TOKEN_TAIL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
 """Characters a redaction is extended over when they follow it (base64, base64url, hex)."""
 
-TOKEN_MASK_PARTS = ("xxxx", "example")
-"""Lowercase pieces that mark the body of a known token format as a mask or an example."""
+TOKEN_EXAMPLE_PARTS = ("example",)
+"""Lowercase pieces that mark the body of a known token format as an example (masks are told
+by how much of the body their runs of x's make)."""
