@@ -271,8 +271,11 @@ def _scan_and_stage(
             ).strip()
             if staged_tree:
                 remember(store_repo, key, staged_tree.decode())
-    finally:
-        raw_status = _finish_status(status, source, env, early)
+    except BaseException:
+        _finish_status(status, source, env, early)
+        raise
+    _while_status_walks(status)
+    raw_status = _finish_status(status, source, env, early)
     scan = parse_status(raw_status)
     if scan.unmerged:
         raise UsageError(
@@ -283,6 +286,21 @@ def _scan_and_stage(
     if not index_tree:
         raise GitError(f"git write-tree failed in {source.toplevel}; is its index damaged?")
     return _Staged(scan, index_tree, head, facts, base_bytes, ask_base_later)
+
+
+def _while_status_walks(status: subprocess.Popen[bytes]) -> None:
+    """Load what scanning a changed file for secrets needs while `git status` still walks the
+    tree, instead of after it (issue 22): the rules and their literal gate, ~6 ms of a hook on a
+    5,000-file repository, which would otherwise wait here doing nothing. Only when git is
+    still running: then it costs no time, and what is loaded is what any scan of a changed file
+    loads first (a checkpoint that scans nothing has loaded it for nothing, in idle time)."""
+    if status.poll() is not None:
+        return
+    import core.redaction.redact  # noqa: F401  (the scan's module, with the rules)
+    from core.redaction.literal_gate import automaton
+
+    if status.poll() is None:
+        automaton(dfa=False)  # what a changed file's scan builds first (`literal_hits`)
 
 
 def _finish_status(

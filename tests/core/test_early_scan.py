@@ -207,3 +207,34 @@ def test_locate_elsewhere_starts_its_own_and_the_early_calls_are_stopped(
     assert locate_calls._early is None
     assert all(process.returncode is not None for process in early_calls)  # none left running
     assert _scratch(store_root) == []
+
+
+_WARM_UP = """
+import subprocess, sys
+from core.snapshot.take import _while_status_walks
+from core.redaction import literal_gate
+
+process = subprocess.Popen([sys.executable, "-c", sys.argv[1]])
+if sys.argv[2] == "done":
+    process.wait()
+assert "core.redaction.redact" not in sys.modules
+_while_status_walks(process)
+print("core.redaction.redact" in sys.modules, literal_gate.automaton.cache_info().currsize)
+process.kill()
+process.wait()
+"""
+
+
+@pytest.mark.parametrize(
+    ("status", "loaded"),
+    [("import time; time.sleep(5)", "True 1"), ("pass", "False 0")],
+)
+def test_the_secret_scan_loads_while_status_still_walks_and_only_then(
+    status: str, loaded: str
+) -> None:
+    """While `git status` runs, the snapshot loads the rules and their literal gate (what the
+    scan of a changed file needs first) instead of waiting idle; once it has ended, nothing."""
+    argv = [sys.executable, "-c", _WARM_UP, status, "done" if status == "pass" else "running"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == loaded
