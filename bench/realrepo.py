@@ -274,9 +274,15 @@ def growth_rounds(
 
 
 def hook_rounds(
-    repo: Path, env: dict[str, str], edited: Sequence[str], runs: int
+    repo: Path,
+    env: dict[str, str],
+    edited: Sequence[str],
+    runs: int,
+    against: Path | None = None,
+    work: Path | None = None,
 ) -> dict[str, list[float]]:
-    """A PreCompact hook (a milestone checkpoint, always taken) against `python -c pass`."""
+    """A PreCompact hook (a milestone checkpoint, always taken) against `python -c pass` (and
+    the same hook of the Pitstop sources at `against`, on their own store, when given)."""
     transcript = repo.parent / "transcript.jsonl"
     transcript.write_text("{}\n")
 
@@ -285,16 +291,24 @@ def hook_rounds(
         return text.replace("$CWD", str(repo)).replace("$TRANSCRIPT", str(transcript)).encode()
 
     hook = [*pitstop_program(), "hook", "claude-code"]
-    run(hook, env, repo, fixture("session_start"))
     data = fixture("pre_compact")
-    times: dict[str, list[float]] = {"python -c pass": [], "hook PreCompact checkpoint": []}
+    sides: dict[str, Callable[[], float]] = {
+        "python -c pass": lambda: run([sys.executable, "-c", "pass"], env, repo),
+        "hook PreCompact checkpoint": lambda: run(hook, env, repo, data),
+    }
+    run(hook, env, repo, fixture("session_start"))
+    if against is not None and work is not None:
+        other = {**env, "PITSTOP_HOME": str(work / "store-against"), "PYTHONPATH": str(against)}
+        run(hook, other, repo, fixture("session_start"))
+        sides[f"hook PreCompact checkpoint ({against.name})"] = lambda: run(hook, other, repo, data)
+    times: dict[str, list[float]] = {name: [] for name in sides}
     for number in range(runs + 1):
         edit_round(repo, edited, 1000 + number)
-        bare = run([sys.executable, "-c", "pass"], env, repo)
-        hooked = run(hook, env, repo, data)
-        if number:
-            times["python -c pass"].append(bare)
-            times["hook PreCompact checkpoint"].append(hooked)
+        turn = number % len(sides)
+        for name in list(sides)[turn:] + list(sides)[:turn]:
+            spent = sides[name]()
+            if number:  # the first round warms caches for every side
+                times[name].append(spent)
     return times
 
 
@@ -411,7 +425,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         against = Path(args.against).resolve() if args.against else None
         times = {**repeat_rounds(repo, env, work, edited, args.runs, against)}
-        times.update(hook_rounds(repo, env, edited, args.runs))
+        times.update(hook_rounds(repo, env, edited, args.runs, against, work))
         times.update(read_rounds(repo, env, work, args.runs))
         growth = growth_rounds(repo, env, edited, args.growth) if args.growth else None
         report(count, args.runs, first, times, growth)
@@ -461,8 +475,9 @@ def report(
         ratios["growth over the extra checkpoints (late/early)"] = growth["growth"]
         targets["growth over the extra checkpoints (late/early)"] = 1.15
     print(f"{count} tracked files; {runs} interleaved rounds; medians")
+    width = max(28, *(len(name) + 2 for name in medians))
     for name, value in medians.items():
-        print(f"  {name:<28}{value:9.1f} ms")
+        print(f"  {name:<{width}}{value:9.1f} ms")
     print(
         f"  first checkpoint {first['seconds'] * 1000:.0f} ms, store objects "
         f"{first['store_bytes'] / 1024:.0f} KiB (repo .git {first['git_dir_bytes'] / 1024:.0f} KiB;"
