@@ -271,10 +271,10 @@ def _scan_and_stage(
             ).strip()
             if staged_tree:
                 remember(store_repo, key, staged_tree.decode())
+        _while_status_walks(status)
     except BaseException:
         _finish_status(status, source, env, early)
         raise
-    _while_status_walks(status)
     raw_status = _finish_status(status, source, env, early)
     scan = parse_status(raw_status)
     if scan.unmerged:
