@@ -41,8 +41,13 @@ from core.redaction.rules.table import RULE_TABLE as _TABLE
 
 TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 
-RULESET_VERSION = "2026.12.1"
+RULESET_VERSION = "2026.12.2"
 """Version of the rule set; callers record it with everything they redact.
+
+2026.12.2: a known token's random body holding ``xxxx`` is still a token (a mask is x's for a
+quarter of the body, or more); elevenlabs-key and recharge-key are tried only where their keys
+can start (``sk_`` and two hex digits; ``sk_1x``…, ``sk_test_``), not at every ``task_`` of a
+log.
 
 2026.12.1 (issue 16): rules as data, one file per family; about 130 token formats (the union of
 the gitleaks, trufflehog, noseyparker and detect-secrets providers that have a format of their

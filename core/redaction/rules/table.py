@@ -10,7 +10,7 @@ TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 if TYPE_CHECKING:
     from typing import Any
 
-BUILT_FOR = ('2026.12.1', '96dfd591d913233e')
+BUILT_FOR = ('2026.12.2', '9656751474ee9974')
 """(RULESET_VERSION, digest of the rule files) this table was built from."""
 
 FAMILIES: tuple[tuple[str, str], ...] = (
@@ -204,7 +204,7 @@ RULE_TABLE: tuple[dict[str, Any], ...] = (
     {'name': 'firecrawl-key', 'family': 'ai', 'keywords': ('fc-',), 'pattern': '(?<![A-Za-z0-9_-])fc-[0-9a-f]{32}(?![A-Za-z0-9])', 'check': 'random-enough', 'anchored': True},
     {'name': 'jina-key', 'family': 'ai', 'keywords': ('jina_',), 'pattern': '(?<![A-Za-z0-9_])jina_[A-Za-z0-9]{60}', 'check': 'random-enough', 'anchored': True},
     {'name': 'pinecone-key', 'family': 'ai', 'keywords': ('pcsk_',), 'pattern': '(?<![A-Za-z0-9_])pcsk_[A-Za-z0-9]{4,8}_[A-Za-z0-9]{50,80}+', 'check': 'random-enough', 'anchored': True},
-    {'name': 'elevenlabs-key', 'family': 'ai', 'keywords': ('sk_',), 'pattern': '(?<![A-Za-z0-9_])sk_[0-9a-f]{48}(?![A-Za-z0-9])', 'check': 'random-enough', 'anchored': True},
+    {'name': 'elevenlabs-key', 'family': 'ai', 'keywords': ('sk_',), 'pattern': '(?<![A-Za-z0-9_])sk_[0-9a-f]{48}(?![A-Za-z0-9])', 'check': 'random-enough', 'anchored': True, 'start_form': 'word+hex-pair'},
     {'name': 'deepseek-key', 'family': 'ai', 'keywords': ('sk-',), 'pattern': '(?<![A-Za-z0-9_-])sk-[0-9a-f]{32}(?![A-Za-z0-9_-])', 'check': 'random-enough', 'anchored': True},
     {'name': 'aws-access-key-id', 'family': 'cloud', 'keywords': ('akia', 'asia', 'abia', 'acca', 'a3t'), 'pattern': '(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)(?<![A-Za-z0-9_-]....)(?P<body>[A-Z0-9]{16})(?![A-Za-z0-9])', 'parts': ('body',), 'check': 'random-enough', 'anchored': True},
     {'name': 'aws-secret-access-key', 'family': 'cloud', 'keywords': ('secretaccesskey', 'secretaccess_key', 'secretaccess-key', 'secret_accesskey', 'secret_access_key', 'secret_access-key', 'secret-accesskey', 'secret-access_key', 'secret-access-key'), 'pattern': 'secret[_-]?access[_-]?key["\']?[ \\t]{0,4}(?::|=>|=)[ \\t]{0,4}["\']?(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])', 'select': 'group', 'parts': ('s',), 'check': 'random-enough', 'entropy': 3.5, 'ignore_case': True, 'anchored': True},
@@ -281,7 +281,7 @@ RULE_TABLE: tuple[dict[str, Any], ...] = (
     {'name': 'duffel-token', 'family': 'payments', 'keywords': ('duffel_live_', 'duffel_test_'), 'pattern': '(?<![A-Za-z0-9_])duffel_(?:live|test)_[A-Za-z0-9_=-]{43}', 'check': 'random-enough', 'anchored': True},
     {'name': 'gocardless-token', 'family': 'payments', 'keywords': ('live_',), 'pattern': '(?<![A-Za-z0-9_])live_[A-Za-z0-9_=-]{40}(?![A-Za-z0-9_=-])', 'check': 'random-token', 'anchored': True},
     {'name': 'lob-key', 'family': 'payments', 'keywords': ('live_',), 'pattern': '(?<![A-Za-z0-9_])live_(?:pub_[a-f0-9]{31}|[a-f0-9]{35})(?![A-Za-z0-9])', 'check': 'random-enough', 'anchored': True},
-    {'name': 'recharge-key', 'family': 'payments', 'keywords': ('sk_',), 'pattern': '(?<![A-Za-z0-9_])sk(?:_test)?_(?:1|2|3|5|10)x[123]_[0-9a-fA-F]{64}', 'check': 'random-enough', 'anchored': True},
+    {'name': 'recharge-key', 'family': 'payments', 'keywords': ('sk_',), 'pattern': '(?<![A-Za-z0-9_])sk(?:_test)?_(?:1|2|3|5|10)x[123]_[0-9a-fA-F]{64}', 'check': 'random-enough', 'anchored': True, 'start_words': ('sk_1x', 'sk_2x', 'sk_3x', 'sk_5x', 'sk_10x', 'sk_test_')},
     {'name': 'klaviyo-key', 'family': 'payments', 'keywords': ('pk_',), 'pattern': '(?<![A-Za-z0-9_])pk_(?:[A-Za-z0-9]{6}_)?[0-9a-f]{34}(?![A-Za-z0-9])', 'check': 'random-enough', 'anchored': True},
     {'name': 'linear-key', 'family': 'saas', 'keywords': ('lin_api_', 'lin_oauth_'), 'pattern': '(?<![A-Za-z0-9_])lin_(?:api|oauth)_[A-Za-z0-9]{40,64}+', 'check': 'random-enough', 'anchored': True},
     {'name': 'notion-token', 'family': 'saas', 'keywords': ('secret_', 'ntn_'), 'pattern': '(?<![A-Za-z0-9_])(?:secret_[A-Za-z0-9]{43}|ntn_[0-9]{11}[A-Za-z0-9]{35})(?![A-Za-z0-9])', 'check': 'random-token', 'anchored': True},
