@@ -8,13 +8,14 @@ redactor loads must be exactly what the files build; a changed rule set needs a 
 
 from __future__ import annotations
 
+import random
 import shutil
 from pathlib import Path
 
 import pytest
 from test_redact import brute_force_findings, gated_findings
 
-from core.redaction.redact import RULES, RULESET_VERSION, redact_text, rule_names
+from core.redaction.redact import RULES, RULESET_VERSION, redact_bytes, redact_text, rule_names
 from core.redaction.rules import build
 
 FAMILIES = build.load_families()
@@ -95,3 +96,35 @@ def test_a_broken_rule_file_says_which_rule_and_why(tmp_path: Path) -> None:
     (tmp_path / "x.toml").write_text('family = "y"\ndescription = "d"\n')
     with pytest.raises(build.RuleFileError, match="family must be 'x'"):
         build.load_families(tmp_path)
+
+
+def test_a_log_saying_task_underscore_is_no_start_for_the_sk_underscore_keys() -> None:
+    """`task_`, `disk_` and `risk_` hold `sk_`; ElevenLabs and Recharge keys are tried only where
+    one of theirs can start (`sk_` and two hex digits; `sk_1x`…, `sk_test_`), on both gates,
+    and a real key beside such words is still found."""
+    from core.redaction import hyperscan_gate
+    from core.redaction.literal_gate import STARTS, literal_hits
+
+    keyed = {i for i, rule in enumerate(RULES) if rule.name in ("elevenlabs-key", "recharge-key")}
+    text = b"tests/test_task_user.py::test_task_queue PASSED [ 4%] disk_usage risk_score\n"
+    tried = {index for literal, _ in literal_hits(text.lower()) for index, _ in STARTS[literal]}
+    assert not tried & keyed
+    gate = hyperscan_gate.gate()
+    if gate is not None:
+        database, table = gate
+        hits: list[tuple[int, int]] = []
+        database.scan(
+            text,
+            match_event_handler=hyperscan_gate.collect,
+            context=hits,
+            scratch=hyperscan_gate.new_scratch(),
+        )
+        assert not {index for pattern, _ in hits for index, _ in table[pattern][1]} & keyed
+    rng = random.Random(7)
+    eleven = "sk_" + "".join(rng.choice("0123456789abcdef") for _ in range(48))
+    recharge = "sk_test_10x2_" + "".join(rng.choice("0123456789abcdefABCDEF") for _ in range(64))
+    line = f"task_user ELEVENLABS_API_KEY={eleven} task_queue RECHARGE={recharge} risk_x\n"
+    for accelerate in (False, True):
+        out = redact_bytes(line.encode(), accelerate=accelerate).decode()
+        assert eleven not in out and recharge not in out, out
+        assert out.count("[REDACTED:") == 2, out
