@@ -60,6 +60,18 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 _NO_GIT = "git is not installed or not on PATH; install git 2.31 or newer"
 
 
+class Completed:
+    """What a git call that ran to its end gave: its exit code and both outputs (the part of
+    `subprocess.CompletedProcess` Pitstop reads, without loading `subprocess`)."""
+
+    __slots__ = ("returncode", "stderr", "stdout")
+
+    def __init__(self, returncode: int | None, stdout: bytes, stderr: bytes) -> None:
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+
 def run_git(
     args: Sequence[str],
     *,
@@ -69,11 +81,15 @@ def run_git(
     input: bytes | None = None,
     ok_codes: Iterable[int] = (0,),
     private: bool = True,
+    read_only: bool = False,
 ) -> bytes:
     """Run one git command and return its stdout; any unexpected exit raises GitError.
 
-    `private=False`: the command writes the user's files, under the user's umask."""
-    proc = run_git_process(args, cwd=cwd, git_dir=git_dir, env=env, input=input, private=private)
+    `private=False`: the command writes the user's files, under the user's umask.
+    `read_only`: it writes nothing at all, so it starts without `subprocess` (`core.git.spawn`)."""
+    proc = run_git_process(
+        args, cwd=cwd, git_dir=git_dir, env=env, input=input, private=private, read_only=read_only
+    )
     if proc.returncode not in tuple(ok_codes):
         message = proc.stderr.decode(errors="replace").strip().splitlines()
         detail = message[-1] if message else f"exit code {proc.returncode}"
@@ -107,18 +123,29 @@ def run_git_process(
     env: Mapping[str, str] | None = None,
     input: bytes | None = None,
     private: bool = True,
-) -> subprocess.CompletedProcess[bytes]:
+    read_only: bool = False,
+) -> subprocess.CompletedProcess[bytes] | Completed:
     """Run one git command to its end, whatever its exit code: for callers that read the
     code or all of stderr themselves. `private=False`: it writes the user's files, under the
-    user's umask. The very same call started ahead (`start_ahead`) is taken over instead."""
-    import subprocess
-
+    user's umask; `read_only`: it writes nothing, and starts without `subprocess`. The very
+    same call started ahead (`start_ahead`) is taken over instead."""
     if _ahead:
         started = _ahead.pop(_ahead_key(args, cwd, git_dir, env, input, private), None)
         if started is not None:
             out, err = started.communicate()
-            return subprocess.CompletedProcess(["git", *args], started.returncode, out, err)
+            return Completed(started.returncode, out, err)
     full_env = _call_env(env, git_dir)
+    if read_only:
+        from core.git.spawn import Spawned
+
+        try:
+            spawned = Spawned(args, full_env, cwd=cwd, input=input)
+        except FileNotFoundError as exc:
+            raise GitError(_NO_GIT) from exc
+        out, err = spawned.communicate()
+        return Completed(spawned.returncode, out, err)
+    import subprocess
+
     try:
         return subprocess.run(
             ["git", *args],
@@ -169,7 +196,7 @@ def start_git(
 
     A `fed` command reads the stdin pipe its caller writes as it goes, for as long as it
     lives; its stderr is dropped, since nothing reads it until the end and a full pipe would
-    stall it.
+    stall it. A call that writes nothing is better started by `spawn_git`.
     """
     _flush_for(env)
     import subprocess
@@ -188,15 +215,17 @@ def start_git(
         raise GitError(_NO_GIT) from exc
 
 
-def spawn_git(args: Sequence[str], *, env: Mapping[str, str] | None = None) -> Spawned:
-    """`start_git` for a call that only reads a store (no stdin, no working directory),
-    without loading `subprocess` (`core.git.spawn`); `finish_git` reads it, `Spawned.stop`
-    ends it unread."""
+def spawn_git(
+    args: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> Spawned:
+    """`start_git` for a call that writes nothing (no stdin fed as it goes), without loading
+    `subprocess` (`core.git.spawn`): `cwd` is handed to git (`git -C`); `finish_git` reads it,
+    `stop_git` ends it unread."""
     from core.git.spawn import Spawned
 
     _flush_for(env)
     try:
-        return Spawned(args, clean_env(env))
+        return Spawned(args, clean_env(env), cwd=cwd)
     except FileNotFoundError as exc:
         raise GitError(_NO_GIT) from exc
 
@@ -213,9 +242,14 @@ def finish_git(
     return out
 
 
-def stop_git(process: subprocess.Popen[bytes]) -> None:
+def stop_git(process: subprocess.Popen[bytes] | Spawned) -> None:
     """End a git command `start_git` started whose output nobody will read: killed if still
     running, waited for, its pipes closed."""
+    from core.git.spawn import Spawned
+
+    if isinstance(process, Spawned):
+        process.stop()
+        return
     if process.poll() is None:
         process.kill()
         process.wait()

@@ -69,6 +69,7 @@ def changed_files_after(
                 *paths,
             ],
             git_dir=store_repo,
+            read_only=True,
         )
         fresh = _changes(raw)
     if any(entry.status == "D" for entry in fresh):

@@ -28,8 +28,7 @@ from core.snapshot.scratch import new_scratch_directory, remove_tree
 TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 
 if TYPE_CHECKING:
-    import subprocess
-
+    from core.git.spawn import Spawned
     from core.snapshot.source import SourceRepo
 
 # The prefix every snapshot's scratch directory has, so `pitstop doctor` knows a killed
@@ -54,9 +53,7 @@ class EarlyScan:
 
     __slots__ = ("directory", "git_dir", "process", "toplevel")
 
-    def __init__(
-        self, toplevel: Path, git_dir: Path, directory: Path, process: subprocess.Popen[bytes]
-    ) -> None:
+    def __init__(self, toplevel: Path, git_dir: Path, directory: Path, process: Spawned) -> None:
         self.toplevel = toplevel
         self.git_dir = git_dir
         self.directory = directory  # the scratch directory; `index` in it is the copy
@@ -103,9 +100,9 @@ def start(cwd: str | None, scratch_parent: Path) -> None:
     try:
         copy = directory / "index"
         copy_index(index, copy)
-        from core.git.run import start_git
+        from core.git.run import spawn_git
 
-        process = start_git(STATUS_ARGS, cwd=toplevel, env={"GIT_INDEX_FILE": str(copy)})
+        process = spawn_git(STATUS_ARGS, cwd=toplevel, env={"GIT_INDEX_FILE": str(copy)})
     except Exception:
         remove_tree(directory)
         return

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.git.run import start_git, stop_git
+from core.git.run import spawn_git, stop_git
 
 TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: start-up)
 if TYPE_CHECKING:
-    import subprocess
+    from core.git.spawn import Spawned
 
 REPO_FACTS = (
     "--path-format=absolute",
@@ -54,21 +54,20 @@ def head_args(*, upstream: bool) -> list[str]:
     return ["HEAD^{commit}", "HEAD^{tree}", "--symbolic-full-name", "HEAD"]
 
 
-def start_locate(directory: Path) -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]:
+def start_locate(directory: Path) -> tuple[Spawned, Spawned]:
     """The two git calls `locate` reads, started in `directory`: the config, and `rev-parse`
     for the repository's paths, HEAD and its upstream. An entry point about to checkpoint
     starts them early, beside the work tree's scan (`early_scan`)."""
-    config = start_git(CONFIG_ARGS, cwd=directory, env={})
+    config = spawn_git(CONFIG_ARGS, cwd=directory, env={})
     try:
-        facts = start_git(["rev-parse", *REPO_FACTS, *head_args(upstream=True)], cwd=directory)
+        facts = spawn_git(["rev-parse", *REPO_FACTS, *head_args(upstream=True)], cwd=directory)
     except BaseException:
-        config.kill()
-        config.wait()
+        stop_git(config)
         raise
     return config, facts
 
 
-_early: tuple[Path, subprocess.Popen[bytes], subprocess.Popen[bytes]] | None = None
+_early: tuple[Path, Spawned, Spawned] | None = None
 
 
 def start_early(directory: Path) -> None:
@@ -80,7 +79,7 @@ def start_early(directory: Path) -> None:
 
 def take_early(
     directory: Path,
-) -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]] | None:
+) -> tuple[Spawned, Spawned] | None:
     """The calls started early in `directory`, handed over (None: none, or elsewhere)."""
     global _early
     if _early is None or _early[0] != directory:

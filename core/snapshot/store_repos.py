@@ -157,6 +157,7 @@ def new_objects(
         git_dir=store_repo,
         env={"GIT_ALTERNATE_OBJECT_DIRECTORIES": str(source.objects_dir)},
         input=("\n".join(changed) + "\n").encode(),
+        read_only=True,
     )
     fields = raw.split(b"\0")
     pair = -1

@@ -26,7 +26,7 @@ from core.errors import GitError, UsageError
 from core.git.objects import GITLINK_MODE
 from core.git.pack_writer import batched
 from core.git.reader import in_session, session_reader
-from core.git.run import finish_git, run_git, start_git
+from core.git.run import finish_git, run_git, spawn_git
 from core.models import LeftOut
 from core.snapshot.lockfiles import lockfiles_after
 from core.snapshot.plain_tree import NotPlain, beyond_a_link, plain_repository
@@ -61,7 +61,7 @@ else:
     from core.records import NamedTuple
 
 if TYPE_CHECKING:
-    import subprocess
+    from core.git.spawn import Spawned
 
 
 class Snapshot(NamedTuple):
@@ -252,7 +252,7 @@ def _scan_and_stage(
     `staged_tree`); refuse unresolved conflicts and a damaged index."""
     # The directory walk is the slow part: run it while the cheap steps happen beside it.
     # (Writing the staged tree beside it too gained nothing measurable on two cores.)
-    status = early.process if early else start_git(STATUS_ARGS, cwd=source.toplevel, env=env)
+    status = early.process if early else spawn_git(STATUS_ARGS, cwd=source.toplevel, env=env)
     try:
         head, facts = _head_and_facts(source, located)
         # Whether the store holds the base commit: read through the session when one is
@@ -271,7 +271,7 @@ def _scan_and_stage(
             ).strip()
             if staged_tree:
                 remember(store_repo, key, staged_tree.decode())
-        _while_status_walks(status)
+        _while_status_walks(status, Path(env["GIT_INDEX_FILE"]))
     except BaseException:
         _finish_status(status, source, env, early)
         raise
@@ -288,13 +288,19 @@ def _scan_and_stage(
     return _Staged(scan, index_tree, head, facts, base_bytes, ask_base_later)
 
 
-def _while_status_walks(status: subprocess.Popen[bytes]) -> None:
-    """Load what scanning a changed file for secrets needs while `git status` still walks the
-    tree, instead of after it (issue 22): the rules and their literal gate, ~6 ms of a hook on a
-    5,000-file repository, which would otherwise wait here doing nothing. Only when git is
-    still running: then it costs no time, and what is loaded is what any scan of a changed file
-    loads first (a checkpoint that scans nothing has loaded it for nothing, in idle time)."""
-    if status.poll() is not None:
+WARM_UP_ENTRIES = 2000
+"""Index entries from which `git status` walks long enough (~10 ms here) to cover loading the
+secret scan beside it; on a smaller repository it is done first, and the loading would only
+delay a checkpoint that scans nothing."""
+
+
+def _while_status_walks(status: Spawned, index: Path) -> None:
+    """Load what scanning a changed file for secrets needs while `git status` still walks a
+    large work tree, instead of after it (issue 22): the rules and their literal gate, ~6 ms
+    of a hook on a 5,000-file repository, which would otherwise wait here doing nothing. Only
+    when git is still running, and the `index` lists at least :data:`WARM_UP_ENTRIES` files:
+    then it costs no time (a checkpoint that scans nothing has loaded them in idle time)."""
+    if status.poll() is not None or _index_entries(index) < WARM_UP_ENTRIES:
         return
     import core.redaction.redact  # noqa: F401  (the scan's module, with the rules)
     from core.redaction.literal_gate import automaton
@@ -303,8 +309,18 @@ def _while_status_walks(status: subprocess.Popen[bytes]) -> None:
         automaton(dfa=False)  # what a changed file's scan builds first (`literal_hits`)
 
 
+def _index_entries(index: Path) -> int:
+    """How many entries the index file says it holds (0 when it cannot be read)."""
+    try:
+        with open(index, "rb") as handle:
+            header = handle.read(12)
+    except OSError:
+        return 0
+    return int.from_bytes(header[8:12], "big") if header[:4] == b"DIRC" else 0
+
+
 def _finish_status(
-    status: subprocess.Popen[bytes],
+    status: Spawned,
     source: SourceRepo,
     env: Mapping[str, str],
     early: early_scan.EarlyScan | None,
@@ -316,7 +332,7 @@ def _finish_status(
     except GitError:
         if early is None:
             raise
-    return finish_git(start_git(STATUS_ARGS, cwd=source.toplevel, env=env), "status")
+    return finish_git(spawn_git(STATUS_ARGS, cwd=source.toplevel, env=env), "status")
 
 
 def _head_and_facts(

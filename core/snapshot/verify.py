@@ -20,14 +20,14 @@ from core.digests import sha256
 from core.errors import DamagedObjectError
 from core.git.objects import parse_tree
 from core.git.reader import ObjectReader, held_objects, read_objects
-from core.git.run import finish_git, start_git
+from core.git.run import finish_git, spawn_git
 from core.snapshot.checkpoint import MANIFEST_FILE
 from core.snapshot.verified import still_verified
 from core.snapshot.verified_reads import rehash
 
 TYPE_CHECKING = False  # `typing` is for type checkers only (issue 22: ~3 ms of start-up)
 if TYPE_CHECKING:
-    import subprocess
+    from core.git.spawn import Spawned
 
 TREE_MODE, GITLINK_MODE = "40000", "160000"
 
@@ -38,7 +38,7 @@ class TreeWalk:
     def __init__(
         self,
         missing: int,
-        process: subprocess.Popen[bytes] | None,
+        process: Spawned | None,
         store_repo: Path | None = None,
         seen: Iterable[str] = (),
     ) -> None:
@@ -80,7 +80,7 @@ class TreeWalk:
             *present_trees,
             *[f"^{tree}" for tree in exclude],
         ]
-        process = start_git(args, cwd=store_repo, env={"GIT_DIR": str(store_repo)})
+        process = spawn_git(args, cwd=store_repo, env={"GIT_DIR": str(store_repo)})
         # a whole walk rehashes the loose objects it reached; a partial one (beside a restore,
         # which reads every blob itself) only counts what is missing
         return cls(missing, process, None if exclude else store_repo, present_trees)

@@ -232,3 +232,32 @@ def rewrite_manifests(
                 "UPDATE checkpoints SET manifest = ? WHERE task_id = ? AND seq = ?",
                 [blob, task_id, seq],
             )
+
+
+def spy_git_starts(monkeypatch: Any, record: Callable[[list[str]], Any] = list) -> list[Any]:
+    """What `record` makes of the argument list (`git`, the subcommand, ...) of every git
+    process this process starts from now on, in order, whether `subprocess` or
+    `core.git.spawn` starts it (a spawned call's `-C DIR` left out); None is not kept."""
+    from core.git.spawn import Spawned
+
+    started: list[Any] = []
+    popen_init = subprocess.Popen.__init__
+    spawned_init = Spawned.__init__
+
+    def keep(argv: list[str]) -> None:
+        item = record(argv)
+        if item is not None:
+            started.append(item)
+
+    def popen_spy(self: Any, args: Any, *rest: Any, **kw: Any) -> None:
+        if isinstance(args, list) and args[:1] == ["git"]:
+            keep([str(arg) for arg in args])
+        popen_init(self, args, *rest, **kw)
+
+    def spawned_spy(self: Any, args: Any, env: Any, **kw: Any) -> None:
+        keep(["git", *(str(arg) for arg in args)])
+        spawned_init(self, args, env, **kw)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", popen_spy)
+    monkeypatch.setattr(Spawned, "__init__", spawned_spy)
+    return started

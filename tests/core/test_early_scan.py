@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from corekit import blob_at, dir_state, git, only_store_repo, write
+from corekit import blob_at, dir_state, git, only_store_repo, spy_git_starts, write
 
 from core.engine import CheckpointRequest, Engine
 from core.models import Checkpoint
@@ -155,16 +155,7 @@ def test_the_command_line_leaves_no_scan_behind(
 
 def _git_starts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every git subcommand this process starts from now on."""
-    calls: list[str] = []
-    original = subprocess.Popen.__init__
-
-    def spy(self: object, args: object, *rest: object, **kw: object) -> None:
-        if isinstance(args, list) and args[:1] == ["git"]:
-            calls.append(str(args[1]))
-        original(self, args, *rest, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(subprocess.Popen, "__init__", spy)
-    return calls
+    return spy_git_starts(monkeypatch, lambda argv: argv[1])
 
 
 def test_locate_takes_the_calls_started_beside_the_scan(
@@ -210,31 +201,46 @@ def test_locate_elsewhere_starts_its_own_and_the_early_calls_are_stopped(
 
 
 _WARM_UP = """
-import subprocess, sys
+import sys
+from pathlib import Path
+from core.git.spawn import Spawned
 from core.snapshot.take import _while_status_walks
 from core.redaction import literal_gate
 
-process = subprocess.Popen([sys.executable, "-c", sys.argv[1]])
-if sys.argv[2] == "done":
+status, state, index = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+process = Spawned(["-c", "alias.sleepy=!" + status, "sleepy"], {"PATH": "/usr/bin:/bin"})
+if state == "done":
     process.wait()
 assert "core.redaction.redact" not in sys.modules
-_while_status_walks(process)
+_while_status_walks(process, index)
 print("core.redaction.redact" in sys.modules, literal_gate.automaton.cache_info().currsize)
-process.kill()
-process.wait()
+process.stop()
 """
 
 
+def _index_of(tmp_path: Path, entries: int) -> Path:
+    """An index file whose header says it holds `entries` files (all the check reads)."""
+    index = tmp_path / f"index-{entries}"
+    index.write_bytes(b"DIRC" + (2).to_bytes(4, "big") + entries.to_bytes(4, "big"))
+    return index
+
+
 @pytest.mark.parametrize(
-    ("status", "loaded"),
-    [("import time; time.sleep(5)", "True 1"), ("pass", "False 0")],
+    ("status", "state", "entries", "loaded"),
+    [
+        ("sleep 3", "running", 5000, "True 1"),  # a large tree still being walked: load now
+        ("true", "done", 5000, "False 0"),  # git is done: nothing to fill
+        ("sleep 3", "running", 300, "False 0"),  # a small tree: its walk ends first
+    ],
 )
-def test_the_secret_scan_loads_while_status_still_walks_and_only_then(
-    status: str, loaded: str
+def test_the_secret_scan_loads_while_a_large_status_still_walks_and_only_then(
+    tmp_path: Path, status: str, state: str, entries: int, loaded: str
 ) -> None:
-    """While `git status` runs, the snapshot loads the rules and their literal gate (what the
-    scan of a changed file needs first) instead of waiting idle; once it has ended, nothing."""
-    argv = [sys.executable, "-c", _WARM_UP, status, "done" if status == "pass" else "running"]
+    """While `git status` walks a large tree, the snapshot loads the rules and their literal
+    gate (what the scan of a changed file needs first) instead of waiting idle; once git is
+    done, or on a small tree (whose walk would end before the loading), nothing."""
+    index = _index_of(tmp_path, entries)
+    argv = [sys.executable, "-c", _WARM_UP, status, state, str(index)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[0] == loaded

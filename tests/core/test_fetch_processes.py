@@ -15,22 +15,13 @@ import pytest
 from core.engine import CheckpointRequest, Engine
 from core.errors import NotAGitRepoError
 from core.models import CheckpointReason
-from tests.core.corekit import git, init_repo, write
+from tests.core.corekit import git, init_repo, spy_git_starts, write
 
 
 @pytest.fixture
 def git_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[str]]]:
     """Every git command line this process starts, in order."""
-    calls: list[list[str]] = []
-    original = subprocess.Popen.__init__
-
-    def spy(self: Any, args: Any, *rest: Any, **kw: Any) -> None:
-        if isinstance(args, list) and args and args[0] == "git":
-            calls.append([str(a) for a in args])
-        original(self, args, *rest, **kw)
-
-    monkeypatch.setattr(subprocess.Popen, "__init__", spy)
-    yield calls
+    yield spy_git_starts(monkeypatch)
 
 
 def _subcommands(calls: list[list[str]]) -> list[str]:

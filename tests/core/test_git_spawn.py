@@ -120,3 +120,56 @@ def test_the_module_loads_nothing_of_subprocess() -> None:
         cwd=Path(__file__).resolve().parents[2],
     )
     assert probe.stdout.strip() == "False"
+
+
+def test_a_read_only_call_answers_as_the_subprocess_one_does(repo: Path) -> None:
+    """In a working directory, with an input larger than a pipe holds (written as git reads
+    it), and failing: the same exit code and bytes either way."""
+    from core.git.run import run_git_process
+
+    git(repo, "commit", "-q", "--allow-empty", "-m", "second")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    lines = (f"{head}\n" * 20_000).encode()  # ~820 KB on stdin
+    calls = [
+        (["rev-parse", "--show-toplevel", "HEAD"], None),
+        (["cat-file", "--batch-check"], lines),
+        (["rev-parse", "--verify", "no-such-ref"], None),
+    ]
+    for args, data in calls:
+        plain = run_git_process(args, cwd=repo, input=data)
+        spawned = run_git_process(args, cwd=repo, input=data, read_only=True)
+        assert (spawned.returncode, spawned.stdout, spawned.stderr) == (
+            plain.returncode,
+            plain.stdout,
+            plain.stderr,
+        )
+    assert spawned.returncode == 128 and b"single revision" in spawned.stderr
+
+
+def test_a_spawned_process_is_polled_and_started_in_its_directory(repo: Path) -> None:
+    (repo / "sub").mkdir()
+    process = spawn_git(["rev-parse", "--show-prefix"], cwd=repo / "sub")
+    while process.poll() is None:
+        pass
+    assert process.returncode == 0 and process.poll() == 0
+    assert finish_git(process, "rev-parse") == b"sub/\n"  # read after it was reaped
+
+
+def test_a_git_that_stops_reading_its_input_ends_the_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Input git never reads (it exits first) is dropped, as `subprocess` drops it; and the
+    child runs with SIGPIPE and SIGXFSZ at their defaults, as under `subprocess` (Python
+    itself ignores SIGPIPE, and an ignored signal stays ignored across exec)."""
+    from core.git.run import run_git_process
+
+    bin_dir = tmp_path / "fake-bin"
+    bin_dir.mkdir()
+    script = bin_dir / "git"
+    script.write_text("#!/bin/sh\ngrep '^SigIgn' /proc/self/status\nexit 3\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    done = run_git_process(["anything"], input=b"x" * 2_000_000, read_only=True)
+    assert done.returncode == 3
+    ignored = int(done.stdout.split()[1], 16)
+    assert not ignored & (1 << (13 - 1)) and not ignored & (1 << (25 - 1)), done.stdout

@@ -7,13 +7,11 @@ mode changes, a file turned directory, and deletions and renames (which take the
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from corekit import git, only_store_repo, write
+from corekit import git, only_store_repo, spy_git_starts, write
 
 from core import snapshot
 from core.engine import CheckpointRequest, Engine
@@ -23,16 +21,7 @@ from core.models import ChangedFile, Checkpoint
 @pytest.fixture
 def diff_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[str]]]:
     """The argument lists of the `diff-tree` processes this process starts."""
-    calls: list[list[str]] = []
-    original = subprocess.Popen.__init__
-
-    def spy(self: Any, args: Any, *rest: Any, **kw: Any) -> None:
-        if isinstance(args, list) and "diff-tree" in args:
-            calls.append([str(arg) for arg in args])
-        original(self, args, *rest, **kw)
-
-    monkeypatch.setattr(subprocess.Popen, "__init__", spy)
-    yield calls
+    yield spy_git_starts(monkeypatch, lambda argv: argv if "diff-tree" in argv else None)
 
 
 def _take(engine: Engine) -> Checkpoint:

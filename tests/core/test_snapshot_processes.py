@@ -10,10 +10,9 @@ import stat
 import subprocess
 from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from corekit import git, git_bytes, make_objects_loose, only_store_repo, write
+from corekit import git, git_bytes, make_objects_loose, only_store_repo, spy_git_starts, write
 
 from core import snapshot
 from core.engine import CheckpointRequest, Engine
@@ -29,16 +28,7 @@ from core.snapshot.source import head_without_upstream
 @pytest.fixture
 def git_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Every git subcommand this process starts, in order."""
-    calls: list[str] = []
-    original = subprocess.Popen.__init__
-
-    def spy(self: Any, args: Any, *rest: Any, **kw: Any) -> None:
-        if isinstance(args, list) and args and args[0] == "git":
-            calls.append(str(args[1]) if len(args) > 1 else "")
-        original(self, args, *rest, **kw)
-
-    monkeypatch.setattr(subprocess.Popen, "__init__", spy)
-    yield calls
+    yield spy_git_starts(monkeypatch, lambda argv: argv[1] if len(argv) > 1 else "")
 
 
 def _forced(engine: Engine, task_id: str = "t1") -> Checkpoint:

@@ -3,10 +3,8 @@ left the store since: any removal, repack or damage makes it walk the previous t
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from corekit import (
@@ -15,6 +13,7 @@ from corekit import (
     ls_tree,
     make_objects_loose,
     only_store_repo,
+    spy_git_starts,
     write,
 )
 
@@ -26,16 +25,7 @@ from core.snapshot.verified import objects_fingerprint, still_verified
 @pytest.fixture
 def walks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[str]]]:
     """Every `git rev-list` this process starts, with its arguments."""
-    calls: list[list[str]] = []
-    original = subprocess.Popen.__init__
-
-    def spy(self: Any, args: Any, *rest: Any, **kw: Any) -> None:
-        if isinstance(args, list) and args[:2] == ["git", "rev-list"]:
-            calls.append([str(arg) for arg in args])
-        original(self, args, *rest, **kw)
-
-    monkeypatch.setattr(subprocess.Popen, "__init__", spy)
-    yield calls
+    yield spy_git_starts(monkeypatch, lambda argv: argv if argv[1:2] == ["rev-list"] else None)
 
 
 def _forced(engine: Engine) -> Checkpoint:

@@ -7,10 +7,9 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from corekit import git, only_store_repo, write
+from corekit import git, only_store_repo, spy_git_starts, write
 
 from core.engine import CheckpointRequest, Engine
 from core.models import Checkpoint
@@ -22,16 +21,9 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 @pytest.fixture
 def write_trees(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Every `git write-tree` this process starts."""
-    calls: list[str] = []
-    original = subprocess.Popen.__init__
-
-    def spy(self: Any, args: Any, *rest: Any, **kw: Any) -> None:
-        if isinstance(args, list) and args[:2] == ["git", "write-tree"]:
-            calls.append("write-tree")
-        original(self, args, *rest, **kw)
-
-    monkeypatch.setattr(subprocess.Popen, "__init__", spy)
-    yield calls
+    yield spy_git_starts(
+        monkeypatch, lambda argv: "write-tree" if argv[1:2] == ["write-tree"] else None
+    )
 
 
 def _forced(engine: Engine) -> Checkpoint:
