@@ -28,6 +28,11 @@ installed: `python3 tests/e2e/clients.py install`).
 
     .venv/bin/python bench/hook.py             # 21 interleaved runs of each, 5 sessions of each
     .venv/bin/python bench/hook.py --runs 5 --session 0   # a quick run, events only
+    .venv/bin/python bench/hook.py --repo PATH --session 0  # the same on a copy of PATH
+
+With `--repo`, the session runs in a copy of that repository (`git clone --no-hardlinks`), so
+the checkpoints (`Notification`, `Stop`, `PreCompact`, `SessionEnd`) snapshot a real work
+tree; a line is appended to an untracked file before each run, so each has something new.
 """
 
 from __future__ import annotations
@@ -97,23 +102,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--session", type=int, default=5, help="real-client sessions of each kind (0: none)"
     )
+    parser.add_argument("--repo", help="run the session in a copy of this repository")
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="pitstop-bench-hook-"))
     try:
         repo = work / "repo"
-        repo.mkdir()
         git_env = {
             **os.environ,
             "GIT_AUTHOR_NAME": "Bench",
             "GIT_AUTHOR_EMAIL": "bench@example.com",
             "GIT_COMMITTER_NAME": "Bench",
             "GIT_COMMITTER_EMAIL": "bench@example.com",
-            "GIT_CONFIG_GLOBAL": str(_empty_gitconfig(repo.parent)),
+            "GIT_CONFIG_GLOBAL": str(_empty_gitconfig(work)),
         }
-        for command in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "i"]):
-            subprocess.run(["git", *command], cwd=repo, env=git_env, check=True)
+        _make_repo(repo, args.repo, git_env)
         (repo / "notes.txt").write_text("work in progress\n")  # an untracked change to snapshot
+        files = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=repo, env=git_env, check=True, capture_output=True
+        ).stdout.count(b"\0")
         transcript = work / "transcript.jsonl"
         transcript.write_text("{}\n")
         env = {
@@ -136,7 +143,10 @@ def main(argv: list[str] | None = None) -> int:
 
         baseline: list[float] = []
         times: dict[str, list[float]] = {label: [] for label, _, _ in EVENTS}
-        for _ in range(args.runs):
+        for number in range(args.runs):
+            if args.repo:
+                with (repo / "notes.txt").open("a") as notes:
+                    notes.write(f"run {number}\n")
             baseline.append(timed(bare, b"", env, repo))
             for label, name, _ in EVENTS:
                 times[label].append(timed(hook, inputs[name], env, repo))
@@ -144,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         base_ms = statistics.median(baseline) * 1000
         medians = {label: statistics.median(spent) * 1000 for label, spent in times.items()}
         ratios = {label: ms / base_ms for label, ms in medians.items()}
+        where = f"a copy of {args.repo}" if args.repo else "a generated one-commit repository"
+        print(f"repository: {where}, {files} tracked files")
         print(f"runs: {args.runs}, interleaved; medians; target <= {TARGET_RATIO:.0f}x each")
         print(f"{'python -c pass':<24}{base_ms:8.1f} ms")
         for label, _, what in EVENTS:
@@ -165,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             json.dumps(
                 {
+                    "repo_files": files,
                     "baseline_ms": round(base_ms, 2),
                     "event_ms": {label: round(ms, 2) for label, ms in medians.items()},
                     "ratio": {label: round(r, 2) for label, r in ratios.items()},
@@ -179,6 +192,18 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def _make_repo(repo: Path, source: str | None, git_env: dict[str, str]) -> None:
+    """A copy of `source` at `repo` (its own objects: the store may copy them), or a new
+    repository with one empty commit."""
+    if source:
+        clone = ["clone", "-q", "--no-hardlinks", str(Path(source).resolve()), str(repo)]
+        subprocess.run(["git", *clone], env=git_env, check=True)
+        return
+    repo.mkdir()
+    for command in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "i"]):
+        subprocess.run(["git", *command], cwd=repo, env=git_env, check=True)
 
 
 def _empty_gitconfig(where: Path) -> Path:

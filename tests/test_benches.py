@@ -30,6 +30,30 @@ def test_the_hook_benchmark_runs_and_reports_every_event() -> None:
     assert {"SessionStart", "PreToolUse git push", "Stop", "SessionEnd"} <= set(report["ratio"])
 
 
+def test_the_hook_benchmark_runs_in_a_copy_of_a_given_repository(tmp_path: Path) -> None:
+    """`--repo`: the same events in a copy of a given repository (one of 150 files here)."""
+    source = tmp_path / "source"
+    for number in range(150):
+        path = source / f"pkg{number % 7}" / f"module_{number}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"VALUE = {number}\n")
+    gitconfig = tmp_path / "gitconfig"
+    gitconfig.touch()
+    env = {
+        **os.environ,
+        "GIT_CONFIG_GLOBAL": str(gitconfig),
+        "GIT_AUTHOR_NAME": "Test",
+        "GIT_AUTHOR_EMAIL": "test@example.invalid",
+        "GIT_COMMITTER_NAME": "Test",
+        "GIT_COMMITTER_EMAIL": "test@example.invalid",
+    }
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "files"]):
+        subprocess.run(["git", *args], cwd=source, env=env, check=True)
+    report = _report("hook.py", "--runs", "1", "--session", "0", "--repo", str(source))
+    assert report["repo_files"] == 150
+    assert {"Notification", "PreCompact", "SessionEnd"} <= set(report["ratio"])
+
+
 def test_the_session_benchmark_runs_the_real_client_with_and_without_hooks() -> None:
     from tests.e2e.claude_session import require_claude
 
