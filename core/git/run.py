@@ -134,16 +134,11 @@ def run_git_process(
         if started is not None:
             out, err = started.communicate()
             return Completed(started.returncode, out, err)
-    full_env = _call_env(env, git_dir)
     if read_only:
-        from core.git.spawn import Spawned
-
-        try:
-            spawned = Spawned(args, full_env, cwd=cwd, input=input)
-        except FileNotFoundError as exc:
-            raise GitError(_NO_GIT) from exc
+        spawned = spawn_git(args, cwd=cwd, git_dir=git_dir, env=env, input=input)
         out, err = spawned.communicate()
         return Completed(spawned.returncode, out, err)
+    full_env = _call_env(env, git_dir)
     import subprocess
 
     try:
@@ -216,16 +211,21 @@ def start_git(
 
 
 def spawn_git(
-    args: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    args: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    git_dir: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
 ) -> Spawned:
-    """`start_git` for a call that writes nothing (no stdin fed as it goes), without loading
-    `subprocess` (`core.git.spawn`): `cwd` is handed to git (`git -C`); `finish_git` reads it,
-    `stop_git` ends it unread."""
+    """`start_git` for a call that writes nothing (an `input` written whole, no stdin fed as
+    it goes), without loading `subprocess` (`core.git.spawn`): `cwd` is handed to git (`git
+    -C`); `finish_git` reads it, `stop_git` ends it unread."""
     from core.git.spawn import Spawned
 
-    _flush_for(env)
+    full_env = _call_env(env, git_dir)
     try:
-        return Spawned(args, clean_env(env), cwd=cwd)
+        return Spawned(args, full_env, cwd=cwd, input=input)
     except FileNotFoundError as exc:
         raise GitError(_NO_GIT) from exc
 
